@@ -1,0 +1,55 @@
+//! Builds a filter from key hashes streamed in before the item count is known.
+
+use crate::any::AnyFilter;
+use crate::error::Result;
+use crate::filter_trait::Filter;
+use crate::hash::KeyHash;
+use crate::kind::FilterKind;
+
+/// Collects one 8-byte hash per key (never the keys) and sizes the filter
+/// for exactly that many keys in [`FilterBuilder::finish`], as a table
+/// writer needs: the number of keys is known only at the end.
+#[derive(Clone, Debug)]
+pub struct FilterBuilder {
+    kind: FilterKind,
+    bits_per_key: f64,
+    hashes: Vec<u64>,
+}
+
+impl FilterBuilder {
+    /// A builder for a filter of `kind` at `bits_per_key`. The counting kind
+    /// is refused at `finish`.
+    pub fn new(kind: FilterKind, bits_per_key: f64) -> Self {
+        Self {
+            kind,
+            bits_per_key,
+            hashes: Vec::new(),
+        }
+    }
+
+    /// Adds one key by its hash. REQUIRES: each distinct key is added once
+    /// (a duplicate only wastes space; it never causes a false negative).
+    pub fn add_hash(&mut self, hash: KeyHash) {
+        self.hashes.push(hash.raw());
+    }
+
+    /// Keys added so far.
+    pub fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// No key added yet.
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+
+    /// Builds the filter sized for the keys added.
+    pub fn finish(self) -> Result<AnyFilter> {
+        let mut filter =
+            AnyFilter::with_bits_per_key(self.kind, self.hashes.len() as u64, self.bits_per_key)?;
+        for h in self.hashes {
+            filter.insert_hash(KeyHash::from_raw(h));
+        }
+        Ok(filter)
+    }
+}

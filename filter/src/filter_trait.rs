@@ -1,0 +1,50 @@
+//! What every filter kind answers, and the statistics derived from it.
+
+use crate::hash::KeyHash;
+
+/// An approximate membership filter: "definitely absent" or "maybe present",
+/// never absent for an inserted key.
+pub trait Filter {
+    /// Adds a key given its hash.
+    fn insert_hash(&mut self, hash: KeyHash);
+    /// `false` means the key was definitely never inserted.
+    fn contains_hash(&self, hash: KeyHash) -> bool;
+    /// m: bits (for the counting kind, counters).
+    fn num_bits(&self) -> u64;
+    /// k: probes per key.
+    fn num_hashes(&self) -> u32;
+    /// Items inserted (each insert counts, duplicates included).
+    fn len(&self) -> u64;
+    /// Fraction of bits (counters) that are non-zero.
+    fn fill_ratio(&self) -> f64;
+    /// The lecture's formula for this filter's layout, m, k and `len()`.
+    fn theoretical_fpr(&self) -> f64;
+    /// Bytes of memory the filter's bit array occupies.
+    fn memory_bytes(&self) -> usize;
+
+    /// Hashes `key` and adds it.
+    fn insert(&mut self, key: &[u8]) {
+        self.insert_hash(KeyHash::of(key));
+    }
+    /// Hashes `key` and probes for it.
+    fn contains(&self, key: &[u8]) -> bool {
+        self.contains_hash(KeyHash::of(key))
+    }
+    /// No item inserted yet.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The false positive rate implied by the observed fill: fill^k. An absent
+    /// key is a false positive when all k of its bits happen to be set.
+    fn estimated_fpr(&self) -> f64 {
+        self.fill_ratio().powi(self.num_hashes() as i32)
+    }
+    /// Items estimated from the fill ratio (see [`crate::math::estimated_items`]).
+    fn estimated_items(&self) -> f64 {
+        crate::math::estimated_items(self.num_bits(), self.num_hashes(), self.fill_ratio())
+    }
+    /// m / n: bits spent per inserted item (infinite when empty).
+    fn bits_per_key(&self) -> f64 {
+        self.num_bits() as f64 / self.len() as f64
+    }
+}

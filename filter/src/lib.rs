@@ -1,0 +1,47 @@
+//! Bloom filters and their math, as the lecture
+//! (`shared/seed/bloom-filter-lecture.md`) builds them. No I/O.
+//!
+//! - [`BloomFilter`]: m bits, k probes anywhere in them.
+//! - [`BlockedBloomFilter`]: all k probes of a key in one 64-byte block, so a
+//!   lookup costs one cache miss.
+//! - [`CountingBloomFilter`]: 4-bit counters, supports `remove`, 4x the size.
+//!
+//! Every kind derives its probes from one XXH3-64 hash ([`KeyHash`]), so a
+//! key is hashed once and the hash probes any number of filters. Filters
+//! serialize to a versioned, checksummed byte layout (module `codec`) whose
+//! decoder never panics.
+//!
+//! ```
+//! use bloomlsm_filter::{BloomFilter, Filter, KeyHash};
+//! let mut filter = BloomFilter::with_bits_per_key(1000, 10.0);
+//! filter.insert(b"https://example.com/");
+//! assert!(filter.contains(b"https://example.com/"));
+//! let h = KeyHash::of(b"https://example.com/");
+//! assert!(filter.contains_hash(h));
+//! let back = BloomFilter::from_bytes(&filter.to_bytes()).unwrap();
+//! assert_eq!(back, filter);
+//! ```
+
+mod any;
+mod bits;
+mod blocked;
+mod builder;
+pub mod codec;
+mod counting;
+mod error;
+mod filter_trait;
+mod hash;
+mod kind;
+pub mod lecture;
+pub mod math;
+mod standard;
+
+pub use any::AnyFilter;
+pub use blocked::{BLOCK_BITS, BlockedBloomFilter};
+pub use builder::FilterBuilder;
+pub use counting::{COUNTER_MAX, CountingBloomFilter};
+pub use error::{FilterError, Result};
+pub use filter_trait::Filter;
+pub use hash::{HASH_ID_XXH3_64, HASH_SEED, KeyHash, key_hash};
+pub use kind::FilterKind;
+pub use standard::BloomFilter;

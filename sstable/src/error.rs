@@ -1,0 +1,86 @@
+//! Errors of the table crate: every corruption names file, block and offset.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::format::BlockKind;
+
+/// What went wrong reading or writing a table.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// An I/O call failed.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The table file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Bytes on disk are not what the format says they must be.
+    #[error("corrupt table {path}: {kind} block at offset {offset}: {reason}")]
+    Corruption {
+        /// The table file.
+        path: PathBuf,
+        /// Which block (or the footer).
+        kind: BlockKind,
+        /// Byte offset of that block in the file.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The footer names a format version this build does not read.
+    #[error("table {path} has format version {version}; this build reads version {supported}")]
+    UnsupportedVersion {
+        /// The table file.
+        path: PathBuf,
+        /// Version found.
+        version: u32,
+        /// Version this build reads.
+        supported: u32,
+    },
+    /// `add` was called with a key not after the previous one.
+    #[error(
+        "entries out of order: ({key:?}, seq {seq}) does not follow ({previous_key:?}, seq {previous_seq})"
+    )]
+    OutOfOrder {
+        /// The previous user key.
+        previous_key: Vec<u8>,
+        /// The previous sequence number.
+        previous_seq: u64,
+        /// The rejected user key.
+        key: Vec<u8>,
+        /// The rejected sequence number.
+        seq: u64,
+    },
+    /// A key or value is empty or larger than the configured limit.
+    #[error("{what} of {len} bytes is outside the allowed 1..={max} bytes")]
+    TooLarge {
+        /// "key" or "value".
+        what: &'static str,
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A sequence number does not fit in 56 bits.
+    #[error("sequence number {0} exceeds 2^56 - 1")]
+    SequenceTooLarge(u64),
+    /// `finish` was called before any entry was added.
+    #[error("a table needs at least one entry")]
+    EmptyTable,
+    /// The filter could not be built.
+    #[error("filter: {0}")]
+    Filter(#[from] bloomlsm_filter::FilterError),
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// True for errors that mean the bytes on disk are damaged.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Self::Corruption { .. })
+    }
+}

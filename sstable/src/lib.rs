@@ -1,0 +1,55 @@
+//! bloomlsm's table format: sorted, immutable files of data blocks, one
+//! Bloom filter block, an index and properties, each block checksummed.
+//! `FORMAT.md` beside this crate is the authority for the bytes.
+//!
+//! - [`TableBuilder`] streams sorted entries into a file and builds the
+//!   filter from key hashes as they arrive.
+//! - [`Table`] opens a file, keeps footer, index, properties and filter in
+//!   memory, and answers [`Table::get`] with the filter first: a key the
+//!   filter rules out costs no I/O.
+//! - [`TableIter`] streams entries for scans and compaction.
+//!
+//! A damaged filter block never causes a false negative: the table opens
+//! without it ([`FilterStatus::Unusable`]) and every key is read from disk.
+//! Every other damaged block is an [`Error::Corruption`] naming the file,
+//! the block kind and its offset.
+
+mod block;
+mod block_builder;
+mod builder;
+mod cache;
+mod entry;
+mod error;
+mod file;
+pub mod format;
+mod iter;
+mod lookup;
+mod properties;
+mod table;
+mod varint;
+
+pub use block::{Block, BlockIter};
+pub use builder::{
+    DEFAULT_MAX_KEY_BYTES, DEFAULT_MAX_VALUE_BYTES, TableBuilder, TableOptions, TableSummary,
+};
+pub use cache::BlockCache;
+pub use entry::{Entry, EntryKind, MAX_SEQUENCE, TAG_LEN, compare_keys};
+pub use error::{Error, Result};
+pub use file::{RandomAccessFile, WritableFile};
+pub use format::{BlockHandle, BlockKind, Footer};
+pub use iter::{TableIter, entry_precedes};
+pub use lookup::{BlockSource, FilterVerdict, Lookup, Outcome};
+pub use properties::TableProperties;
+pub use table::{FilterStatus, Table};
+
+/// Decodes a data or index block from its bytes (trailer removed), as the
+/// reader does after verifying the checksum; exposed for fuzzing.
+pub fn decode_block(bytes: &[u8]) -> std::result::Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+    let block = Block::new(bytes.to_vec())?;
+    let mut it = block.iter();
+    let mut out = Vec::new();
+    while it.advance()? {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+    }
+    Ok(out)
+}

@@ -1,0 +1,402 @@
+//! Opens a table, keeps its footer, index, properties and filter in memory,
+//! and answers point lookups with at most one data block read.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bloomlsm_filter::{AnyFilter, Filter, KeyHash};
+
+use crate::block::{Block, BlockIter};
+use crate::cache::BlockCache;
+use crate::entry::{EntryKind, compare_keys, split_internal_key};
+use crate::error::{Error, Result};
+use crate::file::RandomAccessFile;
+use crate::format::{
+    BlockHandle, BlockKind, FOOTER_LEN, Footer, FooterError, HANDLE_LEN, TRAILER_LEN, verify_block,
+};
+use crate::lookup::{BlockSource, Lookup, Outcome};
+use crate::properties::TableProperties;
+
+/// Whether a table's filter is in use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FilterStatus {
+    /// The filter decoded and answers every lookup.
+    Loaded,
+    /// The table was written without a filter (bits per key 0).
+    Absent,
+    /// The filter block is damaged; every key is "maybe" (why, and where).
+    Unusable(String),
+}
+
+/// One data block as the index describes it.
+#[derive(Clone, Debug)]
+pub(crate) struct IndexEntry {
+    pub(crate) last_user_key: Vec<u8>,
+    pub(crate) last_seq: u64,
+    pub(crate) handle: BlockHandle,
+}
+
+/// An open table. Immutable and shared by readers (`Arc<Table>`).
+#[derive(Debug)]
+pub struct Table {
+    id: u64,
+    path: PathBuf,
+    file: Arc<dyn RandomAccessFile>,
+    file_size: u64,
+    footer: Footer,
+    properties: TableProperties,
+    pub(crate) index: Vec<IndexEntry>,
+    filter: Option<AnyFilter>,
+    filter_status: FilterStatus,
+    cache: Option<Arc<BlockCache>>,
+}
+
+impl Table {
+    /// Opens the table file at `path` with the standard file system.
+    pub fn open_path(
+        path: impl AsRef<Path>,
+        id: u64,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<Self> {
+        let path = path.as_ref();
+        let file = std::fs::File::open(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::open(Arc::new(file), path, id, cache)
+    }
+
+    /// Reads and verifies footer, properties, index and filter. `id` must
+    /// be unique among tables sharing `cache`.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: impl AsRef<Path>,
+        id: u64,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        let file_size = file.len().map_err(io)?;
+        let corrupt = |kind, offset, reason: String| Error::Corruption {
+            path: path.clone(),
+            kind,
+            offset,
+            reason,
+        };
+        if file_size < FOOTER_LEN as u64 {
+            return Err(corrupt(
+                BlockKind::Footer,
+                0,
+                format!("file of {file_size} bytes is shorter than a footer"),
+            ));
+        }
+        let footer_at = file_size - FOOTER_LEN as u64;
+        let mut footer_bytes = [0u8; FOOTER_LEN];
+        file.read_exact_at(&mut footer_bytes, footer_at)
+            .map_err(io)?;
+        let footer = Footer::decode(&footer_bytes).map_err(|e| match e {
+            FooterError::Version(version) => Error::UnsupportedVersion {
+                path: path.clone(),
+                version,
+                supported: crate::format::FORMAT_VERSION,
+            },
+            other => corrupt(BlockKind::Footer, footer_at, format!("{other:?}")),
+        })?;
+        let mut table = Self {
+            id,
+            path: path.clone(),
+            file,
+            file_size,
+            footer,
+            properties: empty_properties(),
+            index: Vec::new(),
+            filter: None,
+            filter_status: FilterStatus::Absent,
+            cache,
+        };
+        let props = table.read_verified(footer.properties, BlockKind::Properties)?;
+        table.properties = TableProperties::decode(&props)
+            .map_err(|reason| corrupt(BlockKind::Properties, footer.properties.offset, reason))?;
+        let index = table.read_verified(footer.index, BlockKind::Index)?;
+        table.index = table.decode_index(index)?;
+        if !footer.filter.is_null() {
+            table.load_filter();
+        }
+        Ok(table)
+    }
+
+    fn corruption(&self, kind: BlockKind, offset: u64, reason: impl Into<String>) -> Error {
+        Error::Corruption {
+            path: self.path.clone(),
+            kind,
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// Reads a block and its trailer, checks type and checksum, returns the block.
+    fn read_verified(&self, handle: BlockHandle, kind: BlockKind) -> Result<Vec<u8>> {
+        let limit = self.file_size - FOOTER_LEN as u64;
+        if !handle.fits_before(limit) {
+            return Err(self.corruption(
+                kind,
+                handle.offset,
+                format!("handle {handle:?} points past the end of the blocks ({limit})"),
+            ));
+        }
+        let mut bytes = vec![0u8; handle.size as usize + TRAILER_LEN];
+        self.file
+            .read_exact_at(&mut bytes, handle.offset)
+            .map_err(|source| Error::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        let len = verify_block(kind, &bytes)
+            .map_err(|reason| self.corruption(kind, handle.offset, reason))?
+            .len();
+        bytes.truncate(len);
+        Ok(bytes)
+    }
+
+    fn decode_index(&self, bytes: Vec<u8>) -> Result<Vec<IndexEntry>> {
+        let at = self.footer.index.offset;
+        let bad = |reason: String| self.corruption(BlockKind::Index, at, reason);
+        let block = Block::new(bytes).map_err(bad)?;
+        let mut it = block.iter();
+        let mut entries: Vec<IndexEntry> = Vec::new();
+        let mut next_offset = 0u64;
+        while it.advance().map_err(bad)? {
+            let (user, seq, _) = split_internal_key(it.key())
+                .ok_or_else(|| bad("key shorter than its tag".into()))?;
+            let handle = BlockHandle::decode(it.value())
+                .ok_or_else(|| bad("handle is not 16 bytes".into()))?;
+            if handle.offset != next_offset
+                || !handle.fits_before(self.file_size - FOOTER_LEN as u64)
+            {
+                return Err(bad(format!(
+                    "data block handle {handle:?} is not where the previous block ends"
+                )));
+            }
+            if let Some(prev) = entries.last()
+                && compare_keys(&prev.last_user_key, prev.last_seq, user, seq)
+                    != std::cmp::Ordering::Less
+            {
+                return Err(bad("index keys out of order".into()));
+            }
+            next_offset = handle.offset + handle.size + TRAILER_LEN as u64;
+            entries.push(IndexEntry {
+                last_user_key: user.to_vec(),
+                last_seq: seq,
+                handle,
+            });
+        }
+        if entries.is_empty() {
+            return Err(bad("index names no data block".into()));
+        }
+        debug_assert_eq!(HANDLE_LEN, 16);
+        Ok(entries)
+    }
+
+    /// Loads the filter; a damaged filter is recorded, never an error.
+    fn load_filter(&mut self) {
+        let handle = self.footer.filter;
+        match self.read_verified(handle, BlockKind::Filter) {
+            Ok(bytes) => match AnyFilter::from_bytes(&bytes) {
+                Ok(filter) => {
+                    self.filter = Some(filter);
+                    self.filter_status = FilterStatus::Loaded;
+                }
+                Err(e) => {
+                    self.filter_status = FilterStatus::Unusable(format!(
+                        "filter block at offset {} does not decode: {e}",
+                        handle.offset
+                    ))
+                }
+            },
+            Err(e) => self.filter_status = FilterStatus::Unusable(e.to_string()),
+        }
+    }
+
+    /// The newest version of `user_key` visible at `snapshot_seq` (entries
+    /// with a larger sequence number are invisible). `hash` must be
+    /// `KeyHash::of(user_key)`. A key outside the table's range or ruled
+    /// out by the filter costs no I/O and no allocation.
+    pub fn get(&self, user_key: &[u8], hash: KeyHash, snapshot_seq: u64) -> Result<Lookup> {
+        if user_key < self.properties.smallest_key.as_slice()
+            || user_key > self.properties.largest_key.as_slice()
+        {
+            return Ok(Lookup {
+                outcome: Outcome::OutOfRange,
+                filter_consulted: false,
+                block: None,
+            });
+        }
+        let filter_consulted = match &self.filter {
+            Some(filter) => {
+                if !filter.contains_hash(hash) {
+                    return Ok(Lookup {
+                        outcome: Outcome::FilterNegative,
+                        filter_consulted: true,
+                        block: None,
+                    });
+                }
+                true
+            }
+            None => false,
+        };
+        let i = self.index.partition_point(|e| {
+            compare_keys(&e.last_user_key, e.last_seq, user_key, snapshot_seq).is_lt()
+        });
+        let Some(entry) = self.index.get(i) else {
+            // Past the last entry: only newer versions of the largest key.
+            let in_table = self
+                .index
+                .last()
+                .is_some_and(|e| e.last_user_key == user_key);
+            return Ok(Lookup {
+                outcome: Outcome::NotFound {
+                    key_in_table: in_table,
+                },
+                filter_consulted,
+                block: None,
+            });
+        };
+        let (block, source) = self.data_block(entry.handle, true)?;
+        let mut it = BlockIter::new(&*block);
+        let newer_seen = it
+            .seek(user_key, snapshot_seq)
+            .map_err(|r| self.corruption(BlockKind::Data, entry.handle.offset, r))?;
+        let newer_before_block = i > 0 && self.index[i - 1].last_user_key == user_key;
+        let outcome = match it.valid().then(|| split_internal_key(it.key())).flatten() {
+            Some((u, seq, tag)) if u == user_key => match EntryKind::from_tag(tag) {
+                Some(EntryKind::Put) => Outcome::Found {
+                    seq,
+                    value: Some(it.value().to_vec()),
+                },
+                Some(EntryKind::Delete) => Outcome::Found { seq, value: None },
+                None => {
+                    return Err(self.corruption(
+                        BlockKind::Data,
+                        entry.handle.offset,
+                        format!("unknown entry kind {tag}"),
+                    ));
+                }
+            },
+            Some(_) | None => Outcome::NotFound {
+                key_in_table: newer_seen || newer_before_block,
+            },
+        };
+        Ok(Lookup {
+            outcome,
+            filter_consulted,
+            block: Some(source),
+        })
+    }
+
+    /// The data block at `handle`, from the cache or the file (verified and
+    /// then cached when `fill_cache`).
+    pub(crate) fn data_block(
+        &self,
+        handle: BlockHandle,
+        fill_cache: bool,
+    ) -> Result<(Arc<Block>, BlockSource)> {
+        if let Some(cache) = &self.cache
+            && let Some(block) = cache.get(self.id, handle.offset)
+        {
+            return Ok((block, BlockSource::Cache));
+        }
+        let bytes = self.read_verified(handle, BlockKind::Data)?;
+        let block = Arc::new(
+            Block::new(bytes).map_err(|r| self.corruption(BlockKind::Data, handle.offset, r))?,
+        );
+        if fill_cache && let Some(cache) = &self.cache {
+            cache.insert(self.id, handle.offset, Arc::clone(&block));
+        }
+        Ok((block, BlockSource::File))
+    }
+
+    /// The table's id (unique among tables sharing a cache).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The table file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// File size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The footer.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// The properties block.
+    pub fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// The filter in use, if any.
+    pub fn filter(&self) -> Option<&AnyFilter> {
+        self.filter.as_ref()
+    }
+
+    /// Whether the filter is loaded, absent, or unusable (and why).
+    pub fn filter_status(&self) -> &FilterStatus {
+        &self.filter_status
+    }
+
+    /// Number of data blocks.
+    pub fn data_block_count(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Smallest user key.
+    pub fn smallest_key(&self) -> &[u8] {
+        &self.properties.smallest_key
+    }
+
+    /// Largest user key.
+    pub fn largest_key(&self) -> &[u8] {
+        &self.properties.largest_key
+    }
+
+    /// Bytes of memory the filter and index keep.
+    pub fn memory_bytes(&self) -> usize {
+        self.filter.as_ref().map_or(0, |f| f.memory_bytes())
+            + self
+                .index
+                .iter()
+                .map(|e| e.last_user_key.len() + 40)
+                .sum::<usize>()
+    }
+}
+
+fn empty_properties() -> TableProperties {
+    TableProperties {
+        format_version: crate::format::FORMAT_VERSION,
+        entries: 0,
+        distinct_keys: 0,
+        tombstones: 0,
+        data_blocks: 0,
+        data_bytes: 0,
+        smallest_seq: 0,
+        largest_seq: 0,
+        filter_kind: None,
+        filter_hash_id: 0,
+        filter_hashes: 0,
+        filter_bits: 0,
+        bits_per_key: 0.0,
+        filter_bytes: 0,
+        created_micros: 0,
+        smallest_key: Vec::new(),
+        largest_key: Vec::new(),
+    }
+}

@@ -1,0 +1,54 @@
+//! Unsigned LEB128 varints for block entries (at most 5 bytes for a u32).
+
+/// Appends `value` as a varint.
+pub(crate) fn put_u32(out: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// Decodes a varint from the start of `bytes`, returning it and its length.
+/// `None` when the bytes end early or the value overflows a u32.
+pub(crate) fn get_u32(bytes: &[u8]) -> Option<(u32, usize)> {
+    let mut value: u32 = 0;
+    for (i, &byte) in bytes.iter().take(5).enumerate() {
+        let group = u32::from(byte & 0x7f);
+        if i == 4 && group > 0x0f {
+            return None;
+        }
+        value |= group << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn round_trip(v in any::<u32>()) {
+            let mut out = Vec::new();
+            put_u32(&mut out, v);
+            prop_assert_eq!(get_u32(&out), Some((v, out.len())));
+        }
+
+        #[test]
+        fn never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..8)) {
+            let _ = get_u32(&bytes);
+        }
+    }
+
+    #[test]
+    fn rejects_overflow_and_truncation() {
+        assert_eq!(get_u32(&[0xff, 0xff, 0xff, 0xff, 0x1f]), None);
+        assert_eq!(get_u32(&[0x80]), None);
+        assert_eq!(get_u32(&[]), None);
+    }
+}
