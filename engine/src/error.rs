@@ -1,0 +1,100 @@
+//! Errors of the store.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// Everything `Db` can fail with.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// A file-system call failed.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A table file is damaged or unreadable.
+    #[error(transparent)]
+    Table(#[from] bloomlsm_sstable::Error),
+    /// The WAL or manifest is damaged.
+    #[error("corrupt {path} at offset {offset}: {reason}")]
+    Corruption {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset of the damaged record.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Another `Db` (in this or another process) has the directory open.
+    #[error("{path} is locked by another open store (LOCK held)")]
+    Locked {
+        /// The store directory.
+        path: PathBuf,
+    },
+    /// The directory holds files that are not a bloomlsm store.
+    #[error("{path} is not a bloomlsm store: it holds {example:?} and no MANIFEST")]
+    NotAStore {
+        /// The directory.
+        path: PathBuf,
+        /// One of the unrelated files found.
+        example: String,
+    },
+    /// The store was written by a newer version of bloomlsm.
+    #[error("{path} has store format version {found}; this build reads up to {supported}")]
+    UnsupportedFormat {
+        /// The manifest.
+        path: PathBuf,
+        /// Version found.
+        found: u32,
+        /// Newest version this build reads.
+        supported: u32,
+    },
+    /// A key is empty or over `Options::max_key_bytes`.
+    #[error("key of {len} bytes is outside the allowed 1..={max} bytes")]
+    InvalidKey {
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A value is over `Options::max_value_bytes`.
+    #[error("value of {len} bytes exceeds the limit of {max} bytes")]
+    ValueTooLarge {
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Options that cannot work together.
+    #[error("invalid options: {0}")]
+    InvalidOptions(String),
+    /// An earlier write or background job failed; the store refuses writes
+    /// so as not to build on state that may not be on disk. Reads still work.
+    #[error("the store refuses writes after an earlier failure: {0}")]
+    WritesStopped(String),
+    /// The store was closed.
+    #[error("the store is closed")]
+    Closed,
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io { path: path.into(), source }
+    }
+
+    /// True for errors that mean bytes on disk are damaged.
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            Self::Corruption { .. } => true,
+            Self::Table(e) => e.is_corruption(),
+            _ => false,
+        }
+    }
+}

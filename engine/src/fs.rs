@@ -1,0 +1,168 @@
+//! Every file-system call the store makes goes through [`FileSystem`], so
+//! tests can inject faults and simulate power loss. [`RealFs`] is the real one.
+
+use std::fmt::Debug;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bloomlsm_sstable::{RandomAccessFile, WritableFile};
+
+/// A held directory lock; released on drop.
+pub trait DirLock: Send + Sync + Debug {}
+
+/// The file-system operations the store uses.
+pub trait FileSystem: Send + Sync + Debug {
+    /// Creates (truncating) a file for sequential writing.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens a file for positioned reads.
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Reads a whole file.
+    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Renames a file, replacing the target.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// File names in a directory.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// fsyncs a directory, making created, renamed and removed entries durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// True if the path exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Takes an exclusive lock on `path` (created if missing); `Ok(None)`
+    /// when another holder has it.
+    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn DirLock>>>;
+}
+
+/// The operating system's file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealFs;
+
+#[derive(Debug)]
+struct FlockGuard(#[allow(dead_code)] File);
+
+impl DirLock for FlockGuard {}
+
+/// An append-only file whose every `write_all` reaches the OS at once.
+#[derive(Debug)]
+struct PlainFile(File);
+
+impl Write for PlainFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl WritableFile for PlainFile {
+    fn sync(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
+impl FileSystem for RealFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new().write(true).create(true).truncate(true).open(path)?;
+        Ok(Box::new(PlainFile(file)))
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(File::open(path)?))
+    }
+
+    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+        fs::read(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            names.push(entry?.file_name().to_string_lossy().into_owned());
+        }
+        Ok(names)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn DirLock>>> {
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        // flock: exclusive per open file description, so a second open in
+        // the same process is refused as well as one in another process.
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Box::new(FlockGuard(file)))),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+}
+
+/// Names of the files in a store directory.
+pub(crate) mod names {
+    use super::*;
+
+    /// The lock file.
+    pub(crate) const LOCK: &str = "LOCK";
+    /// The manifest.
+    pub(crate) const MANIFEST: &str = "MANIFEST";
+    /// A manifest being written.
+    pub(crate) const MANIFEST_TMP: &str = "MANIFEST.tmp";
+
+    pub(crate) fn table(dir: &Path, number: u64) -> PathBuf {
+        dir.join(format!("{number:06}.sst"))
+    }
+
+    pub(crate) fn wal(dir: &Path, number: u64) -> PathBuf {
+        dir.join(format!("{number:06}.wal"))
+    }
+
+    /// What a file name in the store directory is.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(crate) enum FileType {
+        Table(u64),
+        Wal(u64),
+        Temp,
+        Manifest,
+        Lock,
+        Other,
+    }
+
+    pub(crate) fn parse(name: &str) -> FileType {
+        let number = |s: &str| s.parse::<u64>().ok();
+        if name == LOCK {
+            FileType::Lock
+        } else if name == MANIFEST {
+            FileType::Manifest
+        } else if name.ends_with(".tmp") {
+            FileType::Temp
+        } else if let Some(n) = name.strip_suffix(".sst").and_then(number) {
+            FileType::Table(n)
+        } else if let Some(n) = name.strip_suffix(".wal").and_then(number) {
+            FileType::Wal(n)
+        } else {
+            FileType::Other
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! How a store is configured, with documented defaults.
+
+use bloomlsm_filter::FilterKind;
+
+use crate::error::{Error, Result};
+
+/// How many bits per key each level's filters get.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FilterPolicy {
+    /// The same bits per key everywhere (0 disables filters).
+    Uniform {
+        /// Bits per key (default 10.0; fractional values are fine).
+        bits_per_key: f64,
+    },
+    /// Bits per key per level, L0 first; levels past the end use the last.
+    PerLevel(Vec<f64>),
+}
+
+impl FilterPolicy {
+    /// Bits per key for tables written to `level`.
+    pub fn bits_per_key(&self, level: usize) -> f64 {
+        match self {
+            Self::Uniform { bits_per_key } => *bits_per_key,
+            Self::PerLevel(v) => v.get(level).or(v.last()).copied().unwrap_or(0.0),
+        }
+    }
+}
+
+/// When the WAL is fsynced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncMode {
+    /// fsync before every write returns: survives power loss.
+    Always,
+    /// No fsync: a returned write has reached the OS (survives a process
+    /// kill, not a power loss).
+    Never,
+}
+
+/// What WAL recovery does with a damaged record that is not the tail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalRecovery {
+    /// A torn last record is dropped; damage before the tail is an error.
+    TolerateTornTail,
+    /// Recovery stops just before the first damaged record (point in time).
+    PointInTime,
+}
+
+/// Options of a store. `Options::default()` documents every default.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Filter bits per key by level (default uniform 10.0).
+    pub filter_policy: FilterPolicy,
+    /// Filter layout (default blocked: one cache miss per probe).
+    pub filter_kind: FilterKind,
+    /// Data block size in bytes (default 4096).
+    pub block_size: usize,
+    /// A memtable is frozen and flushed past this many bytes (default 8 MiB).
+    pub memtable_bytes: usize,
+    /// Frozen memtables allowed to wait for flush before writers wait (default 2).
+    pub max_immutable_memtables: usize,
+    /// Shared block cache capacity in bytes (default 8 MiB).
+    pub block_cache_bytes: u64,
+    /// fsync policy of the WAL (default `Never`: fsync off, WAL on).
+    pub sync: SyncMode,
+    /// WAL damage handling (default `TolerateTornTail`).
+    pub wal_recovery: WalRecovery,
+    /// L0 tables that trigger a compaction into L1 (default 4).
+    pub l0_compaction_trigger: usize,
+    /// L0 tables at which each write is delayed by 1 ms (default 8).
+    pub l0_slowdown_trigger: usize,
+    /// L0 tables at which writes wait for compaction (default 12).
+    pub l0_stop_trigger: usize,
+    /// Byte budget of L1 (default 64 MiB); level n+1 gets `level_size_ratio` times level n.
+    pub l1_bytes: u64,
+    /// Size ratio between adjacent levels (default 10).
+    pub level_size_ratio: u64,
+    /// Number of levels, L0 included (default 7).
+    pub num_levels: usize,
+    /// Compaction cuts output tables at this size (default 8 MiB).
+    pub target_file_bytes: u64,
+    /// Largest key accepted (default 64 KiB).
+    pub max_key_bytes: usize,
+    /// Largest value accepted (default 16 MiB).
+    pub max_value_bytes: usize,
+    /// Run flushes and compactions on a background thread (default true).
+    /// When false they run inline in the writing thread.
+    pub background_work: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            filter_policy: FilterPolicy::Uniform { bits_per_key: 10.0 },
+            filter_kind: FilterKind::Blocked,
+            block_size: 4096,
+            memtable_bytes: 8 << 20,
+            max_immutable_memtables: 2,
+            block_cache_bytes: 8 << 20,
+            sync: SyncMode::Never,
+            wal_recovery: WalRecovery::TolerateTornTail,
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 8,
+            l0_stop_trigger: 12,
+            l1_bytes: 64 << 20,
+            level_size_ratio: 10,
+            num_levels: 7,
+            target_file_bytes: 8 << 20,
+            max_key_bytes: 64 << 10,
+            max_value_bytes: 16 << 20,
+            background_work: true,
+        }
+    }
+}
+
+impl Options {
+    /// Uniform filters at `bits_per_key` (0 turns filters off).
+    pub fn with_bits_per_key(mut self, bits_per_key: f64) -> Self {
+        self.filter_policy = FilterPolicy::Uniform { bits_per_key };
+        self
+    }
+
+    /// Byte budget of `level` (L0 is counted in tables, not bytes).
+    pub fn level_budget(&self, level: usize) -> u64 {
+        let mut budget = self.l1_bytes;
+        for _ in 1..level {
+            budget = budget.saturating_mul(self.level_size_ratio);
+        }
+        budget
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        let bad = |m: &str| Err(Error::InvalidOptions(m.to_string()));
+        if self.num_levels < 2 {
+            return bad("num_levels must be at least 2");
+        }
+        if self.block_size < 64 {
+            return bad("block_size must be at least 64 bytes");
+        }
+        if self.l0_compaction_trigger == 0 || self.l0_slowdown_trigger < self.l0_compaction_trigger {
+            return bad("need 1 <= l0_compaction_trigger <= l0_slowdown_trigger <= l0_stop_trigger");
+        }
+        if self.l0_stop_trigger < self.l0_slowdown_trigger {
+            return bad("l0_stop_trigger must be >= l0_slowdown_trigger");
+        }
+        if self.level_size_ratio < 2 {
+            return bad("level_size_ratio must be at least 2");
+        }
+        if self.max_key_bytes == 0 || self.max_key_bytes > bloomlsm_sstable::DEFAULT_MAX_KEY_BYTES {
+            return bad("max_key_bytes must be in 1..=65536");
+        }
+        if self.max_value_bytes > bloomlsm_sstable::DEFAULT_MAX_VALUE_BYTES {
+            return bad("max_value_bytes must be at most 64 MiB");
+        }
+        let bpk_ok = |b: f64| b.is_finite() && (0.0..=100.0).contains(&b);
+        match &self.filter_policy {
+            FilterPolicy::Uniform { bits_per_key } if !bpk_ok(*bits_per_key) => bad("bits_per_key must be in 0..=100"),
+            FilterPolicy::PerLevel(v) if v.is_empty() || !v.iter().all(|b| bpk_ok(*b)) => {
+                bad("per-level bits per key must be a non-empty list of values in 0..=100")
+            }
+            _ if self.filter_kind == FilterKind::Counting => bad("counting filters are not table filters"),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Read-path counters (DESIGN.md, "Stats: words with one meaning").
+//!
+//! Per filter probe of a key really absent from that table: a *negative*
+//! (filter said no: a read saved) or a *false positive* (filter said maybe,
+//! block read, key not there). For a key present: a *true positive*.
+//! Observed FPR = false positives / (false positives + negatives).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bloomlsm_sstable::{BlockSource, FilterVerdict, Lookup};
+
+/// Counters of one level, updated with relaxed atomics.
+#[derive(Debug, Default)]
+pub(crate) struct LevelCounters {
+    probes: AtomicU64,
+    negatives: AtomicU64,
+    true_positives: AtomicU64,
+    false_positives: AtomicU64,
+    no_filter_probes: AtomicU64,
+    blocks_from_file: AtomicU64,
+    cache_hits: AtomicU64,
+}
+
+impl LevelCounters {
+    pub(crate) fn record(&self, lookup: &Lookup) {
+        let verdict = lookup.verdict();
+        if verdict == FilterVerdict::NotAsked {
+            return;
+        }
+        self.probes.fetch_add(1, Ordering::Relaxed);
+        let counter = match verdict {
+            FilterVerdict::Negative => &self.negatives,
+            FilterVerdict::TruePositive => &self.true_positives,
+            FilterVerdict::FalsePositive => &self.false_positives,
+            FilterVerdict::NoFilter | FilterVerdict::NotAsked => &self.no_filter_probes,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        match lookup.block {
+            Some(BlockSource::File) => self.blocks_from_file.fetch_add(1, Ordering::Relaxed),
+            Some(BlockSource::Cache) => self.cache_hits.fetch_add(1, Ordering::Relaxed),
+            None => 0,
+        };
+    }
+}
+
+/// Store-wide counters.
+#[derive(Debug)]
+pub(crate) struct Counters {
+    pub(crate) gets: AtomicU64,
+    pub(crate) memtable_hits: AtomicU64,
+    pub(crate) levels: Vec<LevelCounters>,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) compactions: AtomicU64,
+    pub(crate) filters_built: AtomicU64,
+    pub(crate) bytes_written: AtomicU64,
+    pub(crate) bytes_compacted_read: AtomicU64,
+    pub(crate) write_stalls: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn new(levels: usize) -> Self {
+        Self {
+            gets: AtomicU64::new(0),
+            memtable_hits: AtomicU64::new(0),
+            levels: (0..levels).map(|_| LevelCounters::default()).collect(),
+            flushes: AtomicU64::new(0),
+            compactions: AtomicU64::new(0),
+            filters_built: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
+            bytes_compacted_read: AtomicU64::new(0),
+            write_stalls: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// Read-path figures of one level (or of all levels).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LevelStats {
+    /// Tables in the level.
+    pub tables: u64,
+    /// Entries in its tables.
+    pub entries: u64,
+    /// Bytes of its table files.
+    pub file_bytes: u64,
+    /// Bytes of filter bit arrays held in memory.
+    pub filter_bytes: u64,
+    /// Filter bits per distinct key in memory.
+    pub bits_per_key: f64,
+    /// Tables probed (key in range).
+    pub table_probes: u64,
+    /// Filter said "definitely absent": reads saved.
+    pub filter_negatives: u64,
+    /// Filter said "maybe" and the key was there.
+    pub filter_true_positives: u64,
+    /// Filter said "maybe", a block was read, the key was not there.
+    pub filter_false_positives: u64,
+    /// Probes of tables without a usable filter.
+    pub probes_without_filter: u64,
+    /// Data blocks read from table files (block cache misses).
+    pub data_blocks_read: u64,
+    /// Data blocks served by the block cache.
+    pub block_cache_hits: u64,
+    /// false positives / (false positives + negatives); 0 when undefined.
+    pub observed_fpr: f64,
+    /// The lecture's formula for this level's filters, weighted by keys.
+    pub theoretical_fpr: f64,
+    /// Tables opened without a usable filter (damaged filter block).
+    pub tables_without_usable_filter: u64,
+}
+
+impl LevelStats {
+    pub(crate) fn fill_counters(&mut self, c: &LevelCounters) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        self.table_probes = get(&c.probes);
+        self.filter_negatives = get(&c.negatives);
+        self.filter_true_positives = get(&c.true_positives);
+        self.filter_false_positives = get(&c.false_positives);
+        self.probes_without_filter = get(&c.no_filter_probes);
+        self.data_blocks_read = get(&c.blocks_from_file);
+        self.block_cache_hits = get(&c.cache_hits);
+        self.observed_fpr = ratio(self.filter_false_positives, self.filter_false_positives + self.filter_negatives);
+    }
+
+    pub(crate) fn accumulate(&mut self, o: &LevelStats) {
+        let keys_before = self.filter_key_weight();
+        self.tables += o.tables;
+        self.entries += o.entries;
+        self.file_bytes += o.file_bytes;
+        self.filter_bytes += o.filter_bytes;
+        self.table_probes += o.table_probes;
+        self.filter_negatives += o.filter_negatives;
+        self.filter_true_positives += o.filter_true_positives;
+        self.filter_false_positives += o.filter_false_positives;
+        self.probes_without_filter += o.probes_without_filter;
+        self.data_blocks_read += o.data_blocks_read;
+        self.block_cache_hits += o.block_cache_hits;
+        self.tables_without_usable_filter += o.tables_without_usable_filter;
+        let keys_other = o.filter_key_weight();
+        let total = keys_before + keys_other;
+        self.theoretical_fpr = if total > 0.0 {
+            (self.theoretical_fpr * keys_before + o.theoretical_fpr * keys_other) / total
+        } else {
+            0.0
+        };
+        self.bits_per_key = if self.entries > 0 { self.filter_bytes as f64 * 8.0 / self.entries as f64 } else { 0.0 };
+        self.observed_fpr = ratio(self.filter_false_positives, self.filter_false_positives + self.filter_negatives);
+    }
+
+    fn filter_key_weight(&self) -> f64 {
+        self.entries as f64
+    }
+}
+
+pub(crate) fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// A snapshot of the store's counters (`Db::stats`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Stats {
+    /// Gets served (plain, traced and snapshot gets).
+    pub gets: u64,
+    /// Gets answered by a memtable (active or frozen).
+    pub memtable_hits: u64,
+    /// Per level, L0 first.
+    pub levels: Vec<LevelStats>,
+    /// All levels together.
+    pub total: LevelStats,
+    /// data blocks read from files / gets.
+    pub data_blocks_read_per_get: f64,
+    /// Memtable flushes.
+    pub flushes: u64,
+    /// Compactions run.
+    pub compactions: u64,
+    /// Filters built (one per table written).
+    pub filters_built: u64,
+    /// Bytes of table files written.
+    pub bytes_written: u64,
+    /// Bytes of table files read by compaction.
+    pub bytes_compacted_read: u64,
+    /// Writes delayed or stopped by a full L0.
+    pub write_stalls: u64,
+    /// Block cache bytes in use.
+    pub block_cache_used_bytes: u64,
+}

@@ -1,0 +1,116 @@
+//! Writes a stream of entries into one or more new tables, each with a
+//! filter built from exactly its own keys.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bloomlsm_sstable::{Entry, Table, TableBuilder, TableOptions, WritableFile};
+
+use crate::db::DbInner;
+use crate::error::{Error, Result};
+use crate::fs::names;
+use crate::manifest::TableMeta;
+use crate::stats::Counters;
+use crate::version::TableHandle;
+
+impl DbInner {
+    pub(crate) fn table_options(&self, level: usize) -> TableOptions {
+        TableOptions {
+            block_size: self.options.block_size,
+            filter_kind: self.options.filter_kind,
+            bits_per_key: self.options.filter_policy.bits_per_key(level),
+            max_key_bytes: self.options.max_key_bytes,
+            max_value_bytes: self.options.max_value_bytes,
+        }
+    }
+
+    pub(crate) fn new_file_number(&self) -> u64 {
+        self.next_file.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Writes entries (in table order) to new tables for `level`, cutting a
+    /// table past `cut_bytes` only between user keys (so tables of a sorted
+    /// level never share a user key). Tables are fsynced, the directory too.
+    pub(crate) fn write_tables(
+        &self,
+        level: usize,
+        entries: &mut dyn Iterator<Item = Result<Entry>>,
+        cut_bytes: u64,
+    ) -> Result<Vec<Arc<TableHandle>>> {
+        let mut out = Vec::new();
+        let mut current: Option<(u64, TableBuilder<Box<dyn WritableFile>>)> = None;
+        let mut last_key: Option<Vec<u8>> = None;
+        for entry in entries {
+            let entry = entry?;
+            let new_key = last_key.as_deref() != Some(entry.user_key.as_slice());
+            if new_key
+                && let Some((_, builder)) = &current
+                && builder.estimated_file_size() >= cut_bytes
+                && let Some((number, builder)) = current.take()
+            {
+                out.push(self.finish_table(level, number, builder)?);
+            }
+            if current.is_none() {
+                let number = self.new_file_number();
+                let path = names::table(&self.dir, number);
+                let file = self.fs.create(&path).map_err(|e| Error::io(&path, e))?;
+                current = Some((number, TableBuilder::new(file, &path, self.table_options(level))));
+            }
+            if let Some((_, builder)) = &mut current {
+                builder.add(&entry.user_key, entry.seq, entry.kind, &entry.value)?;
+            }
+            if new_key {
+                last_key = Some(entry.user_key);
+            }
+        }
+        if let Some((number, builder)) = current.take() {
+            out.push(self.finish_table(level, number, builder)?);
+        }
+        if !out.is_empty() {
+            self.fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        }
+        Ok(out)
+    }
+
+    fn finish_table(
+        &self,
+        level: usize,
+        number: u64,
+        builder: TableBuilder<Box<dyn WritableFile>>,
+    ) -> Result<Arc<TableHandle>> {
+        let summary = builder.finish()?;
+        Counters::add(&self.counters.bytes_written, summary.file_size);
+        if summary.properties.filter_kind.is_some() {
+            Counters::add(&self.counters.filters_built, 1);
+        }
+        let p = &summary.properties;
+        let meta = TableMeta {
+            level,
+            number,
+            file_size: summary.file_size,
+            entries: p.entries,
+            smallest_seq: p.smallest_seq,
+            largest_seq: p.largest_seq,
+            smallest_key: p.smallest_key.clone(),
+            largest_key: p.largest_key.clone(),
+        };
+        self.open_table(meta)
+    }
+
+    /// Opens the table a manifest record names, checking its size.
+    pub(crate) fn open_table(&self, meta: TableMeta) -> Result<Arc<TableHandle>> {
+        let path = names::table(&self.dir, meta.number);
+        let file = self.fs.open_read(&path).map_err(|e| Error::io(&path, e))?;
+        let size = file.len().map_err(|e| Error::io(&path, e))?;
+        if size != meta.file_size {
+            return Err(Error::Corruption {
+                path: path.clone(),
+                offset: size,
+                reason: format!("table is {size} bytes; the manifest recorded {}", meta.file_size),
+            });
+        }
+        let table = Table::open(file, &path, meta.number, Some(Arc::clone(&self.cache)))?;
+        Ok(Arc::new(TableHandle::new(meta, Arc::new(table), path, Arc::clone(&self.fs), Arc::clone(&self.cache))))
+    }
+}
+

@@ -1,0 +1,100 @@
+//! An immutable view of the live tables per level. Readers clone an `Arc`
+//! of the current view; a table file is deleted only when it has left the
+//! manifest AND the last view holding it is dropped.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bloomlsm_sstable::{BlockCache, Table};
+
+use crate::fs::FileSystem;
+use crate::manifest::TableMeta;
+
+/// A live table: its manifest record and the open reader.
+#[derive(Debug)]
+pub(crate) struct TableHandle {
+    pub(crate) meta: TableMeta,
+    pub(crate) table: Arc<Table>,
+    path: PathBuf,
+    /// Set once the manifest no longer names this table.
+    obsolete: AtomicBool,
+    fs: Arc<dyn FileSystem>,
+    cache: Arc<BlockCache>,
+}
+
+impl TableHandle {
+    pub(crate) fn new(
+        meta: TableMeta,
+        table: Arc<Table>,
+        path: PathBuf,
+        fs: Arc<dyn FileSystem>,
+        cache: Arc<BlockCache>,
+    ) -> Self {
+        Self { meta, table, path, obsolete: AtomicBool::new(false), fs, cache }
+    }
+
+    /// REQUIRES: the manifest that drops this table is durable.
+    pub(crate) fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for TableHandle {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            self.cache.evict_table(self.meta.number);
+            // Best effort: a file left behind is an orphan that the next
+            // open removes.
+            let _ = self.fs.remove(&self.path);
+        }
+    }
+}
+
+/// Tables per level. L0 is newest first (may overlap); deeper levels are
+/// sorted by smallest key and do not overlap.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Version {
+    pub(crate) levels: Vec<Vec<Arc<TableHandle>>>,
+}
+
+impl Version {
+    pub(crate) fn new(num_levels: usize) -> Self {
+        Self { levels: vec![Vec::new(); num_levels] }
+    }
+
+    /// Puts each level in its search order.
+    pub(crate) fn sort(&mut self) {
+        for (level, tables) in self.levels.iter_mut().enumerate() {
+            if level == 0 {
+                tables.sort_by(|a, b| b.meta.number.cmp(&a.meta.number));
+            } else {
+                tables.sort_by(|a, b| a.meta.smallest_key.cmp(&b.meta.smallest_key));
+            }
+        }
+    }
+
+    /// The one table of a sorted level (>= 1) whose range may hold `key`.
+    pub(crate) fn candidate(&self, level: usize, key: &[u8]) -> Option<&Arc<TableHandle>> {
+        let tables = &self.levels[level];
+        let i = tables.partition_point(|t| t.meta.largest_key.as_slice() < key);
+        tables.get(i).filter(|t| t.meta.smallest_key.as_slice() <= key)
+    }
+
+    pub(crate) fn level_bytes(&self, level: usize) -> u64 {
+        self.levels[level].iter().map(|t| t.meta.file_size).sum()
+    }
+
+    pub(crate) fn all_metas(&self) -> Vec<TableMeta> {
+        self.levels.iter().flatten().map(|t| t.meta.clone()).collect()
+    }
+
+    /// Tables of `level` whose key range meets `[smallest, largest]`.
+    pub(crate) fn overlapping(&self, level: usize, smallest: &[u8], largest: &[u8]) -> Vec<Arc<TableHandle>> {
+        self.levels[level]
+            .iter()
+            .filter(|t| t.meta.smallest_key.as_slice() <= largest && t.meta.largest_key.as_slice() >= smallest)
+            .cloned()
+            .collect()
+    }
+}
