@@ -24,7 +24,8 @@ impl WriteBatch {
     /// Sets `key` to `value`.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
         self.bytes += key.len() + value.len();
-        self.ops.push((EntryKind::Put, key.to_vec(), value.to_vec()));
+        self.ops
+            .push((EntryKind::Put, key.to_vec(), value.to_vec()));
         self
     }
 
@@ -72,7 +73,9 @@ impl WriteBatch {
     pub(crate) fn decode(bytes: &[u8]) -> Result<(u64, Self), String> {
         let short = || "batch record is truncated".to_string();
         let take = |at: &mut usize, n: usize| -> Result<&[u8], String> {
-            let s = bytes.get(*at..at.checked_add(n).ok_or_else(short)?).ok_or_else(short)?;
+            let s = bytes
+                .get(*at..at.checked_add(n).ok_or_else(short)?)
+                .ok_or_else(short)?;
             *at += n;
             Ok(s)
         };
@@ -88,7 +91,8 @@ impl WriteBatch {
         let count = u32_at(&mut at)?;
         let mut batch = Self::new();
         for _ in 0..count {
-            let kind = EntryKind::from_tag(take(&mut at, 1)?[0]).ok_or("unknown op kind in batch")?;
+            let kind =
+                EntryKind::from_tag(take(&mut at, 1)?[0]).ok_or("unknown op kind in batch")?;
             let key_len = u32_at(&mut at)? as usize;
             let key = take(&mut at, key_len)?.to_vec();
             match kind {

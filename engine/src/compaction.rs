@@ -55,10 +55,18 @@ impl DbInner {
             version.levels[t.meta.level].push(Arc::clone(t));
         }
         version.sort();
-        let remaining_imm: Vec<Arc<MemTable>> =
-            sv.imm.iter().filter(|m| !flushed_mem.is_some_and(|f| Arc::ptr_eq(f, m))).cloned().collect();
+        let remaining_imm: Vec<Arc<MemTable>> = sv
+            .imm
+            .iter()
+            .filter(|m| !flushed_mem.is_some_and(|f| Arc::ptr_eq(f, m)))
+            .cloned()
+            .collect();
         // WALs below the oldest memtable still in memory are fully in tables.
-        let oldest_needed = remaining_imm.iter().chain(std::iter::once(&sv.mem)).map(|m| m.wal_number).min();
+        let oldest_needed = remaining_imm
+            .iter()
+            .chain(std::iter::once(&sv.mem))
+            .map(|m| m.wal_number)
+            .min();
         let state = ManifestState {
             next_file_number: self.next_file.load(std::sync::atomic::Ordering::SeqCst),
             last_seq: self.last_visible.load(std::sync::atomic::Ordering::Acquire),
@@ -68,8 +76,17 @@ impl DbInner {
         write_manifest(self.fs.as_ref(), &self.dir, &state)?;
         {
             let mut current = self.current.write();
-            let imm = current.imm.iter().filter(|m| !flushed_mem.is_some_and(|f| Arc::ptr_eq(f, m))).cloned().collect();
-            *current = Arc::new(SuperVersion { mem: Arc::clone(&current.mem), imm, version: Arc::new(version) });
+            let imm = current
+                .imm
+                .iter()
+                .filter(|m| !flushed_mem.is_some_and(|f| Arc::ptr_eq(f, m)))
+                .cloned()
+                .collect();
+            *current = Arc::new(SuperVersion {
+                mem: Arc::clone(&current.mem),
+                imm,
+                version: Arc::new(version),
+            });
         }
         for t in removed {
             t.mark_obsolete();
@@ -88,7 +105,9 @@ impl DbInner {
         let _work = self.work.lock();
         loop {
             let sv = Arc::clone(&self.current.read());
-            let Some(oldest) = sv.imm.last().cloned() else { return Ok(()) };
+            let Some(oldest) = sv.imm.last().cloned() else {
+                return Ok(());
+            };
             let mut entries = oldest.entries().map(Ok);
             let tables = self.write_tables(0, &mut entries, u64::MAX)?;
             self.install_inner(&tables, &[], None, Some(&oldest))?;
@@ -102,7 +121,10 @@ impl DbInner {
         let sv = Arc::clone(&self.current.read());
         let v = &sv.version;
         if v.levels[0].len() >= self.options.l0_compaction_trigger {
-            return Some(Compaction { inputs: v.levels[0].clone(), output_level: 1 });
+            return Some(Compaction {
+                inputs: v.levels[0].clone(),
+                output_level: 1,
+            });
         }
         let last = v.levels.len() - 1;
         let (mut best, mut best_score) = (None, 1.0f64);
@@ -122,19 +144,36 @@ impl DbInner {
             .or_else(|| tables.first())
             .cloned()?;
         pointers[level] = pick.meta.largest_key.clone();
-        Some(Compaction { inputs: vec![pick], output_level: level + 1 })
+        Some(Compaction {
+            inputs: vec![pick],
+            output_level: level + 1,
+        })
     }
 
     /// Runs one compaction (re-checked under the work lock).
     pub(crate) fn run_compaction(&self, c: Compaction) -> Result<()> {
         let _work = self.work.lock();
         let sv = Arc::clone(&self.current.read());
-        let live = |t: &Arc<TableHandle>| sv.version.levels[t.meta.level].iter().any(|x| Arc::ptr_eq(x, t));
+        let live = |t: &Arc<TableHandle>| {
+            sv.version.levels[t.meta.level]
+                .iter()
+                .any(|x| Arc::ptr_eq(x, t))
+        };
         if c.inputs.is_empty() || !c.inputs.iter().all(live) {
             return Ok(());
         }
-        let smallest = c.inputs.iter().map(|t| t.meta.smallest_key.clone()).min().unwrap_or_default();
-        let largest = c.inputs.iter().map(|t| t.meta.largest_key.clone()).max().unwrap_or_default();
+        let smallest = c
+            .inputs
+            .iter()
+            .map(|t| t.meta.smallest_key.clone())
+            .min()
+            .unwrap_or_default();
+        let largest = c
+            .inputs
+            .iter()
+            .map(|t| t.meta.largest_key.clone())
+            .max()
+            .unwrap_or_default();
         let mut inputs = c.inputs.clone();
         inputs.extend(sv.version.overlapping(c.output_level, &smallest, &largest));
         let bottom = (c.output_level + 1..sv.version.levels.len())
@@ -150,24 +189,35 @@ impl DbInner {
         if inputs.is_empty() {
             return Ok(());
         }
-        let deepest = (0..sv.version.levels.len()).rev().find(|&l| !sv.version.levels[l].is_empty()).unwrap_or(1);
+        let deepest = (0..sv.version.levels.len())
+            .rev()
+            .find(|&l| !sv.version.levels[l].is_empty())
+            .unwrap_or(1);
         self.merge_into(&inputs, deepest.max(1), true)
     }
 
     /// Merges `inputs`, keeps what readers and snapshots can still see,
     /// drops the oldest tombstones when `bottom`, and writes new tables.
     /// REQUIRES: `self.work` is held.
-    fn merge_into(&self, inputs: &[Arc<TableHandle>], output_level: usize, bottom: bool) -> Result<()> {
+    fn merge_into(
+        &self,
+        inputs: &[Arc<TableHandle>],
+        output_level: usize,
+        bottom: bool,
+    ) -> Result<()> {
         let sources: Vec<Source> = inputs
             .iter()
             .map(|t| {
                 Counters::add(&self.counters.bytes_compacted_read, t.meta.file_size);
-                Box::new(TableIter::new(Arc::clone(&t.table), false).map(|r| r.map_err(Error::from))) as Source
+                Box::new(
+                    TableIter::new(Arc::clone(&t.table), false).map(|r| r.map_err(Error::from)),
+                ) as Source
             })
             .collect();
         let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();
         let mut stream = RetainIter::new(MergingIter::new(sources), snapshots, bottom);
-        let outputs = self.write_tables(output_level, &mut stream, self.options.target_file_bytes)?;
+        let outputs =
+            self.write_tables(output_level, &mut stream, self.options.target_file_bytes)?;
         self.install(&outputs, inputs, None)?;
         Counters::add(&self.counters.compactions, 1);
         Ok(())
@@ -188,7 +238,13 @@ pub(crate) struct RetainIter<I: Iterator<Item = Result<Entry>>> {
 
 impl<I: Iterator<Item = Result<Entry>>> RetainIter<I> {
     pub(crate) fn new(inner: I, snapshots: Vec<u64>, bottom: bool) -> Self {
-        Self { inner: inner.peekable(), snapshots, bottom, ready: Default::default(), failed: false }
+        Self {
+            inner: inner.peekable(),
+            snapshots,
+            bottom,
+            ready: Default::default(),
+            failed: false,
+        }
     }
 
     /// A snapshot `s` sees the version `seq` when `seq <= s < newer`.
@@ -198,7 +254,9 @@ impl<I: Iterator<Item = Result<Entry>>> RetainIter<I> {
     }
 
     fn next_key(&mut self) -> Result<bool> {
-        let Some(first) = self.inner.next() else { return Ok(false) };
+        let Some(first) = self.inner.next() else {
+            return Ok(false);
+        };
         let first = first?;
         let mut versions = vec![first];
         while let Some(Ok(next)) = self.inner.peek() {
@@ -261,7 +319,12 @@ mod tests {
     use super::*;
 
     fn e(key: &str, seq: u64, kind: EntryKind) -> Result<Entry> {
-        Ok(Entry { user_key: key.as_bytes().to_vec(), seq, kind, value: vec![seq as u8] })
+        Ok(Entry {
+            user_key: key.as_bytes().to_vec(),
+            seq,
+            kind,
+            value: vec![seq as u8],
+        })
     }
 
     fn run(entries: Vec<Result<Entry>>, snapshots: Vec<u64>, bottom: bool) -> Vec<(String, u64)> {
@@ -274,10 +337,32 @@ mod tests {
     #[test]
     fn keeps_newest_and_snapshot_versions() {
         use EntryKind::*;
-        let input = || vec![e("a", 9, Put), e("a", 5, Put), e("a", 2, Put), e("b", 4, Delete), e("b", 1, Put)];
-        assert_eq!(run(input(), vec![], false), vec![("a".into(), 9), ("b".into(), 4)]);
+        let input = || {
+            vec![
+                e("a", 9, Put),
+                e("a", 5, Put),
+                e("a", 2, Put),
+                e("b", 4, Delete),
+                e("b", 1, Put),
+            ]
+        };
+        assert_eq!(
+            run(input(), vec![], false),
+            vec![("a".into(), 9), ("b".into(), 4)]
+        );
         assert_eq!(run(input(), vec![], true), vec![("a".into(), 9)]);
-        assert_eq!(run(input(), vec![6], false), vec![("a".into(), 9), ("a".into(), 5), ("b".into(), 4)]);
-        assert_eq!(run(input(), vec![3], true), vec![("a".into(), 9), ("a".into(), 2), ("b".into(), 4), ("b".into(), 1)]);
+        assert_eq!(
+            run(input(), vec![6], false),
+            vec![("a".into(), 9), ("a".into(), 5), ("b".into(), 4)]
+        );
+        assert_eq!(
+            run(input(), vec![3], true),
+            vec![
+                ("a".into(), 9),
+                ("a".into(), 2),
+                ("b".into(), 4),
+                ("b".into(), 1)
+            ]
+        );
     }
 }

@@ -105,7 +105,11 @@ impl Db {
     }
 
     /// Opens the store through a given file system (tests inject faults here).
-    pub fn open_with_fs(path: impl AsRef<Path>, options: Options, fs: Arc<dyn FileSystem>) -> Result<Self> {
+    pub fn open_with_fs(
+        path: impl AsRef<Path>,
+        options: Options,
+        fs: Arc<dyn FileSystem>,
+    ) -> Result<Self> {
         let inner = Arc::new(crate::recovery::open_inner(path.as_ref(), options, fs)?);
         let background = if inner.options.background_work {
             let worker = Arc::clone(&inner);
@@ -117,7 +121,10 @@ impl Db {
         } else {
             None
         };
-        let db = Self { inner, background: Mutex::new(background) };
+        let db = Self {
+            inner,
+            background: Mutex::new(background),
+        };
         db.inner.schedule_work();
         Ok(db)
     }
@@ -164,7 +171,10 @@ impl Db {
     pub fn snapshot(&self) -> Snapshot {
         let seq = self.inner.last_visible.load(Ordering::Acquire);
         *self.inner.snapshots.lock().entry(seq).or_insert(0) += 1;
-        Snapshot { inner: Arc::clone(&self.inner), seq }
+        Snapshot {
+            inner: Arc::clone(&self.inner),
+            seq,
+        }
     }
 
     /// Freezes the memtable and writes it to an L0 table; waits.
@@ -315,7 +325,11 @@ impl Iterator for DbIter {
 
 impl DbInner {
     pub(crate) fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) { Err(Error::Closed) } else { Ok(()) }
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
     }
 
     fn check_writable(&self) -> Result<()> {
@@ -338,10 +352,16 @@ impl DbInner {
     fn validate(&self, batch: &WriteBatch) -> Result<()> {
         for (kind, key, value) in &batch.ops {
             if key.is_empty() || key.len() > self.options.max_key_bytes {
-                return Err(Error::InvalidKey { len: key.len(), max: self.options.max_key_bytes });
+                return Err(Error::InvalidKey {
+                    len: key.len(),
+                    max: self.options.max_key_bytes,
+                });
             }
             if *kind == EntryKind::Put && value.len() > self.options.max_value_bytes {
-                return Err(Error::ValueTooLarge { len: value.len(), max: self.options.max_value_bytes });
+                return Err(Error::ValueTooLarge {
+                    len: value.len(),
+                    max: self.options.max_value_bytes,
+                });
             }
         }
         Ok(())
@@ -358,7 +378,10 @@ impl DbInner {
         self.check_writable()?;
         let first = w.next_seq;
         let payload = batch.encode(first);
-        if let Err(e) = w.wal.append(&payload, self.options.sync == SyncMode::Always) {
+        if let Err(e) = w
+            .wal
+            .append(&payload, self.options.sync == SyncMode::Always)
+        {
             self.stop_writes(format!("WAL append failed: {e}"));
             return Err(e);
         }
@@ -368,7 +391,8 @@ impl DbInner {
             mem.insert(key, first + i as u64, kind, value);
         }
         w.next_seq = first + count;
-        self.last_visible.store(first + count - 1, Ordering::Release);
+        self.last_visible
+            .store(first + count - 1, Ordering::Release);
         if mem.approximate_bytes() >= self.options.memtable_bytes {
             self.rotate_memtable(&mut w)?;
         }
@@ -386,7 +410,8 @@ impl DbInner {
             self.check_writable()?;
             let sv = Arc::clone(&self.current.read());
             let l0 = sv.version.levels[0].len();
-            let full = sv.imm.len() >= self.options.max_immutable_memtables || l0 >= self.options.l0_stop_trigger;
+            let full = sv.imm.len() >= self.options.max_immutable_memtables
+                || l0 >= self.options.l0_stop_trigger;
             if !full {
                 if l0 >= self.options.l0_slowdown_trigger && !slowed {
                     Counters::add(&self.counters.write_stalls, 1);
@@ -403,7 +428,8 @@ impl DbInner {
             }
             self.schedule_work();
             let mut guard = self.stall.lock();
-            self.stall_cv.wait_for(&mut guard, Duration::from_millis(50));
+            self.stall_cv
+                .wait_for(&mut guard, Duration::from_millis(50));
         }
     }
 
@@ -482,7 +508,12 @@ impl DbInner {
 
     /// Reads `key` at `snapshot` (default: the latest), recording stats and,
     /// when asked, every step.
-    fn get(&self, key: &[u8], snapshot: Option<u64>, mut trace: Option<&mut LookupTrace>) -> Result<Option<Vec<u8>>> {
+    fn get(
+        &self,
+        key: &[u8],
+        snapshot: Option<u64>,
+        mut trace: Option<&mut LookupTrace>,
+    ) -> Result<Option<Vec<u8>>> {
         Counters::add(&self.counters.gets, 1);
         if key.is_empty() || key.len() > self.options.max_key_bytes {
             return Ok(None);
@@ -496,8 +527,12 @@ impl DbInner {
             t.key_hash = hash.raw();
             t.snapshot_seq = seq;
         }
-        let memtables = std::iter::once((TraceSource::Memtable, &sv.mem))
-            .chain(sv.imm.iter().enumerate().map(|(i, m)| (TraceSource::ImmutableMemtable(i), m)));
+        let memtables = std::iter::once((TraceSource::Memtable, &sv.mem)).chain(
+            sv.imm
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (TraceSource::ImmutableMemtable(i), m)),
+        );
         for (source, mem) in memtables {
             let found = mem.get(key, seq);
             let (result, answer) = match found {
@@ -506,7 +541,12 @@ impl DbInner {
                 MemLookup::Missing => (TraceResult::Missing, None),
             };
             if let Some(t) = trace.as_deref_mut() {
-                t.steps.push(TraceStep { source, filter: None, block: None, result });
+                t.steps.push(TraceStep {
+                    source,
+                    filter: None,
+                    block: None,
+                    result,
+                });
             }
             if let Some(answer) = answer {
                 Counters::add(&self.counters.memtable_hits, 1);
@@ -521,13 +561,18 @@ impl DbInner {
             let lookup = handle.table.get(key, hash, seq)?;
             self.counters.levels[level].record(&lookup);
             let (result, answer) = match &lookup.outcome {
-                Outcome::Found { value: Some(v), .. } => (TraceResult::Value, Some(Some(v.clone()))),
+                Outcome::Found { value: Some(v), .. } => {
+                    (TraceResult::Value, Some(Some(v.clone())))
+                }
                 Outcome::Found { value: None, .. } => (TraceResult::Deleted, Some(None)),
                 _ => (TraceResult::Missing, None),
             };
             if let Some(t) = trace.as_deref_mut() {
                 t.steps.push(TraceStep {
-                    source: TraceSource::Table { level, number: handle.meta.number },
+                    source: TraceSource::Table {
+                        level,
+                        number: handle.meta.number,
+                    },
                     filter: Some(lookup.verdict()),
                     block: lookup.block,
                     result,
@@ -557,12 +602,18 @@ impl DbInner {
         };
         let mut sources: Vec<Source> = Vec::new();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            sources.push(Box::new(mem.range_entries(&from, mem_end.as_deref()).into_iter().map(Ok)));
+            sources.push(Box::new(
+                mem.range_entries(&from, mem_end.as_deref())
+                    .into_iter()
+                    .map(Ok),
+            ));
         }
         for handle in sv.version.levels.iter().flatten() {
             let t = &handle.meta;
             if t.largest_key.as_slice() < from.as_slice()
-                || mem_end.as_deref().is_some_and(|e| t.smallest_key.as_slice() >= e)
+                || mem_end
+                    .as_deref()
+                    .is_some_and(|e| t.smallest_key.as_slice() >= e)
             {
                 continue;
             }
@@ -570,7 +621,11 @@ impl DbInner {
             it.seek(&from)?;
             sources.push(Box::new(it.map(|r| r.map_err(Error::from))));
         }
-        Ok(DbIter { inner: VisibleIter::new(MergingIter::new(sources), seq, end), start, _view: sv })
+        Ok(DbIter {
+            inner: VisibleIter::new(MergingIter::new(sources), seq, end),
+            start,
+            _view: sv,
+        })
     }
 
     fn stats(&self) -> Stats {
@@ -594,9 +649,20 @@ impl DbInner {
                     filtered_keys += f.len();
                 }
             }
-            let distinct: u64 = tables.iter().map(|t| t.table.properties().distinct_keys).sum();
-            s.bits_per_key = if distinct > 0 { s.filter_bytes as f64 * 8.0 / distinct as f64 } else { 0.0 };
-            s.theoretical_fpr = if filtered_keys > 0 { weighted_fpr / filtered_keys as f64 } else { 0.0 };
+            let distinct: u64 = tables
+                .iter()
+                .map(|t| t.table.properties().distinct_keys)
+                .sum();
+            s.bits_per_key = if distinct > 0 {
+                s.filter_bytes as f64 * 8.0 / distinct as f64
+            } else {
+                0.0
+            };
+            s.theoretical_fpr = if filtered_keys > 0 {
+                weighted_fpr / filtered_keys as f64
+            } else {
+                0.0
+            };
             s.fill_counters(&self.counters.levels[level]);
             total.accumulate(&s);
             levels.push(s);

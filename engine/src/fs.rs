@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use bloomlsm_sstable::{RandomAccessFile, WritableFile};
 
+pub mod fault;
+
 /// A held directory lock; released on drop.
 pub trait DirLock: Send + Sync + Debug {}
 
@@ -67,7 +69,11 @@ impl WritableFile for PlainFile {
 
 impl FileSystem for RealFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        let file = OpenOptions::new().write(true).create(true).truncate(true).open(path)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
         Ok(Box::new(PlainFile(file)))
     }
 
@@ -108,7 +114,12 @@ impl FileSystem for RealFs {
     }
 
     fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn DirLock>>> {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
         // flock: exclusive per open file description, so a second open in
         // the same process is refused as well as one in another process.
         match file.try_lock() {

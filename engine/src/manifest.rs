@@ -62,7 +62,13 @@ impl ManifestState {
         p.extend_from_slice(&(self.tables.len() as u32).to_le_bytes());
         for t in &self.tables {
             p.extend_from_slice(&(t.level as u32).to_le_bytes());
-            for v in [t.number, t.file_size, t.entries, t.smallest_seq, t.largest_seq] {
+            for v in [
+                t.number,
+                t.file_size,
+                t.entries,
+                t.smallest_seq,
+                t.largest_seq,
+            ] {
                 p.extend_from_slice(&v.to_le_bytes());
             }
             for k in [&t.smallest_key, &t.largest_key] {
@@ -88,7 +94,9 @@ impl ManifestState {
             reason: reason.to_string(),
         };
         let mut r = Reader { bytes, at: 0 };
-        let magic = r.u64().ok_or_else(|| corrupt(0, "shorter than a manifest header"))?;
+        let magic = r
+            .u64()
+            .ok_or_else(|| corrupt(0, "shorter than a manifest header"))?;
         if magic != MANIFEST_MAGIC {
             return Err(corrupt(0, "bad manifest magic"));
         }
@@ -97,7 +105,10 @@ impl ManifestState {
         let crc = r.u32().ok_or_else(|| corrupt(16, "truncated header"))?;
         let payload = bytes.get(HEADER_LEN..).unwrap_or(&[]);
         if payload.len() != len {
-            return Err(corrupt(HEADER_LEN, "payload length does not match the header"));
+            return Err(corrupt(
+                HEADER_LEN,
+                "payload length does not match the header",
+            ));
         }
         if checksum(&bytes[8..16], payload) != crc {
             return Err(corrupt(HEADER_LEN, "manifest checksum mismatch"));
@@ -109,7 +120,10 @@ impl ManifestState {
                 supported: STORE_FORMAT_VERSION,
             });
         }
-        let mut r = Reader { bytes: payload, at: 0 };
+        let mut r = Reader {
+            bytes: payload,
+            at: 0,
+        };
         let bad = || corrupt(HEADER_LEN, "payload does not decode");
         let next_file_number = r.u64().ok_or_else(bad)?;
         let last_seq = r.u64().ok_or_else(bad)?;
@@ -139,7 +153,12 @@ impl ManifestState {
         if r.at != payload.len() {
             return Err(bad());
         }
-        Ok(Self { next_file_number, last_seq, wal_number, tables })
+        Ok(Self {
+            next_file_number,
+            last_seq,
+            wal_number,
+            tables,
+        })
     }
 }
 
@@ -163,7 +182,8 @@ impl Reader<'_> {
         Some(s)
     }
     fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        self.take(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
     fn u64(&mut self) -> Option<u64> {
         let b = self.take(8)?;

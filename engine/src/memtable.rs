@@ -49,12 +49,18 @@ pub(crate) struct MemTable {
 
 impl MemTable {
     pub(crate) fn new(wal_number: u64) -> Self {
-        Self { map: SkipMap::new(), bytes: AtomicUsize::new(0), wal_number }
+        Self {
+            map: SkipMap::new(),
+            bytes: AtomicUsize::new(0),
+            wal_number,
+        }
     }
 
     pub(crate) fn insert(&self, user_key: Vec<u8>, seq: u64, kind: EntryKind, value: Vec<u8>) {
-        self.bytes.fetch_add(user_key.len() + value.len() + 48, AtomicOrdering::Relaxed);
-        self.map.insert(InternalKey { user_key, seq }, (kind, value));
+        self.bytes
+            .fetch_add(user_key.len() + value.len() + 48, AtomicOrdering::Relaxed);
+        self.map
+            .insert(InternalKey { user_key, seq }, (kind, value));
     }
 
     /// Approximate bytes held.
@@ -68,7 +74,10 @@ impl MemTable {
 
     /// The newest version of `user_key` with seq <= `snapshot`.
     pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> MemLookup {
-        let probe = InternalKey { user_key: user_key.to_vec(), seq: snapshot };
+        let probe = InternalKey {
+            user_key: user_key.to_vec(),
+            seq: snapshot,
+        };
         match self.map.lower_bound(Bound::Included(&probe)) {
             Some(e) if e.key().user_key == user_key => match e.value().0 {
                 EntryKind::Put => MemLookup::Value(e.value().1.clone()),
@@ -91,7 +100,10 @@ impl MemTable {
     /// Versions with user key in `[start, end)` (`end` `None`: unbounded), in
     /// table order, copied out.
     pub(crate) fn range_entries(&self, start: &[u8], end: Option<&[u8]>) -> Vec<Entry> {
-        let lower = InternalKey { user_key: start.to_vec(), seq: u64::MAX };
+        let lower = InternalKey {
+            user_key: start.to_vec(),
+            seq: u64::MAX,
+        };
         self.map
             .range(lower..)
             .take_while(|e| end.is_none_or(|end| e.key().user_key.as_slice() < end))

@@ -30,8 +30,13 @@ impl Ord for Head {
     // BinaryHeap is a max-heap: reverse so the smallest entry pops first;
     // equal entries (same key and seq) pop in source order.
     fn cmp(&self, other: &Self) -> Ordering {
-        compare_keys(&other.entry.user_key, other.entry.seq, &self.entry.user_key, self.entry.seq)
-            .then(other.source.cmp(&self.source))
+        compare_keys(
+            &other.entry.user_key,
+            other.entry.seq,
+            &self.entry.user_key,
+            self.entry.seq,
+        )
+        .then(other.source.cmp(&self.source))
     }
 }
 
@@ -45,12 +50,20 @@ pub(crate) struct MergingIter {
 
 impl MergingIter {
     pub(crate) fn new(sources: Vec<Source>) -> Self {
-        Self { sources, heap: BinaryHeap::new(), started: false, failed: false }
+        Self {
+            sources,
+            heap: BinaryHeap::new(),
+            started: false,
+            failed: false,
+        }
     }
 
     fn pull(&mut self, source: usize) -> Result<()> {
         if let Some(next) = self.sources[source].next() {
-            self.heap.push(Head { entry: next?, source });
+            self.heap.push(Head {
+                entry: next?,
+                source,
+            });
         }
         Ok(())
     }
@@ -62,7 +75,9 @@ impl MergingIter {
                 self.pull(i)?;
             }
         }
-        let Some(head) = self.heap.pop() else { return Ok(None) };
+        let Some(head) = self.heap.pop() else {
+            return Ok(None);
+        };
         self.pull(head.source)?;
         Ok(Some(head.entry))
     }
@@ -97,7 +112,13 @@ pub(crate) struct VisibleIter<I> {
 
 impl<I: Iterator<Item = Result<Entry>>> VisibleIter<I> {
     pub(crate) fn new(inner: I, snapshot: u64, end: std::ops::Bound<Vec<u8>>) -> Self {
-        Self { inner, snapshot, last_key: None, end, done: false }
+        Self {
+            inner,
+            snapshot,
+            last_key: None,
+            end,
+            done: false,
+        }
     }
 }
 
@@ -123,7 +144,9 @@ impl<I: Iterator<Item = Result<Entry>>> Iterator for VisibleIter<I> {
                 self.done = true;
                 return None;
             }
-            if entry.seq > self.snapshot || self.last_key.as_deref() == Some(entry.user_key.as_slice()) {
+            if entry.seq > self.snapshot
+                || self.last_key.as_deref() == Some(entry.user_key.as_slice())
+            {
                 continue;
             }
             self.last_key = Some(entry.user_key.clone());

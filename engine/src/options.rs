@@ -14,14 +14,30 @@ pub enum FilterPolicy {
     },
     /// Bits per key per level, L0 first; levels past the end use the last.
     PerLevel(Vec<f64>),
+    /// The same total filter memory as `Uniform { bits_per_key }`, spread
+    /// over levels to minimise the expected false positives of an absent
+    /// lookup (Monkey: larger levels get fewer bits per key). Recomputed
+    /// from the current level sizes whenever a table is written.
+    Optimized {
+        /// Average bits per key over all levels.
+        bits_per_key: f64,
+    },
 }
 
 impl FilterPolicy {
-    /// Bits per key for tables written to `level`.
-    pub fn bits_per_key(&self, level: usize) -> f64 {
+    /// Bits per key for tables written to `level`, given the keys each
+    /// level holds now (used by `Optimized` only).
+    pub fn bits_per_key(&self, level: usize, level_keys: &[u64]) -> f64 {
         match self {
             Self::Uniform { bits_per_key } => *bits_per_key,
             Self::PerLevel(v) => v.get(level).or(v.last()).copied().unwrap_or(0.0),
+            Self::Optimized { bits_per_key } => {
+                let keys: Vec<u64> = level_keys.iter().map(|&n| n.max(1)).collect();
+                bloomlsm_filter::math::optimized_bits_per_key(&keys, *bits_per_key)
+                    .get(level)
+                    .copied()
+                    .unwrap_or(*bits_per_key)
+            }
         }
     }
 }
@@ -136,8 +152,11 @@ impl Options {
         if self.block_size < 64 {
             return bad("block_size must be at least 64 bytes");
         }
-        if self.l0_compaction_trigger == 0 || self.l0_slowdown_trigger < self.l0_compaction_trigger {
-            return bad("need 1 <= l0_compaction_trigger <= l0_slowdown_trigger <= l0_stop_trigger");
+        if self.l0_compaction_trigger == 0 || self.l0_slowdown_trigger < self.l0_compaction_trigger
+        {
+            return bad(
+                "need 1 <= l0_compaction_trigger <= l0_slowdown_trigger <= l0_stop_trigger",
+            );
         }
         if self.l0_stop_trigger < self.l0_slowdown_trigger {
             return bad("l0_stop_trigger must be >= l0_slowdown_trigger");
@@ -153,11 +172,15 @@ impl Options {
         }
         let bpk_ok = |b: f64| b.is_finite() && (0.0..=100.0).contains(&b);
         match &self.filter_policy {
-            FilterPolicy::Uniform { bits_per_key } if !bpk_ok(*bits_per_key) => bad("bits_per_key must be in 0..=100"),
+            FilterPolicy::Uniform { bits_per_key } if !bpk_ok(*bits_per_key) => {
+                bad("bits_per_key must be in 0..=100")
+            }
             FilterPolicy::PerLevel(v) if v.is_empty() || !v.iter().all(|b| bpk_ok(*b)) => {
                 bad("per-level bits per key must be a non-empty list of values in 0..=100")
             }
-            _ if self.filter_kind == FilterKind::Counting => bad("counting filters are not table filters"),
+            _ if self.filter_kind == FilterKind::Counting => {
+                bad("counting filters are not table filters")
+            }
             _ => Ok(()),
         }
     }

@@ -19,26 +19,49 @@ use crate::stats::Counters;
 use crate::version::Version;
 use crate::wal::{self, WalWriter};
 
-pub(crate) fn open_inner(dir: &Path, options: crate::Options, fs: Arc<dyn FileSystem>) -> Result<DbInner> {
+pub(crate) fn open_inner(
+    dir: &Path,
+    options: crate::Options,
+    fs: Arc<dyn FileSystem>,
+) -> Result<DbInner> {
     options.validate()?;
     if dir.exists() && !dir.is_dir() {
-        return Err(Error::io(dir, std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory")));
+        return Err(Error::io(
+            dir,
+            std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+        ));
     }
     fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let lock_path = dir.join(names::LOCK);
-    let lock = fs.lock(&lock_path).map_err(|e| Error::io(&lock_path, e))?.ok_or_else(|| Error::Locked {
-        path: dir.to_path_buf(),
-    })?;
+    let lock = fs
+        .lock(&lock_path)
+        .map_err(|e| Error::io(&lock_path, e))?
+        .ok_or_else(|| Error::Locked {
+            path: dir.to_path_buf(),
+        })?;
     let manifest_path = dir.join(names::MANIFEST);
     let listing = fs.list(dir).map_err(|e| Error::io(dir, e))?;
     let state = if fs.exists(&manifest_path) {
-        let bytes = fs.read_all(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
+        let bytes = fs
+            .read_all(&manifest_path)
+            .map_err(|e| Error::io(&manifest_path, e))?;
         ManifestState::decode(&manifest_path, &bytes)?
     } else {
-        if let Some(other) = listing.iter().find(|n| !matches!(names::parse(n), FileType::Lock | FileType::Temp)) {
-            return Err(Error::NotAStore { path: dir.to_path_buf(), example: other.clone() });
+        if let Some(other) = listing
+            .iter()
+            .find(|n| !matches!(names::parse(n), FileType::Lock | FileType::Temp))
+        {
+            return Err(Error::NotAStore {
+                path: dir.to_path_buf(),
+                example: other.clone(),
+            });
         }
-        let fresh = ManifestState { next_file_number: 2, last_seq: 0, wal_number: 1, tables: Vec::new() };
+        let fresh = ManifestState {
+            next_file_number: 2,
+            last_seq: 0,
+            wal_number: 1,
+            tables: Vec::new(),
+        };
         write_manifest(fs.as_ref(), dir, &fresh)?;
         fresh
     };
@@ -61,7 +84,8 @@ pub(crate) fn open_inner(dir: &Path, options: crate::Options, fs: Arc<dyn FileSy
         // Placeholder writer; replaced below once the new WAL exists.
         write: Mutex::new(WriteState {
             wal: WalWriter::new(
-                fs.create(&names::wal(dir, first_wal)).map_err(|e| Error::io(names::wal(dir, first_wal), e))?,
+                fs.create(&names::wal(dir, first_wal))
+                    .map_err(|e| Error::io(names::wal(dir, first_wal), e))?,
                 names::wal(dir, first_wal),
             ),
             next_seq: state.last_seq + 1,
@@ -94,7 +118,10 @@ pub(crate) fn open_inner(dir: &Path, options: crate::Options, fs: Arc<dyn FileSy
             return Err(Error::Corruption {
                 path: manifest_path.clone(),
                 offset: 0,
-                reason: format!("table {} at level {} but the store has {num_levels} levels", meta.number, meta.level),
+                reason: format!(
+                    "table {} at level {} but the store has {num_levels} levels",
+                    meta.number, meta.level
+                ),
             });
         }
         let handle = inner.open_table(meta.clone())?;
@@ -119,11 +146,12 @@ pub(crate) fn open_inner(dir: &Path, options: crate::Options, fs: Arc<dyn FileSy
         let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
         let replay = wal::replay(&path, &bytes, inner.options.wal_recovery)?;
         for record in replay.records {
-            let (first, batch) = WriteBatch::decode(&record).map_err(|reason| Error::Corruption {
-                path: path.clone(),
-                offset: 0,
-                reason,
-            })?;
+            let (first, batch) =
+                WriteBatch::decode(&record).map_err(|reason| Error::Corruption {
+                    path: path.clone(),
+                    offset: 0,
+                    reason,
+                })?;
             for (i, (kind, key, value)) in batch.ops.into_iter().enumerate() {
                 recovered.insert(key, first + i as u64, kind, value);
                 last_seq = last_seq.max(first + i as u64);
@@ -135,8 +163,11 @@ pub(crate) fn open_inner(dir: &Path, options: crate::Options, fs: Arc<dyn FileSy
         w.next_seq = last_seq + 1;
     }
     inner.last_visible.store(last_seq, Ordering::Release);
-    *inner.current.write() =
-        Arc::new(SuperVersion { mem: Arc::new(MemTable::new(first_wal)), imm: Vec::new(), version: Arc::new(version) });
+    *inner.current.write() = Arc::new(SuperVersion {
+        mem: Arc::new(MemTable::new(first_wal)),
+        imm: Vec::new(),
+        version: Arc::new(version),
+    });
 
     // Make the recovered writes durable in a table, so the old WALs can go.
     let mut state = state;
@@ -160,7 +191,11 @@ pub(crate) fn open_inner(dir: &Path, options: crate::Options, fs: Arc<dyn FileSy
         };
         if remove {
             let path = dir.join(name);
-            fs.remove(&path).map_err(|e| Error::io(&path, e))?;
+            match fs.remove(&path) {
+                // A temporary manifest from the listing may have been renamed since.
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&path, e)),
+                _ => {}
+            }
         }
     }
     fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
@@ -172,7 +207,8 @@ pub(crate) fn write_manifest(fs: &dyn FileSystem, dir: &Path, state: &ManifestSt
     let tmp = dir.join(names::MANIFEST_TMP);
     let path = dir.join(names::MANIFEST);
     let mut file = fs.create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    file.write_all(&state.encode()).map_err(|e| Error::io(&tmp, e))?;
+    file.write_all(&state.encode())
+        .map_err(|e| Error::io(&tmp, e))?;
     file.sync().map_err(|e| Error::io(&tmp, e))?;
     drop(file);
     fs.rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;

@@ -122,7 +122,10 @@ impl LevelStats {
         self.probes_without_filter = get(&c.no_filter_probes);
         self.data_blocks_read = get(&c.blocks_from_file);
         self.block_cache_hits = get(&c.cache_hits);
-        self.observed_fpr = ratio(self.filter_false_positives, self.filter_false_positives + self.filter_negatives);
+        self.observed_fpr = ratio(
+            self.filter_false_positives,
+            self.filter_false_positives + self.filter_negatives,
+        );
     }
 
     pub(crate) fn accumulate(&mut self, o: &LevelStats) {
@@ -146,8 +149,15 @@ impl LevelStats {
         } else {
             0.0
         };
-        self.bits_per_key = if self.entries > 0 { self.filter_bytes as f64 * 8.0 / self.entries as f64 } else { 0.0 };
-        self.observed_fpr = ratio(self.filter_false_positives, self.filter_false_positives + self.filter_negatives);
+        self.bits_per_key = if self.entries > 0 {
+            self.filter_bytes as f64 * 8.0 / self.entries as f64
+        } else {
+            0.0
+        };
+        self.observed_fpr = ratio(
+            self.filter_false_positives,
+            self.filter_false_positives + self.filter_negatives,
+        );
     }
 
     fn filter_key_weight(&self) -> f64 {

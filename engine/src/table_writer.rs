@@ -18,10 +18,34 @@ impl DbInner {
         TableOptions {
             block_size: self.options.block_size,
             filter_kind: self.options.filter_kind,
-            bits_per_key: self.options.filter_policy.bits_per_key(level),
+            bits_per_key: self
+                .options
+                .filter_policy
+                .bits_per_key(level, &self.level_keys(level)),
             max_key_bytes: self.options.max_key_bytes,
             max_value_bytes: self.options.max_value_bytes,
         }
+    }
+
+    /// Entries per level of the current version, counting a level about to
+    /// receive a table as holding at least a memtable's worth.
+    fn level_keys(&self, writing: usize) -> Vec<u64> {
+        let sv = std::sync::Arc::clone(&self.current.read());
+        let memtable_entries = (self.options.memtable_bytes / 64) as u64;
+        let deepest = (0..sv.version.levels.len())
+            .rev()
+            .find(|&l| !sv.version.levels[l].is_empty())
+            .unwrap_or(0);
+        (0..=deepest.max(writing))
+            .map(|l| {
+                let n: u64 = sv.version.levels[l].iter().map(|t| t.meta.entries).sum();
+                if l == writing {
+                    n.max(memtable_entries)
+                } else {
+                    n
+                }
+            })
+            .collect()
     }
 
     pub(crate) fn new_file_number(&self) -> u64 {
@@ -54,7 +78,10 @@ impl DbInner {
                 let number = self.new_file_number();
                 let path = names::table(&self.dir, number);
                 let file = self.fs.create(&path).map_err(|e| Error::io(&path, e))?;
-                current = Some((number, TableBuilder::new(file, &path, self.table_options(level))));
+                current = Some((
+                    number,
+                    TableBuilder::new(file, &path, self.table_options(level)),
+                ));
             }
             if let Some((_, builder)) = &mut current {
                 builder.add(&entry.user_key, entry.seq, entry.kind, &entry.value)?;
@@ -67,7 +94,9 @@ impl DbInner {
             out.push(self.finish_table(level, number, builder)?);
         }
         if !out.is_empty() {
-            self.fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+            self.fs
+                .sync_dir(&self.dir)
+                .map_err(|e| Error::io(&self.dir, e))?;
         }
         Ok(out)
     }
@@ -106,11 +135,19 @@ impl DbInner {
             return Err(Error::Corruption {
                 path: path.clone(),
                 offset: size,
-                reason: format!("table is {size} bytes; the manifest recorded {}", meta.file_size),
+                reason: format!(
+                    "table is {size} bytes; the manifest recorded {}",
+                    meta.file_size
+                ),
             });
         }
         let table = Table::open(file, &path, meta.number, Some(Arc::clone(&self.cache)))?;
-        Ok(Arc::new(TableHandle::new(meta, Arc::new(table), path, Arc::clone(&self.fs), Arc::clone(&self.cache))))
+        Ok(Arc::new(TableHandle::new(
+            meta,
+            Arc::new(table),
+            path,
+            Arc::clone(&self.fs),
+            Arc::clone(&self.cache),
+        )))
     }
 }
-

@@ -67,11 +67,17 @@ pub struct LookupTrace {
 impl LookupTrace {
     /// Data blocks read from files.
     pub fn blocks_read_from_files(&self) -> usize {
-        self.steps.iter().filter(|s| s.block == Some(BlockSource::File)).count()
+        self.steps
+            .iter()
+            .filter(|s| s.block == Some(BlockSource::File))
+            .count()
     }
 
     /// Tables whose filter said "definitely absent".
     pub fn reads_saved(&self) -> usize {
-        self.steps.iter().filter(|s| s.filter == Some(FilterVerdict::Negative)).count()
+        self.steps
+            .iter()
+            .filter(|s| s.filter == Some(FilterVerdict::Negative))
+            .count()
     }
 }

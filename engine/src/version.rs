@@ -31,7 +31,14 @@ impl TableHandle {
         fs: Arc<dyn FileSystem>,
         cache: Arc<BlockCache>,
     ) -> Self {
-        Self { meta, table, path, obsolete: AtomicBool::new(false), fs, cache }
+        Self {
+            meta,
+            table,
+            path,
+            obsolete: AtomicBool::new(false),
+            fs,
+            cache,
+        }
     }
 
     /// REQUIRES: the manifest that drops this table is durable.
@@ -60,14 +67,16 @@ pub(crate) struct Version {
 
 impl Version {
     pub(crate) fn new(num_levels: usize) -> Self {
-        Self { levels: vec![Vec::new(); num_levels] }
+        Self {
+            levels: vec![Vec::new(); num_levels],
+        }
     }
 
     /// Puts each level in its search order.
     pub(crate) fn sort(&mut self) {
         for (level, tables) in self.levels.iter_mut().enumerate() {
             if level == 0 {
-                tables.sort_by(|a, b| b.meta.number.cmp(&a.meta.number));
+                tables.sort_by_key(|t| std::cmp::Reverse(t.meta.number));
             } else {
                 tables.sort_by(|a, b| a.meta.smallest_key.cmp(&b.meta.smallest_key));
             }
@@ -78,7 +87,9 @@ impl Version {
     pub(crate) fn candidate(&self, level: usize, key: &[u8]) -> Option<&Arc<TableHandle>> {
         let tables = &self.levels[level];
         let i = tables.partition_point(|t| t.meta.largest_key.as_slice() < key);
-        tables.get(i).filter(|t| t.meta.smallest_key.as_slice() <= key)
+        tables
+            .get(i)
+            .filter(|t| t.meta.smallest_key.as_slice() <= key)
     }
 
     pub(crate) fn level_bytes(&self, level: usize) -> u64 {
@@ -86,14 +97,26 @@ impl Version {
     }
 
     pub(crate) fn all_metas(&self) -> Vec<TableMeta> {
-        self.levels.iter().flatten().map(|t| t.meta.clone()).collect()
+        self.levels
+            .iter()
+            .flatten()
+            .map(|t| t.meta.clone())
+            .collect()
     }
 
     /// Tables of `level` whose key range meets `[smallest, largest]`.
-    pub(crate) fn overlapping(&self, level: usize, smallest: &[u8], largest: &[u8]) -> Vec<Arc<TableHandle>> {
+    pub(crate) fn overlapping(
+        &self,
+        level: usize,
+        smallest: &[u8],
+        largest: &[u8],
+    ) -> Vec<Arc<TableHandle>> {
         self.levels[level]
             .iter()
-            .filter(|t| t.meta.smallest_key.as_slice() <= largest && t.meta.largest_key.as_slice() >= smallest)
+            .filter(|t| {
+                t.meta.smallest_key.as_slice() <= largest
+                    && t.meta.largest_key.as_slice() >= smallest
+            })
             .cloned()
             .collect()
     }

@@ -26,17 +26,25 @@ pub(crate) struct WalWriter {
 
 impl WalWriter {
     pub(crate) fn new(file: Box<dyn WritableFile>, path: PathBuf) -> Self {
-        Self { file, path, buf: Vec::new() }
+        Self {
+            file,
+            path,
+            buf: Vec::new(),
+        }
     }
 
     /// Appends one record in a single write (so it reaches the OS whole or
     /// torn, never interleaved), then fsyncs when `sync`.
     pub(crate) fn append(&mut self, payload: &[u8], sync: bool) -> Result<()> {
         self.buf.clear();
-        self.buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        self.buf.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        self.buf
+            .extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        self.buf
+            .extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
         self.buf.extend_from_slice(payload);
-        self.file.write_all(&self.buf).map_err(|e| Error::io(&self.path, e))?;
+        self.file
+            .write_all(&self.buf)
+            .map_err(|e| Error::io(&self.path, e))?;
         if sync {
             self.file.sync().map_err(|e| Error::io(&self.path, e))?;
         }

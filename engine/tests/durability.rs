@@ -1,4 +1,5 @@
 //! Recovery, locking, bad input and concurrency of a store.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,7 +9,10 @@ use bloomlsm::{Db, Error, Options, SyncMode};
 #[test]
 fn synced_writes_survive_drop_without_close() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options { sync: SyncMode::Always, ..Options::default() };
+    let opts = Options {
+        sync: SyncMode::Always,
+        ..Options::default()
+    };
     {
         let db = Db::open(dir.path(), opts.clone()).unwrap();
         for i in 0..500u32 {
@@ -60,7 +64,10 @@ fn torn_wal_tail_is_tolerated() {
 fn second_open_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    assert!(matches!(Db::open(dir.path(), Options::default()), Err(Error::Locked { .. })));
+    assert!(matches!(
+        Db::open(dir.path(), Options::default()),
+        Err(Error::Locked { .. })
+    ));
     db.close().unwrap();
     Db::open(dir.path(), Options::default()).unwrap();
 }
@@ -68,26 +75,50 @@ fn second_open_is_refused() {
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options { max_key_bytes: 16, max_value_bytes: 32, ..Options::default() };
+    let opts = Options {
+        max_key_bytes: 16,
+        max_value_bytes: 32,
+        ..Options::default()
+    };
     let db = Db::open(dir.path(), opts).unwrap();
     assert!(matches!(db.put(b"", b"v"), Err(Error::InvalidKey { .. })));
-    assert!(matches!(db.put(&[7u8; 17], b"v"), Err(Error::InvalidKey { .. })));
-    assert!(matches!(db.put(b"k", &[0u8; 33]), Err(Error::ValueTooLarge { .. })));
+    assert!(matches!(
+        db.put(&[7u8; 17], b"v"),
+        Err(Error::InvalidKey { .. })
+    ));
+    assert!(matches!(
+        db.put(b"k", &[0u8; 33]),
+        Err(Error::ValueTooLarge { .. })
+    ));
     db.put(&[7u8; 16], &[1u8; 32]).unwrap();
     db.put(&[0xff, 0xfe, 0x00], b"non-utf8 key").unwrap();
     let mut b = bloomlsm::WriteBatch::new();
     b.put(b"ok", b"1").put(b"", b"2");
     assert!(db.write(b).is_err());
-    assert_eq!(db.get(b"ok").unwrap(), None, "a refused batch writes nothing");
-    assert_eq!(db.get(&[0xff, 0xfe, 0x00]).unwrap(), Some(b"non-utf8 key".to_vec()));
+    assert_eq!(
+        db.get(b"ok").unwrap(),
+        None,
+        "a refused batch writes nothing"
+    );
+    assert_eq!(
+        db.get(&[0xff, 0xfe, 0x00]).unwrap(),
+        Some(b"non-utf8 key".to_vec())
+    );
 }
 
 #[test]
 fn unrelated_directory_and_file_path_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), b"mine").unwrap();
-    assert!(matches!(Db::open(dir.path(), Options::default()), Err(Error::NotAStore { .. })));
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "only the LOCK file was added");
+    assert!(matches!(
+        Db::open(dir.path(), Options::default()),
+        Err(Error::NotAStore { .. })
+    ));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        2,
+        "only the LOCK file was added"
+    );
     let file = dir.path().join("notes.txt");
     assert!(Db::open(&file, Options::default()).is_err());
 }
@@ -95,7 +126,12 @@ fn unrelated_directory_and_file_path_are_refused() {
 #[test]
 fn readers_and_writers_run_concurrently_with_background_work() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options { memtable_bytes: 32 << 10, l1_bytes: 128 << 10, target_file_bytes: 32 << 10, ..Options::default() };
+    let opts = Options {
+        memtable_bytes: 32 << 10,
+        l1_bytes: 128 << 10,
+        target_file_bytes: 32 << 10,
+        ..Options::default()
+    };
     let db = Arc::new(Db::open(dir.path(), opts).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     let n = 20_000u64;
@@ -104,7 +140,11 @@ fn readers_and_writers_run_concurrently_with_background_work() {
         std::thread::spawn(move || {
             for round in 0..3u64 {
                 for i in 0..n {
-                    db.put(format!("k{i:06}").as_bytes(), format!("{i}:{round}").as_bytes()).unwrap();
+                    db.put(
+                        format!("k{i:06}").as_bytes(),
+                        format!("{i}:{round}").as_bytes(),
+                    )
+                    .unwrap();
                 }
             }
         })
@@ -120,7 +160,10 @@ fn readers_and_writers_run_concurrently_with_background_work() {
                     i = (i * 31 + 7) % n;
                     if let Some(v) = db.get(format!("k{i:06}").as_bytes()).unwrap() {
                         let v = String::from_utf8(v).unwrap();
-                        assert!(v.starts_with(&format!("{i}:")), "key {i} has a value never written: {v}");
+                        assert!(
+                            v.starts_with(&format!("{i}:")),
+                            "key {i} has a value never written: {v}"
+                        );
                     }
                     checked += 1;
                 }
@@ -133,9 +176,15 @@ fn readers_and_writers_run_concurrently_with_background_work() {
     let checked: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
     db.wait_for_background_work().unwrap();
     for i in 0..n {
-        assert_eq!(db.get(format!("k{i:06}").as_bytes()).unwrap(), Some(format!("{i}:2").into_bytes()));
+        assert_eq!(
+            db.get(format!("k{i:06}").as_bytes()).unwrap(),
+            Some(format!("{i}:2").into_bytes())
+        );
     }
     let stats = db.stats();
-    println!("{checked} concurrent reads checked; {} flushes, {} compactions", stats.flushes, stats.compactions);
+    println!(
+        "{checked} concurrent reads checked; {} flushes, {} compactions",
+        stats.flushes, stats.compactions
+    );
     assert!(stats.flushes > 0 && stats.compactions > 0);
 }

@@ -1,6 +1,7 @@
 //! The read path and filters of a whole store: no false negatives across
 //! flush, compaction and reopen; filters rebuilt (never edited) by
 //! compaction; reads saved as the FPR predicts.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use bloomlsm::{Db, FilterKind, Options, Stats};
 use bloomlsm_filter::Filter;
@@ -33,14 +34,22 @@ fn fill(db: &Db, n: u64) {
 
 fn all_present(db: &Db, n: u64) {
     for i in 0..n {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(format!("v{i}").into_bytes()), "key {i}");
+        assert_eq!(
+            db.get(&key(i)).unwrap(),
+            Some(format!("v{i}").into_bytes()),
+            "key {i}"
+        );
     }
 }
 
 #[test]
 fn no_false_negatives_across_flush_compaction_and_reopen() {
     let n = 20_000;
-    for (bits, kind) in [(10.0, FilterKind::Blocked), (10.0, FilterKind::Standard), (0.0, FilterKind::Blocked)] {
+    for (bits, kind) in [
+        (10.0, FilterKind::Blocked),
+        (10.0, FilterKind::Standard),
+        (0.0, FilterKind::Blocked),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), options(bits, kind)).unwrap();
         fill(&db, n);
@@ -80,12 +89,17 @@ fn reads_saved_match_the_filters_fpr() {
     let probes = after.total.table_probes - before.total.table_probes;
     let reads = after.total.data_blocks_read - before.total.data_blocks_read;
     let fps = after.total.filter_false_positives - before.total.filter_false_positives;
-    assert_eq!(reads, fps, "with no cache, every false positive is one block read");
+    assert_eq!(
+        reads, fps,
+        "with no cache, every false positive is one block read"
+    );
     // Expected reads: sum over probes of the probed tables' FPR. Bound: 5
     // sigma of a binomial with that mean, plus 15% for the model's error.
     let expected = probes as f64 * after.total.theoretical_fpr;
     let allowed = 5.0 * expected.sqrt() + 0.15 * expected + 3.0;
-    println!("{reads} block reads for {lookups} absent gets over {probes} table probes (expected {expected:.1} +- {allowed:.1})");
+    println!(
+        "{reads} block reads for {lookups} absent gets over {probes} table probes (expected {expected:.1} +- {allowed:.1})"
+    );
     assert!((reads as f64 - expected).abs() <= allowed);
     assert!(after.total.observed_fpr < 0.03);
 
@@ -134,9 +148,17 @@ fn compaction_rebuilds_filters_from_exactly_their_keys() {
     let passes_before = probe_deleted(&db);
     db.compact().unwrap();
     let passes_after = probe_deleted(&db);
-    println!("deleted keys passing a filter: {passes_before} before compaction, {passes_after} after");
-    assert!(passes_before >= n / 2, "tombstones and old puts are in the filters before compaction");
-    assert!(passes_after < passes_before / 20, "dropped keys must leave the rebuilt filters");
+    println!(
+        "deleted keys passing a filter: {passes_before} before compaction, {passes_after} after"
+    );
+    assert!(
+        passes_before >= n / 2,
+        "tombstones and old puts are in the filters before compaction"
+    );
+    assert!(
+        passes_after < passes_before / 20,
+        "dropped keys must leave the rebuilt filters"
+    );
     all_present_odd(&db, n);
     // Each table's filter holds exactly its distinct keys.
     let stats = db.stats();
@@ -146,7 +168,11 @@ fn compaction_rebuilds_filters_from_exactly_their_keys() {
         if path.extension().is_some_and(|e| e == "sst") {
             let t = bloomlsm_sstable::Table::open_path(&path, 0, None).unwrap();
             assert_eq!(t.filter().unwrap().len(), t.properties().distinct_keys);
-            assert_eq!(t.properties().tombstones, 0, "bottom-level compaction drops tombstones");
+            assert_eq!(
+                t.properties().tombstones,
+                0,
+                "bottom-level compaction drops tombstones"
+            );
         }
     }
 }
@@ -165,9 +191,17 @@ fn traced_get_lists_every_table_and_verdict() {
     db.flush().unwrap();
     let (value, trace) = db.get_traced(&key(42)).unwrap();
     assert_eq!(value, Some(b"v42".to_vec()));
-    assert!(trace.steps.iter().any(|s| matches!(s.source, bloomlsm::TraceSource::Table { .. })));
+    assert!(
+        trace
+            .steps
+            .iter()
+            .any(|s| matches!(s.source, bloomlsm::TraceSource::Table { .. }))
+    );
     let (value, trace) = db.get_traced(&absent(42)).unwrap();
     assert_eq!(value, None);
     assert!(trace.steps.len() >= 2);
-    assert_eq!(trace.key_hash, bloomlsm_filter::KeyHash::of(&absent(42)).raw());
+    assert_eq!(
+        trace.key_hash,
+        bloomlsm_filter::KeyHash::of(&absent(42)).raw()
+    );
 }

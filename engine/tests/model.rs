@@ -1,5 +1,6 @@
 //! Model test: random operations against a BTreeMap, checked after every
 //! step, including flush, compaction, snapshots and close-and-reopen.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use std::collections::BTreeMap;
 
@@ -70,9 +71,17 @@ impl WithKind for Options {
 
 fn check_all(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
     for k in 0..80u8 {
-        assert_eq!(db.get(&key(k)).unwrap(), model.get(&key(k)).cloned(), "key {k}");
+        assert_eq!(
+            db.get(&key(k)).unwrap(),
+            model.get(&key(k)).cloned(),
+            "key {k}"
+        );
     }
-    let all: Vec<_> = db.scan::<&[u8], _>(..).unwrap().map(|r| r.unwrap()).collect();
+    let all: Vec<_> = db
+        .scan::<&[u8], _>(..)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
     let expected: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(all, expected);
 }

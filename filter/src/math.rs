@@ -214,3 +214,89 @@ mod tests {
         assert!(blocked_optimal_num_hashes(20.0, 512) <= optimal_num_hashes(20.0));
     }
 }
+
+/// Bits per key per level that minimise the sum of the levels' false
+/// positive rates (the expected block reads of an absent lookup that probes
+/// one table per level) for the same total filter memory as
+/// `bits_per_key` everywhere: the Monkey result (Dayan et al., SIGMOD 2017).
+///
+/// Minimising sum e^(-b_i (ln 2)^2) subject to sum n_i b_i = B with a
+/// Lagrange multiplier gives e^(-b_i (ln 2)^2) proportional to n_i: each
+/// level's FPR is proportional to its key count, so larger levels get fewer
+/// bits per key. A level whose share would be negative gets 0 bits (no
+/// filter) and the budget is re-spread over the others. Empty levels get
+/// `bits_per_key`.
+pub fn optimized_bits_per_key(level_keys: &[u64], bits_per_key: f64) -> Vec<f64> {
+    let ln2sq = LN_2 * LN_2;
+    let budget: f64 = level_keys.iter().map(|&n| n as f64 * bits_per_key).sum();
+    let mut active: Vec<usize> = (0..level_keys.len())
+        .filter(|&i| level_keys[i] > 0)
+        .collect();
+    let mut out: Vec<f64> = level_keys
+        .iter()
+        .map(|&n| if n == 0 { bits_per_key } else { 0.0 })
+        .collect();
+    while !active.is_empty() {
+        let total: f64 = active.iter().map(|&i| level_keys[i] as f64).sum();
+        let sum_n_ln_n: f64 = active
+            .iter()
+            .map(|&i| level_keys[i] as f64 * (level_keys[i] as f64).ln())
+            .sum();
+        let ln_k = (budget * ln2sq + sum_n_ln_n) / total;
+        let bits: Vec<f64> = active
+            .iter()
+            .map(|&i| (ln_k - (level_keys[i] as f64).ln()) / ln2sq)
+            .collect();
+        if let Some(pos) = bits.iter().position(|&b| b < 0.0) {
+            // The largest level cannot afford a filter: drop the largest.
+            let largest = (0..active.len())
+                .max_by_key(|&j| level_keys[active[j]])
+                .unwrap_or(pos);
+            out[active[largest]] = 0.0;
+            active.remove(largest);
+            continue;
+        }
+        for (j, &i) in active.iter().enumerate() {
+            out[i] = bits[j];
+        }
+        break;
+    }
+    out
+}
+
+#[cfg(test)]
+mod monkey_tests {
+    use super::*;
+
+    #[test]
+    fn same_memory_fewer_false_positives() {
+        let keys = [10_000u64, 100_000, 1_000_000, 10_000_000];
+        let bits = optimized_bits_per_key(&keys, 10.0);
+        let memory: f64 = keys.iter().zip(&bits).map(|(&n, &b)| n as f64 * b).sum();
+        let uniform_memory: f64 = keys.iter().map(|&n| n as f64 * 10.0).sum();
+        assert!((memory - uniform_memory).abs() / uniform_memory < 1e-9);
+        assert!(
+            bits.windows(2).all(|w| w[0] > w[1]),
+            "smaller levels get more bits: {bits:?}"
+        );
+        let sum = |b: &[f64]| {
+            b.iter()
+                .map(|&x| optimal_false_positive_rate(x))
+                .sum::<f64>()
+        };
+        assert!(
+            sum(&bits) < sum(&[10.0; 4]) * 0.8,
+            "{} vs {}",
+            sum(&bits),
+            sum(&[10.0; 4])
+        );
+    }
+
+    #[test]
+    fn tiny_budget_drops_the_largest_level() {
+        let bits = optimized_bits_per_key(&[100_000, 1_000_000], 0.01);
+        assert_eq!(bits[1], 0.0);
+        assert!(bits[0] > 0.0);
+        assert_eq!(optimized_bits_per_key(&[0, 5], 10.0)[0], 10.0);
+    }
+}

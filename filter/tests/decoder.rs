@@ -1,4 +1,5 @@
 //! The decoder rejects every damaged filter with an error and never panics.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use bloomlsm_filter::{
     AnyFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, Filter, FilterError,

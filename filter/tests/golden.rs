@@ -3,6 +3,7 @@
 //! disk would answer "absent" for keys they hold: do not update the values;
 //! introduce a new hash id or format version instead.
 //! (`cargo run -p bloomlsm-filter --example print_golden` prints them.)
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use bloomlsm_filter::{AnyFilter, BlockedBloomFilter, BloomFilter, Filter, HASH_SEED, KeyHash};
 

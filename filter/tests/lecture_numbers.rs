@@ -6,6 +6,7 @@
 //! formula's own approximation error (it treats the k bits of a key as
 //! independent). A correct filter fails this about once in 3 million runs; a
 //! filter off by 10% fails it every time at these N.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use bloomlsm_filter::math::{
     blocked_false_positive_rate, expected_fill, false_positive_rate, optimal_false_positive_rate,

@@ -1,4 +1,5 @@
 //! No false negatives, for every kind, before and after serialization.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use bloomlsm_filter::{
     AnyFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, Filter, FilterBuilder,

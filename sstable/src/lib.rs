@@ -42,9 +42,12 @@ pub use lookup::{BlockSource, FilterVerdict, Lookup, Outcome};
 pub use properties::TableProperties;
 pub use table::{FilterStatus, Table};
 
+/// A block's entries: (internal key, value) pairs.
+pub type BlockEntries = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Decodes a data or index block from its bytes (trailer removed), as the
 /// reader does after verifying the checksum; exposed for fuzzing.
-pub fn decode_block(bytes: &[u8]) -> std::result::Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+pub fn decode_block(bytes: &[u8]) -> std::result::Result<BlockEntries, String> {
     let block = Block::new(bytes.to_vec())?;
     let mut it = block.iter();
     let mut out = Vec::new();

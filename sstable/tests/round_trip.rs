@@ -1,5 +1,6 @@
 //! Tables read back exactly what was written, by get and by scan, with and
 //! without a cache, at several block sizes, for every filter setting.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 mod common;
 

@@ -1,0 +1,251 @@
+//! The engines under test behind one interface, with mirrored settings.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use bloomlsm::{Db, FilterKind, Options, SyncMode};
+use rocksdb::statistics::Ticker;
+
+/// Read-path counters of an engine, as cumulative totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReadCounters {
+    /// Data blocks read from files (block cache misses).
+    pub data_block_reads: u64,
+    /// Filter probes that said "absent" (reads saved).
+    pub filter_negatives: u64,
+    /// Filter "maybe" answers for keys not in the table.
+    pub filter_false_positives: u64,
+}
+
+/// Settings both engines share.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Mirror {
+    /// Bits per key of the filters (0: none).
+    pub bits_per_key: f64,
+    /// Block cache bytes.
+    pub block_cache_bytes: u64,
+    /// Data block size.
+    pub block_size: usize,
+    /// Memtable (write buffer) bytes.
+    pub memtable_bytes: usize,
+    /// Target table size.
+    pub target_file_bytes: u64,
+    /// L1 byte budget.
+    pub l1_bytes: u64,
+}
+
+/// One engine in the comparison.
+pub trait Engine {
+    /// Name in reports.
+    fn name(&self) -> &str;
+    /// Writes a key.
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Reads a key.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Reads up to `n` pairs from `start`.
+    fn scan(&self, start: &[u8], n: usize) -> Result<usize>;
+    /// Flushes memtables and waits for background compaction to settle.
+    fn settle(&self) -> Result<()>;
+    /// Cumulative read counters.
+    fn counters(&self) -> ReadCounters;
+    /// Bytes of filters held for the live tables.
+    fn filter_bytes(&self) -> Result<u64>;
+    /// Bytes of the store's files on disk.
+    fn disk_bytes(&self) -> Result<u64>;
+}
+
+/// bloomlsm.
+pub struct Bloom {
+    name: String,
+    db: Db,
+}
+
+impl Bloom {
+    /// Opens bloomlsm in `dir` with the mirrored settings.
+    pub fn open(name: &str, dir: &Path, m: &Mirror, kind: FilterKind) -> Result<Self> {
+        let mut options = Options {
+            block_cache_bytes: m.block_cache_bytes,
+            block_size: m.block_size,
+            memtable_bytes: m.memtable_bytes,
+            target_file_bytes: m.target_file_bytes,
+            l1_bytes: m.l1_bytes,
+            sync: SyncMode::Never,
+            ..Options::default().with_bits_per_key(m.bits_per_key)
+        };
+        options.filter_kind = kind;
+        Ok(Self {
+            name: name.to_string(),
+            db: Db::open(dir, options).context("opening bloomlsm")?,
+        })
+    }
+
+    /// The store.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+}
+
+impl Engine for Bloom {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(self.db.put(key, value)?)
+    }
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get(key)?)
+    }
+    fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
+        let mut count = 0;
+        for item in self.db.scan(start..)?.take(n) {
+            item?;
+            count += 1;
+        }
+        Ok(count)
+    }
+    fn settle(&self) -> Result<()> {
+        self.db.flush()?;
+        Ok(self.db.wait_for_background_work()?)
+    }
+    fn counters(&self) -> ReadCounters {
+        let s = self.db.stats();
+        ReadCounters {
+            data_block_reads: s.total.data_blocks_read,
+            filter_negatives: s.total.filter_negatives,
+            filter_false_positives: s.total.filter_false_positives,
+        }
+    }
+    fn filter_bytes(&self) -> Result<u64> {
+        Ok(self.db.stats().total.filter_bytes)
+    }
+    fn disk_bytes(&self) -> Result<u64> {
+        dir_bytes(self.db.path())
+    }
+}
+
+/// RocksDB through the `rocksdb` crate.
+pub struct Rocks {
+    db: rocksdb::DB,
+    options: rocksdb::Options,
+    dir: std::path::PathBuf,
+    read: rocksdb::ReadOptions,
+    write: rocksdb::WriteOptions,
+}
+
+impl Rocks {
+    /// Opens RocksDB in `dir` with the mirrored settings: full (format
+    /// version 5) bloom filters, no compression, same block size and cache,
+    /// filters and index in memory, WAL on and fsync off, statistics on.
+    pub fn open(dir: &Path, m: &Mirror) -> Result<Self> {
+        let mut table = rocksdb::BlockBasedOptions::default();
+        if m.bits_per_key > 0.0 {
+            table.set_bloom_filter(m.bits_per_key, false);
+        }
+        table.set_format_version(5);
+        table.set_block_size(m.block_size);
+        let cache = rocksdb::Cache::new_lru_cache(m.block_cache_bytes as usize);
+        table.set_block_cache(&cache);
+        table.set_cache_index_and_filter_blocks(false);
+        let mut options = rocksdb::Options::default();
+        options.create_if_missing(true);
+        options.set_block_based_table_factory(&table);
+        options.set_compression_type(rocksdb::DBCompressionType::None);
+        options.set_write_buffer_size(m.memtable_bytes);
+        options.set_target_file_size_base(m.target_file_bytes);
+        options.set_max_bytes_for_level_base(m.l1_bytes);
+        options.set_level_zero_file_num_compaction_trigger(4);
+        options.set_max_background_jobs(2);
+        options.set_max_open_files(-1);
+        options.enable_statistics();
+        let db = rocksdb::DB::open(&options, dir).context("opening rocksdb")?;
+        let mut write = rocksdb::WriteOptions::default();
+        write.set_sync(false);
+        write.disable_wal(false);
+        Ok(Self {
+            db,
+            options,
+            dir: dir.to_path_buf(),
+            read: rocksdb::ReadOptions::default(),
+            write,
+        })
+    }
+}
+
+impl Engine for Rocks {
+    fn name(&self) -> &str {
+        "rocksdb"
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(self.db.put_opt(key, value, &self.write)?)
+    }
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get_opt(key, &self.read)?)
+    }
+    fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
+        let mode = rocksdb::IteratorMode::From(start, rocksdb::Direction::Forward);
+        let mut count = 0;
+        for item in self.db.iterator(mode).take(n) {
+            item?;
+            count += 1;
+        }
+        Ok(count)
+    }
+    fn settle(&self) -> Result<()> {
+        self.db.flush()?;
+        loop {
+            let pending = self
+                .db
+                .property_int_value("rocksdb.compaction-pending")?
+                .unwrap_or(0);
+            let running = self
+                .db
+                .property_int_value("rocksdb.num-running-compactions")?
+                .unwrap_or(0);
+            let flushing = self
+                .db
+                .property_int_value("rocksdb.num-running-flushes")?
+                .unwrap_or(0);
+            if pending == 0 && running == 0 && flushing == 0 {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    fn counters(&self) -> ReadCounters {
+        let t = |ticker| self.options.get_ticker_count(ticker);
+        let positive = t(Ticker::BloomFilterFullPositive);
+        let true_positive = t(Ticker::BloomFilterFullTruePositive);
+        ReadCounters {
+            data_block_reads: t(Ticker::BlockCacheDataMiss),
+            filter_negatives: t(Ticker::BloomFilterUseful),
+            filter_false_positives: positive.saturating_sub(true_positive),
+        }
+    }
+    fn filter_bytes(&self) -> Result<u64> {
+        let props = self
+            .db
+            .property_value("rocksdb.aggregated-table-properties")?
+            .unwrap_or_default();
+        Ok(parse_property(&props, "filter block size").unwrap_or(0))
+    }
+    fn disk_bytes(&self) -> Result<u64> {
+        dir_bytes(&self.dir)
+    }
+}
+
+/// Reads `name=value` from RocksDB's table-properties text.
+fn parse_property(text: &str, name: &str) -> Option<u64> {
+    text.split(';').find_map(|part| {
+        let (k, v) = part.split_once('=')?;
+        (k.trim() == name).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
+fn dir_bytes(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).context("listing store directory")? {
+        let entry = entry.context("reading directory entry")?;
+        total += entry.metadata().context("reading file metadata")?.len();
+    }
+    Ok(total)
+}

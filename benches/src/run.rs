@@ -1,0 +1,106 @@
+//! A whole benchmark run: every engine through every workload, in turn.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use bloomlsm::FilterKind;
+
+use crate::engines::{Bloom, Engine, Mirror, Rocks};
+use crate::report::{EngineFacts, Report, SweepPoint};
+use crate::workload::{self, Sizes};
+
+/// What to run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunConfig {
+    /// Sizes of the workloads.
+    pub sizes: Sizes,
+    /// Settings mirrored on both engines.
+    pub mirror: Mirror,
+    /// Engines, in order.
+    pub engines: Vec<String>,
+    /// Run the bits-per-key sweep too.
+    pub sweep: bool,
+    /// Bits per key of the sweep.
+    pub sweep_bits: Vec<f64>,
+    /// Keys loaded per sweep point.
+    pub sweep_keys: u64,
+}
+
+fn open_engine(name: &str, dir: &Path, mirror: &Mirror) -> Result<Box<dyn Engine>> {
+    Ok(match name {
+        "bloomlsm" => Box::new(Bloom::open(name, dir, mirror, FilterKind::Blocked)?),
+        "bloomlsm-nofilter" => Box::new(Bloom::open(
+            name,
+            dir,
+            &Mirror {
+                bits_per_key: 0.0,
+                ..mirror.clone()
+            },
+            FilterKind::Blocked,
+        )?),
+        "rocksdb" => Box::new(Rocks::open(dir, mirror)?),
+        other => anyhow::bail!("unknown engine {other:?} (bloomlsm, bloomlsm-nofilter, rocksdb)"),
+    })
+}
+
+/// Runs every engine through every workload, one engine at a time.
+pub fn run(config: &RunConfig, base: Option<&Path>) -> Result<Report> {
+    let temp = tempfile::tempdir_in(base.unwrap_or(&std::env::temp_dir()))
+        .context("creating a temporary directory")?;
+    let s = &config.sizes;
+    let mut measurements = Vec::new();
+    let mut facts = Vec::new();
+    for name in &config.engines {
+        let dir: PathBuf = temp.path().join(name);
+        let engine = open_engine(name, &dir, &config.mirror)?;
+        let e = engine.as_ref();
+        measurements.push(workload::fill(e, s)?);
+        facts.push(EngineFacts {
+            engine: name.clone(),
+            filter_bytes_per_key: e.filter_bytes()? as f64 / s.keys as f64,
+            disk_bytes: e.disk_bytes()?,
+        });
+        measurements.push(workload::reads(e, s, "readrandom", 1.0, 1)?);
+        measurements.push(workload::reads(e, s, "readmissing", 0.0, 2)?);
+        measurements.push(workload::reads(e, s, "mixed", 0.1, 3)?);
+        measurements.push(workload::scans(e, s)?);
+        measurements.push(workload::crawler(e, s, config.mirror.bits_per_key)?);
+        drop(engine);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+    let mut sweep = Vec::new();
+    if config.sweep {
+        let sizes = Sizes {
+            keys: config.sweep_keys,
+            ops: config.sweep_keys.min(s.ops),
+            ..s.clone()
+        };
+        for &bits in &config.sweep_bits {
+            for name in ["bloomlsm", "rocksdb"] {
+                let dir = temp.path().join(format!("sweep-{name}-{bits}"));
+                let mirror = Mirror {
+                    bits_per_key: bits,
+                    ..config.mirror.clone()
+                };
+                let engine = open_engine(name, &dir, &mirror)?;
+                workload::fill(engine.as_ref(), &sizes)?;
+                let m = workload::reads(engine.as_ref(), &sizes, "readmissing", 0.0, 9)?;
+                sweep.push(SweepPoint {
+                    engine: name.to_string(),
+                    bits_per_key: bits,
+                    reads_per_absent_get: m.block_reads_per_op,
+                    filter_bytes_per_key: engine.filter_bytes()? as f64 / sizes.keys as f64,
+                    formula_fpr: bloomlsm_filter::math::optimal_false_positive_rate(bits),
+                });
+                drop(engine);
+                std::fs::remove_dir_all(&dir).ok();
+            }
+        }
+    }
+    Ok(Report {
+        config: serde_json::to_value(config)?,
+        measurements,
+        facts,
+        sweep,
+    })
+}

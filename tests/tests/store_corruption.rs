@@ -1,0 +1,207 @@
+//! Corruption sweeps on a real store: a flipped byte in a table (any
+//! block), the manifest or the WAL is detected or harmless; it is never
+//! returned as data. A flipped filter block never causes a false negative.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+use std::path::{Path, PathBuf};
+
+use bloomlsm::{Db, Options};
+use bloomlsm_tests::{key, value};
+
+const KEYS: u64 = 400;
+
+fn options() -> Options {
+    Options {
+        memtable_bytes: 8 << 10,
+        block_size: 512,
+        l0_compaction_trigger: 8,
+        background_work: false,
+        ..Options::default()
+    }
+}
+
+/// A store with several tables, and the last 40 writes only in the WAL.
+fn build(dir: &Path) {
+    let db = Db::open(dir, options()).unwrap();
+    for i in 0..KEYS {
+        db.put(&key(i), &value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    for i in KEYS..KEYS + 40 {
+        db.put(&key(i), &value(i)).unwrap();
+    }
+    db.close().unwrap();
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Outcome {
+    RefusedAtOpen,
+    ReadError,
+    AllCorrect,
+    WalTailDropped,
+}
+
+/// Opens the damaged copy and reads every key: any value returned must be
+/// the one written.
+fn check(dir: &Path, wal: bool) -> Outcome {
+    let Ok(db) = Db::open(dir, options()) else {
+        return Outcome::RefusedAtOpen;
+    };
+    let mut outcome = Outcome::AllCorrect;
+    for i in 0..KEYS + 40 {
+        match db.get(&key(i)) {
+            Ok(Some(v)) => assert_eq!(v, value(i), "wrong value returned for key {i}"),
+            Ok(None) => {
+                assert!(wal && i >= KEYS, "key {i} silently lost");
+                outcome = Outcome::WalTailDropped;
+            }
+            Err(e) => {
+                assert!(
+                    e.is_corruption() || matches!(e, bloomlsm::Error::Table(_)),
+                    "{e}"
+                );
+                outcome = Outcome::ReadError;
+            }
+        }
+    }
+    outcome
+}
+
+fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == ext) || p.file_name().is_some_and(|n| n == ext)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn sweep(
+    original: &Path,
+    file_name: &std::ffi::OsStr,
+    stride: usize,
+    wal: bool,
+) -> std::collections::BTreeMap<String, usize> {
+    let len = std::fs::metadata(original.join(file_name)).unwrap().len() as usize;
+    let mut counts = std::collections::BTreeMap::new();
+    for at in (0..len).step_by(stride) {
+        let work = tempfile::tempdir().unwrap();
+        copy_dir(original, work.path());
+        let path = work.path().join(file_name);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[at] ^= 0x41;
+        std::fs::write(&path, bytes).unwrap();
+        *counts
+            .entry(format!("{:?}", check(work.path(), wal)))
+            .or_insert(0) += 1;
+    }
+    counts
+}
+
+#[test]
+fn table_manifest_and_wal_flips() {
+    let original = tempfile::tempdir().unwrap();
+    build(original.path());
+    let table = files(original.path(), "sst").remove(0);
+    let name = table.file_name().unwrap().to_owned();
+    // Every 7th byte of a table: data, filter, index, properties, footer.
+    let counts = sweep(original.path(), &name, 7, false);
+    println!("table {name:?}: {counts:?}");
+    let manifest = sweep(original.path(), std::ffi::OsStr::new("MANIFEST"), 1, false);
+    println!("manifest (every byte): {manifest:?}");
+    assert_eq!(
+        manifest.get("AllCorrect"),
+        None,
+        "a manifest flip went unnoticed"
+    );
+    let wal = files(original.path(), "wal").pop().unwrap();
+    let wal_counts = sweep(original.path(), wal.file_name().unwrap(), 3, true);
+    println!("wal (every 3rd byte): {wal_counts:?}");
+}
+
+#[test]
+fn damaged_filter_block_degrades_to_reading_the_table() {
+    let original = tempfile::tempdir().unwrap();
+    build(original.path());
+    for table in files(original.path(), "sst") {
+        let t = bloomlsm_sstable::Table::open_path(&table, 0, None).unwrap();
+        let filter = t.footer().filter;
+        let mut bytes = std::fs::read(&table).unwrap();
+        for at in (filter.offset..filter.offset + filter.size).step_by(13) {
+            bytes[at as usize] ^= 0xff;
+        }
+        std::fs::write(&table, bytes).unwrap();
+    }
+    let db = Db::open(original.path(), options()).unwrap();
+    for i in 0..KEYS + 40 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)));
+    }
+    let stats = db.stats();
+    assert!(stats.total.tables_without_usable_filter > 0);
+    println!(
+        "{} tables read without their filter; every key found",
+        stats.total.tables_without_usable_filter
+    );
+}
+
+#[test]
+fn table_size_mismatch_and_newer_format_are_refused_untouched() {
+    let original = tempfile::tempdir().unwrap();
+    build(original.path());
+    let work = tempfile::tempdir().unwrap();
+    copy_dir(original.path(), work.path());
+    let table = files(work.path(), "sst").remove(0);
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&table)
+        .unwrap();
+    f.set_len(f.metadata().unwrap().len() + 10).unwrap();
+    drop(f);
+    assert!(Db::open(work.path(), options()).is_err());
+
+    // A manifest from a newer store format: refused with a typed error.
+    let work = tempfile::tempdir().unwrap();
+    copy_dir(original.path(), work.path());
+    let path = work.path().join("MANIFEST");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[8..12].copy_from_slice(&99u32.to_le_bytes());
+    let mut h = crc32(&bytes[8..16]);
+    h = crc32_continue(h, &bytes[20..]);
+    bytes[16..20].copy_from_slice(&(!h).to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let before: Vec<_> = files(work.path(), "sst");
+    let err = Db::open(work.path(), options()).unwrap_err();
+    assert!(
+        matches!(err, bloomlsm::Error::UnsupportedFormat { found: 99, .. }),
+        "{err}"
+    );
+    assert_eq!(files(work.path(), "sst"), before, "tables untouched");
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    crc32_continue(!0, bytes)
+}
+
+fn crc32_continue(mut crc: u32, bytes: &[u8]) -> u32 {
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
