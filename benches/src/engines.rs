@@ -62,7 +62,13 @@ pub struct Bloom {
 
 impl Bloom {
     /// Opens bloomlsm in `dir` with the mirrored settings.
-    pub fn open(name: &str, dir: &Path, m: &Mirror, kind: FilterKind) -> Result<Self> {
+    pub fn open(
+        name: &str,
+        dir: &Path,
+        m: &Mirror,
+        kind: FilterKind,
+        optimized: bool,
+    ) -> Result<Self> {
         let mut options = Options {
             block_cache_bytes: m.block_cache_bytes,
             block_size: m.block_size,
@@ -73,6 +79,11 @@ impl Bloom {
             ..Options::default().with_bits_per_key(m.bits_per_key)
         };
         options.filter_kind = kind;
+        if optimized {
+            options.filter_policy = bloomlsm::FilterPolicy::Optimized {
+                bits_per_key: m.bits_per_key,
+            };
+        }
         Ok(Self {
             name: name.to_string(),
             db: Db::open(dir, options).context("opening bloomlsm")?,

@@ -28,18 +28,24 @@ pub struct RunConfig {
 
 fn open_engine(name: &str, dir: &Path, mirror: &Mirror) -> Result<Box<dyn Engine>> {
     Ok(match name {
-        "bloomlsm" => Box::new(Bloom::open(name, dir, mirror, FilterKind::Blocked)?),
-        "bloomlsm-nofilter" => Box::new(Bloom::open(
-            name,
-            dir,
-            &Mirror {
+        "bloomlsm" => Box::new(Bloom::open(name, dir, mirror, FilterKind::Blocked, false)?),
+        "bloomlsm-optimized" => {
+            Box::new(Bloom::open(name, dir, mirror, FilterKind::Blocked, true)?)
+        }
+        "bloomlsm-standard" => {
+            Box::new(Bloom::open(name, dir, mirror, FilterKind::Standard, false)?)
+        }
+        "bloomlsm-nofilter" => {
+            let off = Mirror {
                 bits_per_key: 0.0,
                 ..mirror.clone()
-            },
-            FilterKind::Blocked,
-        )?),
+            };
+            Box::new(Bloom::open(name, dir, &off, FilterKind::Blocked, false)?)
+        }
         "rocksdb" => Box::new(Rocks::open(dir, mirror)?),
-        other => anyhow::bail!("unknown engine {other:?} (bloomlsm, bloomlsm-nofilter, rocksdb)"),
+        other => anyhow::bail!(
+            "unknown engine {other:?} (bloomlsm, bloomlsm-optimized, bloomlsm-standard, bloomlsm-nofilter, rocksdb)"
+        ),
     })
 }
 

@@ -7,7 +7,7 @@ use std::process::Command;
 fn quick_run_reports_every_engine_and_workload() {
     let out = tempfile::tempdir().unwrap();
     let status = Command::new(env!("CARGO_BIN_EXE_bloomlsm-bench"))
-        .args(["--quick", "--out"])
+        .args(["--quick", "--block-cache-bytes", "65536", "--out"])
         .arg(out.path())
         .status()
         .unwrap();
@@ -16,7 +16,12 @@ fn quick_run_reports_every_engine_and_workload() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("report.json")).unwrap())
             .unwrap();
     let ms = json["measurements"].as_array().unwrap();
-    for engine in ["bloomlsm", "bloomlsm-nofilter", "rocksdb"] {
+    for engine in [
+        "bloomlsm",
+        "bloomlsm-optimized",
+        "bloomlsm-nofilter",
+        "rocksdb",
+    ] {
         for workload in [
             "fill",
             "readrandom",
@@ -45,6 +50,19 @@ fn quick_run_reports_every_engine_and_workload() {
     };
     assert!(fpr("bloomlsm") > 0.0 && fpr("bloomlsm") < 0.03);
     assert!(fpr("rocksdb") > 0.0 && fpr("rocksdb") < 0.03);
+    let reads = |engine: &str| {
+        ms.iter()
+            .find(|m| m["engine"] == engine && m["workload"] == "readmissing")
+            .unwrap()["block_reads_per_op"]
+            .as_f64()
+            .unwrap()
+    };
+    println!(
+        "reads per absent get: with filters {}, without {}",
+        reads("bloomlsm"),
+        reads("bloomlsm-nofilter")
+    );
+    assert!(reads("bloomlsm") < reads("bloomlsm-nofilter") / 10.0);
     assert!(out.path().join("report.md").exists());
     assert!(out.path().join("throughput.svg").exists());
 }

@@ -28,7 +28,8 @@ pub(crate) struct Compaction {
 impl DbInner {
     /// Makes a new version durable and visible: `added` tables in, `removed`
     /// tables out; `wal_number` overrides the oldest WAL still needed.
-    /// REQUIRES: `self.work` is held (or the store is opening).
+    /// Callers hold the flush or compaction lock for their own inputs;
+    /// installs themselves are serialized here.
     pub(crate) fn install(
         &self,
         added: &[Arc<TableHandle>],
@@ -46,6 +47,7 @@ impl DbInner {
         wal_number: Option<u64>,
         flushed_mem: Option<&Arc<MemTable>>,
     ) -> Result<()> {
+        let _install = self.install_lock.lock();
         let sv = Arc::clone(&self.current.read());
         let mut version = Version::clone(&sv.version);
         for level in &mut version.levels {
@@ -102,7 +104,7 @@ impl DbInner {
 
     /// Writes every frozen memtable to an L0 table, oldest first.
     pub(crate) fn flush_all_immutable(&self) -> Result<()> {
-        let _work = self.work.lock();
+        let _flush = self.flush_lock.lock();
         loop {
             let sv = Arc::clone(&self.current.read());
             let Some(oldest) = sv.imm.last().cloned() else {
@@ -150,9 +152,10 @@ impl DbInner {
         })
     }
 
-    /// Runs one compaction (re-checked under the work lock).
+    /// Runs one compaction (re-checked under the compaction lock: a flush
+    /// may have added L0 tables meanwhile, which the install keeps).
     pub(crate) fn run_compaction(&self, c: Compaction) -> Result<()> {
-        let _work = self.work.lock();
+        let _compaction = self.compaction_lock.lock();
         let sv = Arc::clone(&self.current.read());
         let live = |t: &Arc<TableHandle>| {
             sv.version.levels[t.meta.level]
@@ -183,7 +186,7 @@ impl DbInner {
 
     /// Merges every table of every level into the deepest level in use.
     pub(crate) fn compact_all(&self) -> Result<()> {
-        let _work = self.work.lock();
+        let _compaction = self.compaction_lock.lock();
         let sv = Arc::clone(&self.current.read());
         let inputs: Vec<Arc<TableHandle>> = sv.version.levels.iter().flatten().cloned().collect();
         if inputs.is_empty() {
@@ -198,7 +201,7 @@ impl DbInner {
 
     /// Merges `inputs`, keeps what readers and snapshots can still see,
     /// drops the oldest tombstones when `bottom`, and writes new tables.
-    /// REQUIRES: `self.work` is held.
+    /// REQUIRES: the compaction lock is held.
     fn merge_into(
         &self,
         inputs: &[Arc<TableHandle>],

@@ -40,8 +40,16 @@ pub(crate) struct WriteState {
 
 #[derive(Debug, Default)]
 pub(crate) struct BackgroundState {
-    pub(crate) pending: bool,
+    pub(crate) flush_pending: bool,
+    pub(crate) compaction_pending: bool,
     pub(crate) shutdown: bool,
+}
+
+/// The two background threads: flushes never wait behind a long compaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Worker {
+    Flush,
+    Compaction,
 }
 
 /// Shared state of an open store.
@@ -57,8 +65,12 @@ pub(crate) struct DbInner {
     /// Largest sequence number whose write is complete and visible.
     pub(crate) last_visible: AtomicU64,
     pub(crate) next_file: AtomicU64,
-    /// Serializes flushes and compactions (and manifest writes).
-    pub(crate) work: Mutex<()>,
+    /// Held while flushing frozen memtables.
+    pub(crate) flush_lock: Mutex<()>,
+    /// Held while compacting or rebuilding filters (they remove tables).
+    pub(crate) compaction_lock: Mutex<()>,
+    /// Serializes manifest writes and version swaps.
+    pub(crate) install_lock: Mutex<()>,
     pub(crate) bg: Mutex<BackgroundState>,
     pub(crate) bg_cv: Condvar,
     /// Writers waiting for room in L0 or for a flush wait here.
@@ -70,6 +82,8 @@ pub(crate) struct DbInner {
     /// Set when a write or background job failed: writes are refused.
     pub(crate) write_error: Mutex<Option<String>>,
     pub(crate) closed: AtomicBool,
+    /// The filter policy tables are written with (changed by `rebuild_filters`).
+    pub(crate) filter_policy: RwLock<crate::options::FilterPolicy>,
     /// Where the next level-n compaction starts (round robin by key).
     pub(crate) compact_pointer: Mutex<Vec<Vec<u8>>>,
 }
@@ -87,7 +101,7 @@ pub(crate) struct DbInner {
 #[derive(Debug)]
 pub struct Db {
     pub(crate) inner: Arc<DbInner>,
-    background: Mutex<Option<JoinHandle<()>>>,
+    background: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// A consistent read-only view at one point in time. Compaction keeps every
@@ -111,16 +125,20 @@ impl Db {
         fs: Arc<dyn FileSystem>,
     ) -> Result<Self> {
         let inner = Arc::new(crate::recovery::open_inner(path.as_ref(), options, fs)?);
-        let background = if inner.options.background_work {
-            let worker = Arc::clone(&inner);
-            let handle = std::thread::Builder::new()
-                .name("bloomlsm-bg".into())
-                .spawn(move || worker.background_loop())
-                .map_err(|e| Error::io(path.as_ref(), e))?;
-            Some(handle)
-        } else {
-            None
-        };
+        let mut background = Vec::new();
+        if inner.options.background_work {
+            for (worker, name) in [
+                (Worker::Flush, "bloomlsm-flush"),
+                (Worker::Compaction, "bloomlsm-compact"),
+            ] {
+                let shared = Arc::clone(&inner);
+                let handle = std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn(move || shared.background_loop(worker))
+                    .map_err(|e| Error::io(path.as_ref(), e))?;
+                background.push(handle);
+            }
+        }
         let db = Self {
             inner,
             background: Mutex::new(background),
@@ -196,6 +214,18 @@ impl Db {
         self.inner.compact_all()
     }
 
+    /// Rewrites every table's filter to `policy` without merging data (data
+    /// blocks copied unchanged; new filter, properties and footer; swapped
+    /// in atomically), and writes future tables with it. Waits.
+    pub fn rebuild_filters(&self, policy: crate::options::FilterPolicy) -> Result<()> {
+        self.inner.check_writable()?;
+        let mut candidate = self.inner.options.clone();
+        candidate.filter_policy = policy.clone();
+        candidate.validate()?;
+        *self.inner.filter_policy.write() = policy;
+        self.inner.rebuild_tables(|_| true)
+    }
+
     /// Counters and per-level figures.
     pub fn stats(&self) -> Stats {
         self.inner.stats()
@@ -220,10 +250,7 @@ impl Db {
     /// to do (useful before measuring reads).
     pub fn wait_for_background_work(&self) -> Result<()> {
         self.inner.flush_all_immutable()?;
-        while let Some(c) = self.inner.pick_compaction() {
-            self.inner.run_compaction(c)?;
-        }
-        Ok(())
+        self.inner.compact_while_needed()
     }
 
     /// Syncs the WAL and stops background work. Drop does the same, best
@@ -243,7 +270,7 @@ impl Db {
             self.inner.bg_cv.notify_all();
         }
         self.inner.stall_cv.notify_all();
-        if let Some(handle) = self.background.lock().take() {
+        for handle in self.background.lock().drain(..) {
             let _ = handle.join();
         }
         sync
@@ -332,7 +359,7 @@ impl DbInner {
         }
     }
 
-    fn check_writable(&self) -> Result<()> {
+    pub(crate) fn check_writable(&self) -> Result<()> {
         self.check_open()?;
         match &*self.write_error.lock() {
             Some(reason) => Err(Error::WritesStopped(reason.clone())),
@@ -469,34 +496,53 @@ impl DbInner {
 
     pub(crate) fn schedule_work(&self) {
         let mut bg = self.bg.lock();
-        bg.pending = true;
+        bg.flush_pending = true;
+        bg.compaction_pending = true;
         self.bg_cv.notify_all();
     }
 
-    fn background_loop(self: Arc<Self>) {
+    fn background_loop(self: Arc<Self>, worker: Worker) {
         loop {
             {
                 let mut bg = self.bg.lock();
-                while !bg.pending && !bg.shutdown {
+                loop {
+                    if bg.shutdown {
+                        return;
+                    }
+                    let pending = match worker {
+                        Worker::Flush => &mut bg.flush_pending,
+                        Worker::Compaction => &mut bg.compaction_pending,
+                    };
+                    if *pending {
+                        *pending = false;
+                        break;
+                    }
                     self.bg_cv.wait(&mut bg);
                 }
-                if bg.shutdown {
-                    return;
-                }
-                bg.pending = false;
             }
             if self.write_error.lock().is_some() {
                 continue;
             }
-            if let Err(e) = self.do_background_work() {
+            let result = match worker {
+                Worker::Flush => self.flush_all_immutable().map(|()| {
+                    // New L0 tables may call for a compaction.
+                    self.bg.lock().compaction_pending = true;
+                    self.bg_cv.notify_all();
+                }),
+                Worker::Compaction => self.compact_while_needed(),
+            };
+            if let Err(e) = result {
                 self.stop_writes(format!("background work failed: {e}"));
             }
             self.stall_cv.notify_all();
         }
     }
 
-    pub(crate) fn do_background_work(&self) -> Result<()> {
-        self.flush_all_immutable()?;
+    /// Runs compactions until no level needs one (or the store shuts down).
+    fn compact_while_needed(&self) -> Result<()> {
+        if self.options.on_corrupt_filter == crate::options::CorruptFilterPolicy::Rebuild {
+            self.rebuild_tables(|t| matches!(t.table.filter_status(), FilterStatus::Unusable(_)))?;
+        }
         while !self.bg.lock().shutdown
             && let Some(c) = self.pick_compaction()
         {
@@ -504,6 +550,12 @@ impl DbInner {
             self.stall_cv.notify_all();
         }
         Ok(())
+    }
+
+    /// Flushes and compactions inline (when `background_work` is off).
+    pub(crate) fn do_background_work(&self) -> Result<()> {
+        self.flush_all_immutable()?;
+        self.compact_while_needed()
     }
 
     /// Reads `key` at `snapshot` (default: the latest), recording stats and,

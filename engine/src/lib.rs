@@ -27,6 +27,8 @@ mod compaction;
 mod db;
 mod error;
 pub mod fs;
+#[doc(hidden)]
+pub mod fuzzing;
 mod manifest;
 mod memtable;
 mod merge;
@@ -43,6 +45,6 @@ pub use bloomlsm_filter::FilterKind;
 pub use db::{Db, DbIter, Snapshot};
 pub use error::{Error, Result};
 pub use manifest::{STORE_FORMAT_VERSION, TableMeta};
-pub use options::{FilterPolicy, Options, SyncMode, WalRecovery};
+pub use options::{CorruptFilterPolicy, FilterPolicy, Options, SyncMode, WalRecovery};
 pub use stats::{LevelStats, Stats};
 pub use trace::{LookupTrace, TraceResult, TraceSource, TraceStep};

@@ -61,6 +61,17 @@ pub enum WalRecovery {
     PointInTime,
 }
 
+/// What to do with a table whose filter block is damaged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CorruptFilterPolicy {
+    /// Read the table without its filter (every key "maybe"); count it.
+    Ignore,
+    /// Refuse: opening the store returns the corruption error.
+    Fail,
+    /// Read without it, and rebuild that table's filter in the background.
+    Rebuild,
+}
+
 /// Options of a store. `Options::default()` documents every default.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
@@ -98,6 +109,8 @@ pub struct Options {
     pub max_key_bytes: usize,
     /// Largest value accepted (default 16 MiB).
     pub max_value_bytes: usize,
+    /// Damaged filter blocks (default `Ignore`).
+    pub on_corrupt_filter: CorruptFilterPolicy,
     /// Run flushes and compactions on a background thread (default true).
     /// When false they run inline in the writing thread.
     pub background_work: bool,
@@ -123,6 +136,7 @@ impl Default for Options {
             target_file_bytes: 8 << 20,
             max_key_bytes: 64 << 10,
             max_value_bytes: 16 << 20,
+            on_corrupt_filter: CorruptFilterPolicy::Ignore,
             background_work: true,
         }
     }

@@ -97,7 +97,9 @@ pub(crate) fn open_inner(
         })),
         last_visible: AtomicU64::new(state.last_seq),
         next_file: AtomicU64::new(first_wal + 1),
-        work: Mutex::new(()),
+        flush_lock: Mutex::new(()),
+        compaction_lock: Mutex::new(()),
+        install_lock: Mutex::new(()),
         bg: Mutex::new(BackgroundState::default()),
         bg_cv: Condvar::new(),
         stall: Mutex::new(()),
@@ -107,6 +109,7 @@ pub(crate) fn open_inner(
         write_error: Mutex::new(None),
         closed: AtomicBool::new(false),
         compact_pointer: Mutex::new(vec![Vec::new(); num_levels]),
+        filter_policy: RwLock::new(options.filter_policy.clone()),
         options,
     };
     fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
@@ -193,7 +196,9 @@ pub(crate) fn open_inner(
             let path = dir.join(name);
             match fs.remove(&path) {
                 // A temporary manifest from the listing may have been renamed since.
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&path, e)),
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::io(&path, e));
+                }
                 _ => {}
             }
         }

@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use bloomlsm_sstable::{Entry, Table, TableBuilder, TableOptions, WritableFile};
+use bloomlsm_sstable::{Entry, FilterStatus, Table, TableBuilder, TableOptions, WritableFile};
 
 use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::fs::names;
 use crate::manifest::TableMeta;
+use crate::options::CorruptFilterPolicy;
 use crate::stats::Counters;
 use crate::version::TableHandle;
 
@@ -19,32 +20,30 @@ impl DbInner {
             block_size: self.options.block_size,
             filter_kind: self.options.filter_kind,
             bits_per_key: self
-                .options
                 .filter_policy
+                .read()
                 .bits_per_key(level, &self.level_keys(level)),
             max_key_bytes: self.options.max_key_bytes,
             max_value_bytes: self.options.max_value_bytes,
         }
     }
 
-    /// Entries per level of the current version, counting a level about to
-    /// receive a table as holding at least a memtable's worth.
+    /// Relative key counts of the levels in a leveled tree's steady shape,
+    /// for the `Optimized` policy: each level `level_size_ratio` times the
+    /// one above, down to the deepest level in use (L0 as a level above L1).
+    /// Shapes, not momentary counts: while compactions move keys between
+    /// levels the counts swing, and a table keeps the bits it was written with.
     fn level_keys(&self, writing: usize) -> Vec<u64> {
         let sv = std::sync::Arc::clone(&self.current.read());
-        let memtable_entries = (self.options.memtable_bytes / 64) as u64;
-        let deepest = (0..sv.version.levels.len())
+        let levels = &sv.version.levels;
+        let deepest = (0..levels.len())
             .rev()
-            .find(|&l| !sv.version.levels[l].is_empty())
-            .unwrap_or(0);
-        (0..=deepest.max(writing))
-            .map(|l| {
-                let n: u64 = sv.version.levels[l].iter().map(|t| t.meta.entries).sum();
-                if l == writing {
-                    n.max(memtable_entries)
-                } else {
-                    n
-                }
-            })
+            .find(|&l| !levels[l].is_empty())
+            .unwrap_or(0)
+            .max(writing)
+            .max(1);
+        (0..=deepest as u32)
+            .map(|l| self.options.level_size_ratio.saturating_pow(l))
             .collect()
     }
 
@@ -142,6 +141,15 @@ impl DbInner {
             });
         }
         let table = Table::open(file, &path, meta.number, Some(Arc::clone(&self.cache)))?;
+        if let FilterStatus::Unusable(reason) = table.filter_status()
+            && self.options.on_corrupt_filter == CorruptFilterPolicy::Fail
+        {
+            return Err(Error::Corruption {
+                path,
+                offset: table.footer().filter.offset,
+                reason: reason.clone(),
+            });
+        }
         Ok(Arc::new(TableHandle::new(
             meta,
             Arc::new(table),
@@ -149,5 +157,53 @@ impl DbInner {
             Arc::clone(&self.fs),
             Arc::clone(&self.cache),
         )))
+    }
+}
+
+impl DbInner {
+    /// Rewrites the filter of every live table `select` picks, with the
+    /// current policy for its level, and swaps the new files in.
+    pub(crate) fn rebuild_tables(&self, select: impl Fn(&TableHandle) -> bool) -> Result<()> {
+        let _compaction = self.compaction_lock.lock();
+        let sv = Arc::clone(&self.current.read());
+        let chosen: Vec<Arc<TableHandle>> = sv
+            .version
+            .levels
+            .iter()
+            .flatten()
+            .filter(|t| select(t))
+            .cloned()
+            .collect();
+        if chosen.is_empty() {
+            return Ok(());
+        }
+        let mut added = Vec::with_capacity(chosen.len());
+        for old in &chosen {
+            let number = self.new_file_number();
+            let path = names::table(&self.dir, number);
+            let file = self.fs.create(&path).map_err(|e| Error::io(&path, e))?;
+            let options = self.table_options(old.meta.level);
+            let summary = bloomlsm_sstable::rebuild_filter(
+                &old.table,
+                file,
+                &path,
+                options.filter_kind,
+                options.bits_per_key,
+            )?;
+            Counters::add(&self.counters.bytes_written, summary.file_size);
+            if summary.properties.filter_kind.is_some() {
+                Counters::add(&self.counters.filters_built, 1);
+            }
+            let meta = TableMeta {
+                number,
+                file_size: summary.file_size,
+                ..old.meta.clone()
+            };
+            added.push(self.open_table(meta)?);
+        }
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))?;
+        self.install(&added, &chosen, None)
     }
 }

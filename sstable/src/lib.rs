@@ -25,6 +25,7 @@ pub mod format;
 mod iter;
 mod lookup;
 mod properties;
+mod rebuild;
 mod table;
 mod varint;
 
@@ -40,6 +41,7 @@ pub use format::{BlockHandle, BlockKind, Footer};
 pub use iter::{TableIter, entry_precedes};
 pub use lookup::{BlockSource, FilterVerdict, Lookup, Outcome};
 pub use properties::TableProperties;
+pub use rebuild::rebuild_filter;
 pub use table::{FilterStatus, Table};
 
 /// A block's entries: (internal key, value) pairs.

@@ -161,6 +161,17 @@ impl Table {
         Ok(bytes)
     }
 
+    /// A block with its trailer, verified, as stored (for copying).
+    pub(crate) fn read_verified_raw(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+    ) -> Result<Vec<u8>> {
+        let mut block = self.read_verified(handle, kind)?;
+        block.extend_from_slice(&crate::format::block_trailer(kind, &block));
+        Ok(block)
+    }
+
     fn decode_index(&self, bytes: Vec<u8>) -> Result<Vec<IndexEntry>> {
         let at = self.footer.index.offset;
         let bad = |reason: String| self.corruption(BlockKind::Index, at, reason);

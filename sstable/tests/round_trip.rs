@@ -98,3 +98,39 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn rebuilt_filter_keeps_data_and_changes_bits_per_key() {
+    use bloomlsm_filter::Filter;
+    let model = common::simple_model(3000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    write_table(&path, &model, options(Some(FilterKind::Blocked), 4096));
+    let table = open(&path, false);
+    let out = dir.path().join("t2.sst");
+    let summary = bloomlsm_sstable::rebuild_filter(
+        &table,
+        std::fs::File::create(&out).unwrap(),
+        &out,
+        FilterKind::Standard,
+        16.0,
+    )
+    .unwrap();
+    assert_eq!(summary.file_size, std::fs::metadata(&out).unwrap().len());
+    let rebuilt = open(&out, false);
+    let f = rebuilt.filter().unwrap();
+    assert_eq!(f.kind(), FilterKind::Standard);
+    assert_eq!(f.len(), 3000);
+    assert!((f.bits_per_key() - 16.0).abs() < 0.1);
+    // Data blocks are byte-identical.
+    let (a, b) = (std::fs::read(&path).unwrap(), std::fs::read(&out).unwrap());
+    let data_end = table.footer().filter.offset as usize;
+    assert_eq!(a[..data_end], b[..data_end]);
+    for ((key, _), (_, value)) in &model {
+        let l = rebuilt.get(key, KeyHash::of(key), u64::MAX >> 8).unwrap();
+        assert!(
+            matches!(l.outcome, Outcome::Found { value: Some(ref v), .. } if v == value),
+            "{key:?}"
+        );
+    }
+}

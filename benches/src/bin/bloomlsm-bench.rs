@@ -34,11 +34,13 @@ struct Args {
     /// Memtable / write buffer bytes on both engines.
     #[arg(long, default_value_t = 8 << 20)]
     memtable_bytes: usize,
-    /// Engines to run, in order.
+    /// Engines to run, in order: bloomlsm (blocked filters, uniform bits per
+    /// key), bloomlsm-optimized (same memory spread over levels, Monkey),
+    /// bloomlsm-standard (standard filters), bloomlsm-nofilter, rocksdb.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "bloomlsm,bloomlsm-nofilter,rocksdb"
+        default_value = "bloomlsm,bloomlsm-optimized,bloomlsm-nofilter,rocksdb"
     )]
     engines: Vec<String>,
     /// Also sweep bits per key {0,2,4,6,8,10,14,20} on both engines.

@@ -329,9 +329,24 @@ fn inspect(path: &Path, probes: u64) -> CliResult {
 
 fn stats(path: &Path, absent_gets: u64) -> CliResult {
     let db = existing_store(path)?;
-    for i in 0..absent_gets {
-        let key = format!("\u{0}bloomlsm-stats-absent-{i}");
-        db.get(key.as_bytes()).map_err(|e| e.to_string())?;
+    if absent_gets > 0 {
+        // Absent keys inside the tables' ranges: each right after a stored key.
+        let mut stored = Vec::new();
+        for item in db
+            .scan::<&[u8], _>(..)
+            .map_err(|e| e.to_string())?
+            .take(absent_gets.min(100_000) as usize)
+        {
+            stored.push(item.map_err(|e| e.to_string())?.0);
+        }
+        for i in 0..absent_gets {
+            let Some(base) = stored.get((i as usize) % stored.len().max(1)) else {
+                break;
+            };
+            let mut key = base.clone();
+            key.extend_from_slice(format!("\u{0}absent{i}").as_bytes());
+            db.get(&key).map_err(|e| e.to_string())?;
+        }
     }
     let s = db.stats();
     let levels: Vec<_> = s
