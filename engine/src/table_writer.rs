@@ -28,22 +28,38 @@ impl DbInner {
         }
     }
 
-    /// Relative key counts of the levels in a leveled tree's steady shape,
-    /// for the `Optimized` policy: each level `level_size_ratio` times the
-    /// one above, down to the deepest level in use (L0 as a level above L1).
-    /// Shapes, not momentary counts: while compactions move keys between
-    /// levels the counts swing, and a table keeps the bits it was written with.
+    /// Key counts the `Optimized` policy spreads memory over: every level
+    /// down to the deepest in use at its capacity (L0: `l0_compaction_trigger`
+    /// memtables; L1 and below: their byte budgets). Capacities rather than
+    /// momentary counts: while compactions lag those counts swing, and a
+    /// table keeps the bits it was written with; a deepest level not yet
+    /// full makes the policy spend less memory than uniform, never more.
     fn level_keys(&self, writing: usize) -> Vec<u64> {
         let sv = std::sync::Arc::clone(&self.current.read());
         let levels = &sv.version.levels;
+        let entries = |l: usize| -> u64 { levels[l].iter().map(|t| t.meta.entries).sum() };
+        let total_entries: u64 = (0..levels.len()).map(entries).sum();
+        let total_bytes: u64 = levels.iter().flatten().map(|t| t.meta.file_size).sum();
+        let entry_bytes = if total_entries > 0 {
+            (total_bytes / total_entries).max(1)
+        } else {
+            64
+        };
         let deepest = (0..levels.len())
             .rev()
             .find(|&l| !levels[l].is_empty())
             .unwrap_or(0)
             .max(writing)
             .max(1);
-        (0..=deepest as u32)
-            .map(|l| self.options.level_size_ratio.saturating_pow(l))
+        (0..=deepest)
+            .map(|l| {
+                let capacity = if l == 0 {
+                    self.options.memtable_bytes as u64 * self.options.l0_compaction_trigger as u64
+                } else {
+                    self.options.level_budget(l)
+                };
+                (capacity / entry_bytes).max(entries(l)).max(1)
+            })
             .collect()
     }
 
