@@ -40,11 +40,9 @@ impl DbInner {
         let entries = |l: usize| -> u64 { levels[l].iter().map(|t| t.meta.entries).sum() };
         let total_entries: u64 = (0..levels.len()).map(entries).sum();
         let total_bytes: u64 = levels.iter().flatten().map(|t| t.meta.file_size).sum();
-        let entry_bytes = if total_entries > 0 {
-            (total_bytes / total_entries).max(1)
-        } else {
-            64
-        };
+        let entry_bytes = total_bytes
+            .checked_div(total_entries)
+            .map_or(64, |b| b.max(1));
         let deepest = (0..levels.len())
             .rev()
             .find(|&l| !levels[l].is_empty())
