@@ -24,11 +24,26 @@ pub struct RunConfig {
     pub sweep_bits: Vec<f64>,
     /// Keys loaded per sweep point.
     pub sweep_keys: u64,
+    /// Filter policy of the `bloomlsm` engine: "uniform" or "optimized".
+    pub filter_policy: String,
 }
 
-fn open_engine(name: &str, dir: &Path, mirror: &Mirror) -> Result<Box<dyn Engine>> {
+fn open_engine(name: &str, dir: &Path, mirror: &Mirror, policy: &str) -> Result<Box<dyn Engine>> {
     Ok(match name {
-        "bloomlsm" => Box::new(Bloom::open(name, dir, mirror, FilterKind::Blocked, false)?),
+        "bloomlsm" => {
+            let optimized = match policy {
+                "uniform" => false,
+                "optimized" => true,
+                other => anyhow::bail!("unknown filter policy {other:?} (uniform, optimized)"),
+            };
+            Box::new(Bloom::open(
+                name,
+                dir,
+                mirror,
+                FilterKind::Blocked,
+                optimized,
+            )?)
+        }
         "bloomlsm-optimized" => {
             Box::new(Bloom::open(name, dir, mirror, FilterKind::Blocked, true)?)
         }
@@ -58,7 +73,7 @@ pub fn run(config: &RunConfig, base: Option<&Path>) -> Result<Report> {
     let mut facts = Vec::new();
     for name in &config.engines {
         let dir: PathBuf = temp.path().join(name);
-        let engine = open_engine(name, &dir, &config.mirror)?;
+        let engine = open_engine(name, &dir, &config.mirror, &config.filter_policy)?;
         let e = engine.as_ref();
         measurements.push(workload::fill(e, s)?);
         facts.push(EngineFacts {
@@ -88,7 +103,7 @@ pub fn run(config: &RunConfig, base: Option<&Path>) -> Result<Report> {
                     bits_per_key: bits,
                     ..config.mirror.clone()
                 };
-                let engine = open_engine(name, &dir, &mirror)?;
+                let engine = open_engine(name, &dir, &mirror, &config.filter_policy)?;
                 workload::fill(engine.as_ref(), &sizes)?;
                 let m = workload::reads(engine.as_ref(), &sizes, "readmissing", 0.0, 9)?;
                 sweep.push(SweepPoint {

@@ -25,21 +25,34 @@ pub enum FilterPolicy {
 }
 
 impl FilterPolicy {
-    /// Bits per key for tables written to `level`, given the keys each
-    /// level holds now (used by `Optimized` only).
-    pub fn bits_per_key(&self, level: usize, level_keys: &[u64]) -> f64 {
+    /// Bits per key for tables written to `level`. `shape` is the relative
+    /// size of each level in the tree's steady shape and `actual` the keys
+    /// each level holds now (both used by `Optimized` only).
+    pub fn bits_per_key(&self, level: usize, shape: &[u64], actual: &[u64]) -> f64 {
         match self {
             Self::Uniform { bits_per_key } => *bits_per_key,
             Self::PerLevel(v) => v.get(level).or(v.last()).copied().unwrap_or(0.0),
-            Self::Optimized { bits_per_key } => {
-                let keys: Vec<u64> = level_keys.iter().map(|&n| n.max(1)).collect();
-                bloomlsm_filter::math::optimized_bits_per_key(&keys, *bits_per_key)
-                    .get(level)
-                    .copied()
-                    .unwrap_or(*bits_per_key)
-            }
+            Self::Optimized { bits_per_key } => optimized_bits(level, shape, actual, *bits_per_key),
         }
     }
+}
+
+/// Monkey's allocation for the steady shape gives each level's bits up to
+/// a common additive constant (b_i = c - ln(n_i) / (ln 2)^2); the constant
+/// is then chosen so the levels as they are now spend `bits_per_key` on
+/// average, which keeps total filter memory at uniform's while the tree
+/// grows into its shape.
+fn optimized_bits(level: usize, shape: &[u64], actual: &[u64], bits_per_key: f64) -> f64 {
+    let shape: Vec<u64> = shape.iter().map(|&n| n.max(1)).collect();
+    let base = bloomlsm_filter::math::optimized_bits_per_key(&shape, bits_per_key);
+    let total: u64 = actual.iter().sum();
+    let shift = if total > 0 {
+        let spent: f64 = actual.iter().zip(&base).map(|(&n, &b)| n as f64 * b).sum();
+        bits_per_key - spent / total as f64
+    } else {
+        0.0
+    };
+    (base.get(level).copied().unwrap_or(bits_per_key) + shift).max(0.0)
 }
 
 /// When the WAL is fsynced.

@@ -19,22 +19,21 @@ impl DbInner {
         TableOptions {
             block_size: self.options.block_size,
             filter_kind: self.options.filter_kind,
-            bits_per_key: self
-                .filter_policy
-                .read()
-                .bits_per_key(level, &self.level_keys(level)),
+            bits_per_key: {
+                let (shape, actual) = self.level_keys(level);
+                self.filter_policy
+                    .read()
+                    .bits_per_key(level, &shape, &actual)
+            },
             max_key_bytes: self.options.max_key_bytes,
             max_value_bytes: self.options.max_value_bytes,
         }
     }
 
-    /// Key counts the `Optimized` policy spreads memory over: every level
-    /// down to the deepest in use at its capacity (L0: `l0_compaction_trigger`
-    /// memtables; L1 and below: their byte budgets). Capacities rather than
-    /// momentary counts: while compactions lag those counts swing, and a
-    /// table keeps the bits it was written with; a deepest level not yet
-    /// full makes the policy spend less memory than uniform, never more.
-    fn level_keys(&self, writing: usize) -> Vec<u64> {
+    /// For the `Optimized` policy: each level's capacity down to the
+    /// deepest level in use (L0: `l0_compaction_trigger` memtables; L1 and
+    /// below: their byte budgets, in entries), and what each holds now.
+    fn level_keys(&self, writing: usize) -> (Vec<u64>, Vec<u64>) {
         let sv = std::sync::Arc::clone(&self.current.read());
         let levels = &sv.version.levels;
         let entries = |l: usize| -> u64 { levels[l].iter().map(|t| t.meta.entries).sum() };
@@ -49,16 +48,18 @@ impl DbInner {
             .unwrap_or(0)
             .max(writing)
             .max(1);
-        (0..=deepest)
+        let shape = (0..=deepest)
             .map(|l| {
                 let capacity = if l == 0 {
                     self.options.memtable_bytes as u64 * self.options.l0_compaction_trigger as u64
                 } else {
                     self.options.level_budget(l)
                 };
-                (capacity / entry_bytes).max(entries(l)).max(1)
+                (capacity / entry_bytes).max(1)
             })
-            .collect()
+            .collect();
+        let actual = (0..=deepest).map(entries).collect();
+        (shape, actual)
     }
 
     pub(crate) fn new_file_number(&self) -> u64 {

@@ -138,3 +138,34 @@ fn short_reads_are_errors_not_wrong_data() {
     }
     println!("{errors} short reads reported as errors, 0 wrong values");
 }
+
+#[test]
+fn an_unwritable_directory_is_refused_and_left_intact() {
+    // Root ignores permission bits, so a read-only directory is simulated
+    // with a file system on which every mutating call fails.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), options()).unwrap();
+        for i in 0..50 {
+            db.put(&key(i), &value(i)).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let listing = |p: &std::path::Path| {
+        let mut v: Vec<_> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = listing(dir.path());
+    let fs = FaultFs::new();
+    fs.fail_from_op(0);
+    let err = Db::open_with_fs(dir.path(), options(), Arc::new(fs)).unwrap_err();
+    assert!(matches!(err, bloomlsm::Error::Io { .. }), "{err}");
+    println!("refused with: {err}");
+    assert_eq!(listing(dir.path()), before);
+    let db = Db::open(dir.path(), options()).unwrap();
+    assert_eq!(recovered_prefix(&db, 50), 50);
+}

@@ -43,6 +43,11 @@ struct Args {
         default_value = "bloomlsm,bloomlsm-optimized,bloomlsm-nofilter,rocksdb"
     )]
     engines: Vec<String>,
+    /// Filter policy of the `bloomlsm` engine: uniform (the same bits per
+    /// key in every level) or optimized (Monkey: the same memory spread over
+    /// levels by size). `bloomlsm-optimized` always runs optimized.
+    #[arg(long, default_value = "uniform", value_parser = ["uniform", "optimized"])]
+    filter_policy: String,
     /// Also sweep bits per key {0,2,4,6,8,10,14,20} on both engines.
     #[arg(long)]
     sweep: bool,
@@ -92,6 +97,7 @@ fn main() -> Result<()> {
         sweep: a.sweep,
         sweep_bits: vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 14.0, 20.0],
         sweep_keys,
+        filter_policy: a.filter_policy,
     };
     let report = run(&config, a.dir.as_deref())?;
     println!("{}", report.markdown());
