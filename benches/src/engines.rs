@@ -58,6 +58,10 @@ pub trait Engine {
 pub struct Bloom {
     name: String,
     db: Db,
+    /// Optimized policy: after the load settles, filters are rebuilt once
+    /// with the final level sizes (tables keep the bits they were written
+    /// with, and during a load the levels are far from their final shape).
+    rebalance: Option<bloomlsm::FilterPolicy>,
 }
 
 impl Bloom {
@@ -79,14 +83,17 @@ impl Bloom {
             ..Options::default().with_bits_per_key(m.bits_per_key)
         };
         options.filter_kind = kind;
-        if optimized {
-            options.filter_policy = bloomlsm::FilterPolicy::Optimized {
-                bits_per_key: m.bits_per_key,
-            };
+        let rebalance = optimized.then_some(bloomlsm::FilterPolicy::Optimized {
+            bits_per_key: m.bits_per_key,
+        });
+        if let Some(policy) = &rebalance {
+            options.filter_policy = policy.clone();
         }
+        let db = Db::open(dir, options).context("opening bloomlsm")?;
         Ok(Self {
             name: name.to_string(),
-            db: Db::open(dir, options).context("opening bloomlsm")?,
+            db,
+            rebalance,
         })
     }
 
@@ -116,7 +123,11 @@ impl Engine for Bloom {
     }
     fn settle(&self) -> Result<()> {
         self.db.flush()?;
-        Ok(self.db.wait_for_background_work()?)
+        self.db.wait_for_background_work()?;
+        if let Some(policy) = &self.rebalance {
+            self.db.rebuild_filters(policy.clone())?;
+        }
+        Ok(())
     }
     fn counters(&self) -> ReadCounters {
         let s = self.db.stats();

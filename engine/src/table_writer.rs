@@ -30,9 +30,11 @@ impl DbInner {
         }
     }
 
-    /// For the `Optimized` policy: each level's capacity down to the
-    /// deepest level in use (L0: `l0_compaction_trigger` memtables; L1 and
-    /// below: their byte budgets, in entries), and what each holds now.
+    /// For the `Optimized` policy: the shape of the tree (each level above
+    /// the deepest at its capacity, or what it holds if more: L0
+    /// `l0_compaction_trigger` memtables, L1 and below their byte budgets in
+    /// entries; the deepest level at what it holds), and what each level
+    /// holds now.
     fn level_keys(&self, writing: usize) -> (Vec<u64>, Vec<u64>) {
         let sv = std::sync::Arc::clone(&self.current.read());
         let levels = &sv.version.levels;
@@ -50,12 +52,15 @@ impl DbInner {
             .max(1);
         let shape = (0..=deepest)
             .map(|l| {
+                if l == deepest {
+                    return entries(l).max(1);
+                }
                 let capacity = if l == 0 {
                     self.options.memtable_bytes as u64 * self.options.l0_compaction_trigger as u64
                 } else {
                     self.options.level_budget(l)
                 };
-                (capacity / entry_bytes).max(1)
+                (capacity / entry_bytes).max(entries(l)).max(1)
             })
             .collect();
         let actual = (0..=deepest).map(entries).collect();

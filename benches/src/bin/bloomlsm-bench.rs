@@ -34,6 +34,10 @@ struct Args {
     /// Memtable / write buffer bytes on both engines.
     #[arg(long, default_value_t = 8 << 20)]
     memtable_bytes: usize,
+    /// Byte budget of L1 on both engines (level n+1 gets 10x level n);
+    /// smaller budgets make deeper trees.
+    #[arg(long, default_value_t = 64 << 20)]
+    l1_bytes: u64,
     /// Engines to run, in order: bloomlsm (blocked filters, uniform bits per
     /// key), bloomlsm-optimized (same memory spread over levels, Monkey),
     /// bloomlsm-standard (standard filters), bloomlsm-nofilter, rocksdb.
@@ -91,7 +95,7 @@ fn main() -> Result<()> {
             block_size: 4096,
             memtable_bytes: a.memtable_bytes,
             target_file_bytes: 8 << 20,
-            l1_bytes: 64 << 20,
+            l1_bytes: a.l1_bytes,
         },
         engines: a.engines,
         sweep: a.sweep,
