@@ -17,6 +17,8 @@ deps:
 		fi; \
 	fi
 	@command -v $(CARGO) >/dev/null || { echo "error: a Rust toolchain (cargo) is required" >&2; exit 1; }
+	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 
 test: deps
 	$(CARGO) fmt --all --check
