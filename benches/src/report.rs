@@ -47,6 +47,17 @@ pub struct Report {
     pub sweep: Vec<SweepPoint>,
 }
 
+/// The distinct items, in the order first seen.
+fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
 fn ratio(a: f64, b: f64) -> String {
     if b == 0.0 {
         "-".into()
@@ -130,25 +141,8 @@ impl Report {
     }
 
     fn plot_throughput(&self, path: &Path) -> Result<()> {
-        let workloads: Vec<&str> = {
-            let mut v: Vec<&str> = self
-                .measurements
-                .iter()
-                .map(|m| m.workload.as_str())
-                .collect();
-            v.dedup();
-            v
-        };
-        let engines: Vec<&str> = {
-            let mut v: Vec<&str> = self
-                .measurements
-                .iter()
-                .map(|m| m.engine.as_str())
-                .collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
+        let workloads = distinct(self.measurements.iter().map(|m| m.workload.as_str()));
+        let engines = distinct(self.measurements.iter().map(|m| m.engine.as_str()));
         let max = self
             .measurements
             .iter()
@@ -235,9 +229,7 @@ impl Report {
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .label("lecture: 0.6185^(bits/key)")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
-        let mut engines: Vec<&str> = self.sweep.iter().map(|p| p.engine.as_str()).collect();
-        engines.sort_unstable();
-        engines.dedup();
+        let engines = distinct(self.sweep.iter().map(|p| p.engine.as_str()));
         for (i, engine) in engines.iter().enumerate() {
             let color = Palette99::pick(i + 1).to_rgba();
             let points: Vec<(f64, f64)> = self

@@ -324,7 +324,6 @@ fn bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(range: &R) -> (Bound<Vec<u8>>, Boun
 /// Pairs of a scan, in key order. Holds the tables it reads alive.
 pub struct DbIter {
     inner: VisibleIter<MergingIter>,
-    start: Bound<Vec<u8>>,
     _view: Arc<SuperVersion>,
 }
 
@@ -338,15 +337,7 @@ impl Iterator for DbIter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let item = self.inner.next()?;
-            if let (Ok((k, _)), Bound::Excluded(start)) = (&item, &self.start)
-                && k == start
-            {
-                continue;
-            }
-            return Some(item);
-        }
+        self.inner.next()
     }
 }
 
@@ -674,8 +665,7 @@ impl DbInner {
             sources.push(Box::new(it.map(|r| r.map_err(Error::from))));
         }
         Ok(DbIter {
-            inner: VisibleIter::new(MergingIter::new(sources), seq, end),
-            start,
+            inner: VisibleIter::new(MergingIter::new(sources), seq, (start, end)),
             _view: sv,
         })
     }

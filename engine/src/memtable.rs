@@ -21,6 +21,64 @@ impl Ord for InternalKey {
     }
 }
 
+/// A borrowed view of an internal key, so a lookup can probe the skiplist
+/// without allocating an owned key. Invariant: `InternalKey` and every
+/// `dyn KeyView` order identically (both by `compare_keys`).
+pub(crate) trait KeyView {
+    fn user_key(&self) -> &[u8];
+    fn seq(&self) -> u64;
+}
+
+impl KeyView for InternalKey {
+    fn user_key(&self) -> &[u8] {
+        &self.user_key
+    }
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+/// The key a lookup probes with: borrowed user key, snapshot sequence.
+struct Probe<'a> {
+    user_key: &'a [u8],
+    seq: u64,
+}
+
+impl KeyView for Probe<'_> {
+    fn user_key(&self) -> &[u8] {
+        self.user_key
+    }
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn KeyView + 'a> for InternalKey {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
+impl Ord for dyn KeyView + '_ {
+    fn cmp(&self, other: &Self) -> Ordering {
+        bloomlsm_sstable::compare_keys(self.user_key(), self.seq(), other.user_key(), other.seq())
+    }
+}
+
+impl PartialOrd for dyn KeyView + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for dyn KeyView + '_ {}
+
 impl PartialOrd for InternalKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
@@ -74,11 +132,12 @@ impl MemTable {
 
     /// The newest version of `user_key` with seq <= `snapshot`.
     pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> MemLookup {
-        let probe = InternalKey {
-            user_key: user_key.to_vec(),
+        let probe = Probe {
+            user_key,
             seq: snapshot,
         };
-        match self.map.lower_bound(Bound::Included(&probe)) {
+        let probe: &dyn KeyView = &probe;
+        match self.map.lower_bound(Bound::Included(probe)) {
             Some(e) if e.key().user_key == user_key => match e.value().0 {
                 EntryKind::Put => MemLookup::Value(e.value().1.clone()),
                 EntryKind::Delete => MemLookup::Deleted,
@@ -133,5 +192,38 @@ mod tests {
         assert_eq!(m.get(b"a", 0), MemLookup::Missing);
         assert_eq!(m.get(b"b", 10), MemLookup::Missing);
         assert_eq!(m.range_entries(b"a", None).len(), 3);
+    }
+
+    #[test]
+    fn borrowed_probe_orders_like_owned_keys() {
+        let keys = [
+            (&b"a"[..], 1u64),
+            (b"a", 9),
+            (b"ab", 0),
+            (b"b", 5),
+            (b"", 3),
+        ];
+        for (ua, sa) in keys {
+            for (ub, sb) in keys {
+                let owned = InternalKey {
+                    user_key: ua.to_vec(),
+                    seq: sa,
+                }
+                .cmp(&InternalKey {
+                    user_key: ub.to_vec(),
+                    seq: sb,
+                });
+                let a = Probe {
+                    user_key: ua,
+                    seq: sa,
+                };
+                let b = Probe {
+                    user_key: ub,
+                    seq: sb,
+                };
+                let (a, b): (&dyn KeyView, &dyn KeyView) = (&a, &b);
+                assert_eq!(a.cmp(b), owned);
+            }
+        }
     }
 }

@@ -100,22 +100,30 @@ impl Iterator for MergingIter {
     }
 }
 
-/// Collapses a merged stream to what a reader at `snapshot` sees: for each
-/// user key, the newest version with seq <= snapshot, tombstones hidden.
+/// Collapses a merged stream to what a reader at `snapshot` sees within
+/// `bounds`: for each user key, the newest version with seq <= snapshot,
+/// tombstones hidden. REQUIRES: the sources start at or after the lower
+/// bound's key (an excluded lower bound key itself is skipped here).
 pub(crate) struct VisibleIter<I> {
     inner: I,
     snapshot: u64,
     last_key: Option<Vec<u8>>,
+    start: std::ops::Bound<Vec<u8>>,
     end: std::ops::Bound<Vec<u8>>,
     done: bool,
 }
 
 impl<I: Iterator<Item = Result<Entry>>> VisibleIter<I> {
-    pub(crate) fn new(inner: I, snapshot: u64, end: std::ops::Bound<Vec<u8>>) -> Self {
+    pub(crate) fn new(
+        inner: I,
+        snapshot: u64,
+        (start, end): (std::ops::Bound<Vec<u8>>, std::ops::Bound<Vec<u8>>),
+    ) -> Self {
         Self {
             inner,
             snapshot,
             last_key: None,
+            start,
             end,
             done: false,
         }
@@ -143,6 +151,9 @@ impl<I: Iterator<Item = Result<Entry>>> Iterator for VisibleIter<I> {
             if past_end {
                 self.done = true;
                 return None;
+            }
+            if matches!(&self.start, Bound::Excluded(start) if *start == entry.user_key) {
+                continue;
             }
             if entry.seq > self.snapshot
                 || self.last_key.as_deref() == Some(entry.user_key.as_slice())

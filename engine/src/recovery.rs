@@ -81,7 +81,7 @@ pub(crate) fn open_inner(
         fs: Arc::clone(&fs),
         cache,
         _lock: lock,
-        // Placeholder writer; replaced below once the new WAL exists.
+        // The WAL of the new memtable; older WALs are replayed below.
         write: Mutex::new(WriteState {
             wal: WalWriter::new(
                 fs.create(&names::wal(dir, first_wal))
