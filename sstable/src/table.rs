@@ -40,9 +40,7 @@ pub(crate) struct IndexEntry {
 #[derive(Debug)]
 pub struct Table {
     id: u64,
-    path: PathBuf,
-    file: Arc<dyn RandomAccessFile>,
-    file_size: u64,
+    file: TableFile,
     footer: Footer,
     properties: TableProperties,
     pub(crate) index: Vec<IndexEntry>,
@@ -105,60 +103,32 @@ impl Table {
             },
             other => corrupt(BlockKind::Footer, footer_at, format!("{other:?}")),
         })?;
-        let mut table = Self {
-            id,
-            path: path.clone(),
+        let source = TableFile {
+            path,
             file,
-            file_size,
-            footer,
-            properties: empty_properties(),
-            index: Vec::new(),
-            filter: None,
-            filter_status: FilterStatus::Absent,
-            cache,
+            size: file_size,
         };
-        let props = table.read_verified(footer.properties, BlockKind::Properties)?;
-        table.properties = TableProperties::decode(&props)
-            .map_err(|reason| corrupt(BlockKind::Properties, footer.properties.offset, reason))?;
-        let index = table.read_verified(footer.index, BlockKind::Index)?;
-        table.index = table.decode_index(index)?;
-        if !footer.filter.is_null() {
-            table.load_filter();
-        }
-        Ok(table)
-    }
-
-    fn corruption(&self, kind: BlockKind, offset: u64, reason: impl Into<String>) -> Error {
-        Error::Corruption {
-            path: self.path.clone(),
-            kind,
-            offset,
-            reason: reason.into(),
-        }
-    }
-
-    /// Reads a block and its trailer, checks type and checksum, returns the block.
-    fn read_verified(&self, handle: BlockHandle, kind: BlockKind) -> Result<Vec<u8>> {
-        let limit = self.file_size - FOOTER_LEN as u64;
-        if !handle.fits_before(limit) {
-            return Err(self.corruption(
-                kind,
-                handle.offset,
-                format!("handle {handle:?} points past the end of the blocks ({limit})"),
-            ));
-        }
-        let mut bytes = vec![0u8; handle.size as usize + TRAILER_LEN];
-        self.file
-            .read_exact_at(&mut bytes, handle.offset)
-            .map_err(|source| Error::Io {
-                path: self.path.clone(),
-                source,
-            })?;
-        let len = verify_block(kind, &bytes)
-            .map_err(|reason| self.corruption(kind, handle.offset, reason))?
-            .len();
-        bytes.truncate(len);
-        Ok(bytes)
+        let props = source.read_verified(footer.properties, BlockKind::Properties)?;
+        let properties = TableProperties::decode(&props).map_err(|reason| {
+            source.corruption(BlockKind::Properties, footer.properties.offset, reason)
+        })?;
+        let index = source.read_verified(footer.index, BlockKind::Index)?;
+        let index = source.decode_index(index, footer.index.offset)?;
+        let (filter, filter_status) = if footer.filter.is_null() {
+            (None, FilterStatus::Absent)
+        } else {
+            source.load_filter(footer.filter)
+        };
+        Ok(Self {
+            id,
+            file: source,
+            footer,
+            properties,
+            index,
+            filter,
+            filter_status,
+            cache,
+        })
     }
 
     /// A block with its trailer, verified, as stored (for copying).
@@ -167,68 +137,9 @@ impl Table {
         handle: BlockHandle,
         kind: BlockKind,
     ) -> Result<Vec<u8>> {
-        let mut block = self.read_verified(handle, kind)?;
+        let mut block = self.file.read_verified(handle, kind)?;
         block.extend_from_slice(&crate::format::block_trailer(kind, &block));
         Ok(block)
-    }
-
-    fn decode_index(&self, bytes: Vec<u8>) -> Result<Vec<IndexEntry>> {
-        let at = self.footer.index.offset;
-        let bad = |reason: String| self.corruption(BlockKind::Index, at, reason);
-        let block = Block::new(bytes).map_err(bad)?;
-        let mut it = block.iter();
-        let mut entries: Vec<IndexEntry> = Vec::new();
-        let mut next_offset = 0u64;
-        while it.advance().map_err(bad)? {
-            let (user, seq, _) = split_internal_key(it.key())
-                .ok_or_else(|| bad("key shorter than its tag".into()))?;
-            let handle = BlockHandle::decode(it.value())
-                .ok_or_else(|| bad("handle is not 16 bytes".into()))?;
-            if handle.offset != next_offset
-                || !handle.fits_before(self.file_size - FOOTER_LEN as u64)
-            {
-                return Err(bad(format!(
-                    "data block handle {handle:?} is not where the previous block ends"
-                )));
-            }
-            if let Some(prev) = entries.last()
-                && compare_keys(&prev.last_user_key, prev.last_seq, user, seq)
-                    != std::cmp::Ordering::Less
-            {
-                return Err(bad("index keys out of order".into()));
-            }
-            next_offset = handle.offset + handle.size + TRAILER_LEN as u64;
-            entries.push(IndexEntry {
-                last_user_key: user.to_vec(),
-                last_seq: seq,
-                handle,
-            });
-        }
-        if entries.is_empty() {
-            return Err(bad("index names no data block".into()));
-        }
-        debug_assert_eq!(HANDLE_LEN, 16);
-        Ok(entries)
-    }
-
-    /// Loads the filter; a damaged filter is recorded, never an error.
-    fn load_filter(&mut self) {
-        let handle = self.footer.filter;
-        match self.read_verified(handle, BlockKind::Filter) {
-            Ok(bytes) => match AnyFilter::from_bytes(&bytes) {
-                Ok(filter) => {
-                    self.filter = Some(filter);
-                    self.filter_status = FilterStatus::Loaded;
-                }
-                Err(e) => {
-                    self.filter_status = FilterStatus::Unusable(format!(
-                        "filter block at offset {} does not decode: {e}",
-                        handle.offset
-                    ))
-                }
-            },
-            Err(e) => self.filter_status = FilterStatus::Unusable(e.to_string()),
-        }
     }
 
     /// The newest version of `user_key` visible at `snapshot_seq` (entries
@@ -277,9 +188,10 @@ impl Table {
         };
         let (block, source) = self.data_block(entry.handle, true)?;
         let mut it = BlockIter::new(&*block);
-        let newer_seen = it
-            .seek(user_key, snapshot_seq)
-            .map_err(|r| self.corruption(BlockKind::Data, entry.handle.offset, r))?;
+        let newer_seen = it.seek(user_key, snapshot_seq).map_err(|r| {
+            self.file
+                .corruption(BlockKind::Data, entry.handle.offset, r)
+        })?;
         let newer_before_block = i > 0 && self.index[i - 1].last_user_key == user_key;
         let outcome = match it.valid().then(|| split_internal_key(it.key())).flatten() {
             Some((u, seq, tag)) if u == user_key => match EntryKind::from_tag(tag) {
@@ -289,7 +201,7 @@ impl Table {
                 },
                 Some(EntryKind::Delete) => Outcome::Found { seq, value: None },
                 None => {
-                    return Err(self.corruption(
+                    return Err(self.file.corruption(
                         BlockKind::Data,
                         entry.handle.offset,
                         format!("unknown entry kind {tag}"),
@@ -319,9 +231,10 @@ impl Table {
         {
             return Ok((block, BlockSource::Cache));
         }
-        let bytes = self.read_verified(handle, BlockKind::Data)?;
+        let bytes = self.file.read_verified(handle, BlockKind::Data)?;
         let block = Arc::new(
-            Block::new(bytes).map_err(|r| self.corruption(BlockKind::Data, handle.offset, r))?,
+            Block::new(bytes)
+                .map_err(|r| self.file.corruption(BlockKind::Data, handle.offset, r))?,
         );
         if fill_cache && let Some(cache) = &self.cache {
             cache.insert(self.id, handle.offset, Arc::clone(&block));
@@ -336,12 +249,12 @@ impl Table {
 
     /// The table file.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.file.path
     }
 
     /// File size in bytes.
     pub fn file_size(&self) -> u64 {
-        self.file_size
+        self.file.size
     }
 
     /// The footer.
@@ -390,24 +303,103 @@ impl Table {
     }
 }
 
-fn empty_properties() -> TableProperties {
-    TableProperties {
-        format_version: crate::format::FORMAT_VERSION,
-        entries: 0,
-        distinct_keys: 0,
-        tombstones: 0,
-        data_blocks: 0,
-        data_bytes: 0,
-        smallest_seq: 0,
-        largest_seq: 0,
-        filter_kind: None,
-        filter_hash_id: 0,
-        filter_hashes: 0,
-        filter_bits: 0,
-        bits_per_key: 0.0,
-        filter_bytes: 0,
-        created_micros: 0,
-        smallest_key: Vec::new(),
-        largest_key: Vec::new(),
+/// The file under a table: reads blocks and names itself in errors.
+#[derive(Debug)]
+pub(crate) struct TableFile {
+    path: PathBuf,
+    file: Arc<dyn RandomAccessFile>,
+    size: u64,
+}
+
+impl TableFile {
+    pub(crate) fn corruption(
+        &self,
+        kind: BlockKind,
+        offset: u64,
+        reason: impl Into<String>,
+    ) -> Error {
+        Error::Corruption {
+            path: self.path.clone(),
+            kind,
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// Reads a block and its trailer, checks type and checksum, returns the block.
+    pub(crate) fn read_verified(&self, handle: BlockHandle, kind: BlockKind) -> Result<Vec<u8>> {
+        let limit = self.size - FOOTER_LEN as u64;
+        if !handle.fits_before(limit) {
+            return Err(self.corruption(
+                kind,
+                handle.offset,
+                format!("handle {handle:?} points past the end of the blocks ({limit})"),
+            ));
+        }
+        let mut bytes = vec![0u8; handle.size as usize + TRAILER_LEN];
+        self.file
+            .read_exact_at(&mut bytes, handle.offset)
+            .map_err(|source| Error::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        let len = verify_block(kind, &bytes)
+            .map_err(|reason| self.corruption(kind, handle.offset, reason))?
+            .len();
+        bytes.truncate(len);
+        Ok(bytes)
+    }
+
+    fn decode_index(&self, bytes: Vec<u8>, at: u64) -> Result<Vec<IndexEntry>> {
+        let bad = |reason: String| self.corruption(BlockKind::Index, at, reason);
+        let block = Block::new(bytes).map_err(bad)?;
+        let mut it = block.iter();
+        let mut entries: Vec<IndexEntry> = Vec::new();
+        let mut next_offset = 0u64;
+        while it.advance().map_err(bad)? {
+            let (user, seq, _) = split_internal_key(it.key())
+                .ok_or_else(|| bad("key shorter than its tag".into()))?;
+            let handle = BlockHandle::decode(it.value())
+                .ok_or_else(|| bad("handle is not 16 bytes".into()))?;
+            if handle.offset != next_offset || !handle.fits_before(self.size - FOOTER_LEN as u64) {
+                return Err(bad(format!(
+                    "data block handle {handle:?} is not where the previous block ends"
+                )));
+            }
+            if let Some(prev) = entries.last()
+                && compare_keys(&prev.last_user_key, prev.last_seq, user, seq)
+                    != std::cmp::Ordering::Less
+            {
+                return Err(bad("index keys out of order".into()));
+            }
+            next_offset = handle.offset + handle.size + TRAILER_LEN as u64;
+            entries.push(IndexEntry {
+                last_user_key: user.to_vec(),
+                last_seq: seq,
+                handle,
+            });
+        }
+        if entries.is_empty() {
+            return Err(bad("index names no data block".into()));
+        }
+        debug_assert_eq!(HANDLE_LEN, 16);
+        Ok(entries)
+    }
+
+    /// Loads the filter; a damaged filter is recorded, never an error.
+    fn load_filter(&self, handle: BlockHandle) -> (Option<AnyFilter>, FilterStatus) {
+        match self.read_verified(handle, BlockKind::Filter) {
+            Ok(bytes) => match AnyFilter::from_bytes(&bytes) {
+                Ok(filter) => (Some(filter), FilterStatus::Loaded),
+                Err(e) => (
+                    None,
+                    FilterStatus::Unusable(format!(
+                        "filter block at offset {} does not decode: {e}",
+                        handle.offset
+                    )),
+                ),
+            },
+            Err(e) => (None, FilterStatus::Unusable(e.to_string())),
+        }
     }
 }
