@@ -127,6 +127,11 @@ pub struct Options {
     /// Run flushes and compactions on a background thread (default true).
     /// When false they run inline in the writing thread.
     pub background_work: bool,
+    /// Read table data blocks with `O_DIRECT` (default false), bypassing
+    /// the operating system's page cache so every block-cache miss is a
+    /// device read. `open` fails, naming the path, where the file system
+    /// refuses direct I/O.
+    pub use_direct_reads: bool,
 }
 
 impl Default for Options {
@@ -151,6 +156,7 @@ impl Default for Options {
             max_value_bytes: 16 << 20,
             on_corrupt_filter: CorruptFilterPolicy::Ignore,
             background_work: true,
+            use_direct_reads: false,
         }
     }
 }
