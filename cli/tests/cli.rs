@@ -65,7 +65,10 @@ fn get_put_delete_scan_trace_stats() {
     ok_json(&["put", d, "hello", "world"]);
     assert_eq!(ok_json(&["get", d, "hello"])["value"], "world");
     ok_json(&["delete", d, "hello"]);
-    assert!(ok_json(&["get", d, "hello"])["value"].is_null());
+    let gone = cli(&["--json", "get", d, "hello"]);
+    assert_eq!(gone.status.code(), Some(1), "a deleted key is not found");
+    let gone: serde_json::Value = serde_json::from_slice(&gone.stdout).unwrap();
+    assert!(gone["value"].is_null());
     let scan = ok_json(&["scan", d, "--from", "key00010", "--to", "key00013"]);
     assert_eq!(scan.as_array().unwrap().len(), 3);
     let trace = ok_json(&["trace", d, "key00042"]);
@@ -104,9 +107,10 @@ fn errors_are_one_line_and_non_zero() {
         vec!["get", "/nonexistent/dir", "k"],
         vec!["size", "--items", "10"],
         vec!["size", "--items", "10", "--fpr", "2"],
+        vec!["put", dir.path().to_str().unwrap(), "a", "1", "b"],
     ] {
         let out = cli(&args);
-        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.starts_with("error: "), "{err}");
@@ -117,7 +121,181 @@ fn errors_are_one_line_and_non_zero() {
     bytes[n - 1] ^= 0xff;
     std::fs::write(&table, bytes).unwrap();
     let out = cli(&["inspect", table.to_str().unwrap()]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("footer"));
     drop(dir);
+}
+
+fn text_of(args: &[&str]) -> String {
+    let out = cli(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Where each of `names` starts in `haystack`, asserting they appear in
+/// that order.
+fn assert_in_order(haystack: &str, names: &[&str]) {
+    let mut last = 0;
+    for name in names {
+        let at = haystack[last..]
+            .find(name)
+            .map(|i| i + last)
+            .unwrap_or_else(|| panic!("{name} missing after byte {last} in:\n{haystack}"));
+        last = at + name.len();
+    }
+}
+
+fn sst_count(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "sst")
+        })
+        .count()
+}
+
+#[test]
+fn get_of_a_missing_key_prints_not_found_and_exits_one() {
+    let (dir, _) = store_with_table();
+    let d = dir.path().to_str().unwrap();
+    let out = cli(&["get", d, "no-such-key"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "key    no-such-key\nvalue  not found\n"
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "not found is an answer, not an error"
+    );
+    let json = cli(&["--json", "get", d, "no-such-key"]);
+    assert_eq!(json.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(v["value"].is_null());
+    // A key that is there: exit 0 and its value.
+    let found = cli(&["get", d, "key00007"]);
+    assert_eq!(found.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&found.stdout),
+        "key    key00007\nvalue  value\n"
+    );
+    // Tracing a missing key succeeds: the trace is the answer.
+    let trace = cli(&["trace", d, "no-such-key"]);
+    assert_eq!(trace.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&trace.stdout).contains("value                   not found"));
+}
+
+#[test]
+fn help_documents_exit_status_and_put_batches() {
+    let get = text_of(&["get", "--help"]);
+    assert!(get.contains("not found"), "{get}");
+    assert!(get.contains("exit status 1"), "{get}");
+    assert!(get.contains("1  `get`: the key is not found"), "{get}");
+    let put = text_of(&["put", "--help"]);
+    assert!(put.contains("one small L0 table"), "{put}");
+    assert!(text_of(&["--help"]).contains("Exit status"));
+}
+
+#[test]
+fn put_writes_all_its_pairs_as_one_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let put = ok_json(&["put", d, "a", "1", "b", "2", "c", "3"]);
+    assert_eq!(put["pairs"], 3);
+    assert_eq!(put["put"], serde_json::json!(["a", "b", "c"]));
+    // The next open turns the call's batch into exactly one table.
+    for (key, value) in [("a", "1"), ("b", "2"), ("c", "3")] {
+        assert_eq!(ok_json(&["get", d, key])["value"], value);
+    }
+    assert_eq!(sst_count(dir.path()), 1);
+    ok_json(&["put", d, "d", "4"]);
+    ok_json(&["get", d, "d"]);
+    assert_eq!(sst_count(dir.path()), 2, "one table per put call");
+    ok_json(&["delete", d, "a", "b"]);
+    assert_eq!(cli(&["get", d, "a"]).status.code(), Some(1));
+    assert_eq!(cli(&["get", d, "b"]).status.code(), Some(1));
+    assert_eq!(ok_json(&["get", d, "c"])["value"], "3");
+}
+
+#[test]
+fn fields_come_in_reading_order_in_text_and_json() {
+    let (dir, table) = store_with_table();
+    let t = table.to_str().unwrap();
+    let d = dir.path().to_str().unwrap();
+    // What was asked, the answer, the details; n, bits per key, k, m.
+    let order = [
+        "file",
+        "filter",
+        "status",
+        "kind",
+        "items",
+        "bits_per_key",
+        "k",
+        "m_bits",
+        "fill_ratio",
+        "fpr_formula",
+        "fpr_from_fill",
+        "fpr_measured",
+        "properties",
+        "entries",
+        "footer",
+    ];
+    let text = text_of(&["inspect", t, "--probes", "1000"]);
+    assert!(text.starts_with("file "), "{text}");
+    assert_in_order(&text, &order);
+    let json = text_of(&["--json", "inspect", t, "--probes", "1000"]);
+    let quoted: Vec<String> = order.iter().map(|n| format!("\"{n}\"")).collect();
+    assert_in_order(
+        &json,
+        &quoted.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let size = text_of(&["--json", "size", "--items", "1000", "--fpr", "0.01"]);
+    assert_in_order(
+        &size,
+        &[
+            "\"items\"",
+            "\"target_fpr\"",
+            "\"bits_per_key\"",
+            "\"k\"",
+            "\"filter_bytes\"",
+            "\"false_positive_rate\"",
+            "\"exact_set_bytes\"",
+        ],
+    );
+    let stats = text_of(&["stats", d, "--absent-gets", "10"]);
+    assert!(stats.starts_with("store "), "{stats}");
+    assert_in_order(
+        &stats,
+        &[
+            "gets",
+            "reads_saved",
+            "observed_fpr",
+            "levels:",
+            "level  tables",
+        ],
+    );
+    let trace = text_of(&["trace", d, "key00042"]);
+    assert!(trace.starts_with("key "), "{trace}");
+    assert_in_order(
+        &trace,
+        &[
+            "value",
+            "reads_saved",
+            "trace:",
+            "steps:",
+            "source",
+            "filter",
+            "result",
+        ],
+    );
+    let scan = text_of(&["scan", d, "--from", "key00010", "--limit", "2"]);
+    assert_eq!(scan, "key       value\nkey00010  value\nkey00011  value\n");
 }

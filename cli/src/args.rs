@@ -1,0 +1,168 @@
+//! The command line (clap derive): every command, its arguments and help.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Exit status, listed in `--help`.
+pub const EXIT_STATUS_HELP: &str = "\
+Exit status:
+  0  success
+  1  `get`: the key is not found (never written, or deleted)
+  2  an error (one line on stderr, starting `error: `) or bad arguments";
+
+/// Inspect and use bloomlsm stores and tables.
+#[derive(Parser, Debug)]
+#[command(name = "bloomlsm", version, after_help = EXIT_STATUS_HELP)]
+pub struct Cli {
+    /// Print JSON instead of aligned text (same fields, same order).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// One command per module of `commands/`.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// One table file: its filter's FPR three ways, properties and footer.
+    ///
+    /// The false positive rate by the lecture's formula, estimated from the
+    /// fraction of bits set, and measured by probing keys not in the table.
+    Inspect {
+        /// A `.sst` file.
+        table: PathBuf,
+        /// Absent keys to probe for the measured FPR.
+        #[arg(long, default_value_t = 100_000)]
+        probes: u64,
+    },
+    /// What the filters save: totals, then one row per level.
+    ///
+    /// Tables, entries, filter memory and theoretical FPR per level; with
+    /// `--absent-gets N`, first runs N gets of absent keys, so the reads
+    /// saved, observed FPR and data-block reads per get mean something.
+    Stats {
+        /// The store directory.
+        db: PathBuf,
+        /// Absent-key gets to run before reporting the counters.
+        #[arg(long, default_value_t = 0)]
+        absent_gets: u64,
+    },
+    /// Reads a key: its value, or `not found` and exit status 1.
+    ///
+    /// A key that was never written and a deleted key are both `not found`,
+    /// so a script can test `bloomlsm get DB KEY >/dev/null`. Errors exit
+    /// with 2.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Get {
+        /// The store directory.
+        db: PathBuf,
+        /// The key (UTF-8 text).
+        key: String,
+    },
+    /// Writes KEY VALUE pairs, as one atomic batch per call.
+    ///
+    /// A call is one write-ahead-log record, which the next open of the
+    /// store (by any command) writes out as one small L0 table: give many
+    /// pairs to one call rather than one call per pair.
+    Put {
+        /// The store directory (created if missing).
+        db: PathBuf,
+        /// KEY VALUE, repeated: `put DB a 1 b 2` writes a=1 and b=2.
+        #[arg(value_names = ["KEY", "VALUE"], required = true, num_args = 2..)]
+        pairs: Vec<String>,
+    },
+    /// Deletes keys, as one atomic batch per call.
+    ///
+    /// Writes a tombstone per key (deleting an absent key is not an error).
+    /// Like `put`, a call ends up as one small L0 table.
+    Delete {
+        /// The store directory.
+        db: PathBuf,
+        /// The keys.
+        #[arg(required = true)]
+        keys: Vec<String>,
+    },
+    /// Lists pairs in key order, from `--from` (inclusive) to `--to` (exclusive).
+    Scan {
+        /// The store directory.
+        db: PathBuf,
+        /// First key.
+        #[arg(long)]
+        from: Option<String>,
+        /// Key to stop before.
+        #[arg(long)]
+        to: Option<String>,
+        /// Most pairs to print.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// One lookup's path: every memtable and table, each filter's verdict.
+    ///
+    /// Each step says where it looked, what the table's filter said
+    /// (negative = a read saved), which block was read (from the cache or
+    /// the file) and what it found. Exits with 0 whether or not the key is
+    /// found.
+    Trace {
+        /// The store directory.
+        db: PathBuf,
+        /// The key.
+        key: String,
+    },
+    /// Sizes a filter for N items, beside an exact set of the same keys.
+    ///
+    /// m, k, bytes and false positive rate from a target FPR, bits per key
+    /// or a memory budget. `expected_false_positives` is how many of N new
+    /// (absent) items the filter would wrongly call present.
+    ///
+    /// The lecture's crawler: `bloomlsm size --items 1000000000 --bits-per-key 10 --key-bytes 64`
+    /// (1.25 GB of filter, 0.82% wrongly "seen", against 64 GB for the exact set).
+    Size {
+        /// Number of items.
+        #[arg(long)]
+        items: u64,
+        /// Target false positive rate.
+        #[arg(long, conflicts_with_all = ["bits_per_key", "memory"])]
+        fpr: Option<f64>,
+        /// Bits per item.
+        #[arg(long, conflicts_with = "memory")]
+        bits_per_key: Option<f64>,
+        /// Memory budget in bytes.
+        #[arg(long)]
+        memory: Option<u64>,
+        /// Bytes per key for the exact-set comparison.
+        #[arg(long, default_value_t = 64)]
+        key_bytes: u64,
+    },
+    /// The lecture's numbers beside formulas and measured filters.
+    Lecture {
+        /// Keys per measured filter.
+        #[arg(long, default_value_t = 200_000)]
+        items: u64,
+        /// Absent probes per measured filter.
+        #[arg(long, default_value_t = 2_000_000)]
+        probes: u64,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn put_takes_pairs() {
+        let cli = Cli::try_parse_from(["bloomlsm", "put", "db", "a", "1", "b", "2"]).unwrap();
+        let Command::Put { pairs, .. } = cli.command else {
+            panic!("not put")
+        };
+        assert_eq!(pairs, ["a", "1", "b", "2"]);
+        assert!(Cli::try_parse_from(["bloomlsm", "put", "db", "a"]).is_err());
+    }
+}

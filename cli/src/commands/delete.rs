@@ -1,0 +1,22 @@
+//! `delete`: tombstones for one or more keys, as one atomic batch.
+
+use std::path::Path;
+
+use anyhow::Result;
+use bloomlsm::WriteBatch;
+
+use super::{Outcome, open_existing};
+use crate::output::{Fields, Value};
+
+/// Deletes `keys` in one batch.
+pub fn run(db: &Path, keys: &[String]) -> Result<Outcome> {
+    let db = open_existing(db)?;
+    let mut batch = WriteBatch::new();
+    for key in keys {
+        batch.delete(key.as_bytes());
+    }
+    db.write(batch)?;
+    db.close()?;
+    let names: Vec<Value> = keys.iter().map(|k| Value::from(k.as_str())).collect();
+    Ok(Value::from(Fields::new().with("deleted", names)).into())
+}

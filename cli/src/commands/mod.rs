@@ -1,0 +1,82 @@
+//! One module per command. Each returns what to print and whether the
+//! answer was found; errors are `anyhow` errors printed on one line.
+
+mod delete;
+mod get;
+mod inspect;
+mod lecture;
+mod put;
+mod scan;
+mod size;
+mod stats;
+mod trace;
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use bloomlsm::{Db, Options};
+
+use crate::args::Command;
+use crate::output::Value;
+
+/// How the command ended, when it did not fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// The command did what was asked.
+    Success,
+    /// `get` asked for a key that has no value (exit status 1).
+    NotFound,
+}
+
+/// What a command prints and how it exits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// The fields to print, in reading order.
+    pub value: Value,
+    /// Success, or a key that was not found.
+    pub status: Status,
+}
+
+impl From<Value> for Outcome {
+    fn from(value: Value) -> Self {
+        Self {
+            value,
+            status: Status::Success,
+        }
+    }
+}
+
+/// Runs one command.
+pub fn run(command: &Command) -> Result<Outcome> {
+    match command {
+        Command::Inspect { table, probes } => inspect::run(table, *probes),
+        Command::Stats { db, absent_gets } => stats::run(db, *absent_gets),
+        Command::Get { db, key } => get::run(db, key),
+        Command::Put { db, pairs } => put::run(db, pairs),
+        Command::Delete { db, keys } => delete::run(db, keys),
+        Command::Scan {
+            db,
+            from,
+            to,
+            limit,
+        } => scan::run(db, from.as_deref(), to.as_deref(), *limit),
+        Command::Trace { db, key } => trace::run(db, key),
+        Command::Size {
+            items,
+            fpr,
+            bits_per_key,
+            memory,
+            key_bytes,
+        } => size::run(*items, *fpr, *bits_per_key, *memory, *key_bytes),
+        Command::Lecture { items, probes } => Ok(lecture::run(*items, *probes)),
+    }
+}
+
+/// Opens a store that already exists: every command but `put` refuses to
+/// create one where a path was mistyped.
+fn open_existing(path: &Path) -> Result<Db> {
+    if !path.join("MANIFEST").exists() {
+        bail!("{} is not a bloomlsm store (no MANIFEST)", path.display());
+    }
+    Ok(Db::open(path, Options::default())?)
+}

@@ -1,0 +1,34 @@
+//! `put`: KEY VALUE pairs written as one atomic batch.
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use bloomlsm::{Db, Options, WriteBatch};
+
+use super::Outcome;
+use crate::output::{Fields, Value};
+
+/// Writes `pairs` (key, value, key, value, ...) in one batch, creating the
+/// store if it is missing.
+pub fn run(db: &Path, pairs: &[String]) -> Result<Outcome> {
+    if !pairs.len().is_multiple_of(2) {
+        bail!(
+            "put takes KEY VALUE pairs: {} arguments leave {:?} without a value",
+            pairs.len(),
+            pairs.last().map_or("", String::as_str)
+        );
+    }
+    let db = Db::open(db, Options::default())?;
+    let mut batch = WriteBatch::new();
+    let mut keys = Vec::new();
+    for pair in pairs.chunks_exact(2) {
+        if let [key, value] = pair {
+            batch.put(key.as_bytes(), value.as_bytes());
+            keys.push(Value::from(key.as_str()));
+        }
+    }
+    let written = keys.len();
+    db.write(batch)?;
+    db.close()?;
+    Ok(Value::from(Fields::new().with("put", keys).with("pairs", written)).into())
+}

@@ -1,0 +1,84 @@
+//! `stats`: what the filters saved, in total and per level.
+
+use std::path::Path;
+
+use anyhow::Result;
+use bloomlsm::{Db, LevelStats};
+
+use super::{Outcome, open_existing};
+use crate::output::{Fields, Value};
+
+/// Stored keys that seed the absent keys (each absent key sorts right
+/// after one, so it falls inside the tables' key ranges).
+const MAX_SEED_KEYS: u64 = 100_000;
+
+/// The store (and the absent gets asked for), the totals, then one row
+/// per non-empty level.
+pub fn run(path: &Path, absent_gets: u64) -> Result<Outcome> {
+    let db = open_existing(path)?;
+    if absent_gets > 0 {
+        run_absent_gets(&db, absent_gets)?;
+    }
+    let s = db.stats();
+    db.close()?;
+    let levels: Vec<Value> = s
+        .levels
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.tables > 0)
+        .map(|(i, l)| level_row(i, l))
+        .collect();
+    let mut fields = Fields::new().with("store", path.display().to_string());
+    if absent_gets > 0 {
+        fields.push("absent_gets_run", absent_gets);
+    }
+    let fields = fields
+        .with("gets", s.gets)
+        .with("table_probes", s.total.table_probes)
+        .with("reads_saved", s.total.filter_negatives)
+        .with("false_positives", s.total.filter_false_positives)
+        .with("observed_fpr", s.total.observed_fpr)
+        .with("theoretical_fpr", s.total.theoretical_fpr)
+        .with("data_blocks_read_per_get", s.data_blocks_read_per_get)
+        .with(
+            "tables_without_usable_filter",
+            s.total.tables_without_usable_filter,
+        )
+        .with("levels", levels);
+    Ok(Value::from(fields).into())
+}
+
+fn run_absent_gets(db: &Db, absent_gets: u64) -> Result<()> {
+    let mut stored = Vec::new();
+    for item in db
+        .scan::<&[u8], _>(..)?
+        .take(absent_gets.min(MAX_SEED_KEYS) as usize)
+    {
+        stored.push(item?.0);
+    }
+    if stored.is_empty() {
+        return Ok(());
+    }
+    for i in 0..absent_gets {
+        let mut key = stored[(i as usize) % stored.len()].clone();
+        key.extend_from_slice(format!("\u{0}absent{i}").as_bytes());
+        db.get(&key)?;
+    }
+    Ok(())
+}
+
+fn level_row(level: usize, l: &LevelStats) -> Value {
+    Fields::new()
+        .with("level", level)
+        .with("tables", l.tables)
+        .with("entries", l.entries)
+        .with("filter_bytes", l.filter_bytes)
+        .with("bits_per_key", l.bits_per_key)
+        .with("theoretical_fpr", l.theoretical_fpr)
+        .with("table_probes", l.table_probes)
+        .with("reads_saved", l.filter_negatives)
+        .with("false_positives", l.filter_false_positives)
+        .with("observed_fpr", l.observed_fpr)
+        .with("data_blocks_read", l.data_blocks_read)
+        .into()
+}
