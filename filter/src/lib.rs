@@ -1,5 +1,5 @@
 //! Bloom filters and their math, as the lecture
-//! (`shared/seed/bloom-filter-lecture.md`) builds them. No I/O.
+//! (`docs/lecture.md`) builds them. No I/O.
 //!
 //! - [`BloomFilter`]: m bits, k probes anywhere in them.
 //! - [`BlockedBloomFilter`]: all k probes of a key in one 64-byte block, so a

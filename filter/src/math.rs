@@ -1,7 +1,7 @@
 //! The lecture's arithmetic of Bloom filters.
 //!
 //! Notation: m bits, k hash functions, n items. Every function here is the
-//! closed form derived in the lecture (see `shared/seed/bloom-filter-lecture.md`),
+//! closed form derived in the lecture (see `docs/lecture.md`),
 //! so measured filters can be compared against it.
 
 use std::f64::consts::LN_2;
