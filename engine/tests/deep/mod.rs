@@ -70,6 +70,9 @@ pub enum Op {
     Get { k: u32 },
     /// `get` of the `pick`-th key present now (nothing if none is).
     GetPresent { pick: u32 },
+    /// `get` of the key of the `back`-th most recent put or delete (0 =
+    /// the last): keys whose versions sit in L0 and the memtable.
+    GetRecent { back: u16 },
     /// `get` of the `pick`-th key deleted and not written since.
     GetDeleted { pick: u32 },
     /// `scan(key(from)..key(from + span))`, compared whole.
@@ -327,7 +330,13 @@ impl Generator {
                 };
                 Op::Get { k }
             }
-            780..840 => Op::GetPresent {
+            780..810 => {
+                let horizon = if self.rng.chance(0.7) { 100 } else { 1000 };
+                Op::GetRecent {
+                    back: self.rng.below(horizon) as u16,
+                }
+            }
+            810..840 => Op::GetPresent {
                 pick: self.rng.next_u64() as u32,
             },
             840..900 => Op::GetDeleted {
@@ -367,7 +376,7 @@ pub fn generate(seed: u64, len: usize) -> Case {
         target_file_bytes: 512 + rng.below(1024),
         l1_bytes: 1024 + rng.below(2048),
         block_size: [64, 128, 256][rng.below(3) as usize],
-        l0_compaction_trigger: 2 + rng.below(3) as usize,
+        l0_compaction_trigger: 2 + rng.below(4) as usize,
         filter_kind: if rng.chance(0.5) {
             FilterKind::Blocked
         } else {
