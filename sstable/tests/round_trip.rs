@@ -61,7 +61,12 @@ proptest! {
         let summary = write_table(&path, &model, options(filter, block_size));
         prop_assert_eq!(summary.properties.entries, model.len() as u64);
         let table = open(&path, cached);
-        prop_assert_eq!(table.filter_status(), if filter.is_some() { &FilterStatus::Loaded } else { &FilterStatus::Absent });
+        let status = table.filter_status();
+        if filter.is_some() {
+            prop_assert!(matches!(status, FilterStatus::Loaded), "{status:?}");
+        } else {
+            prop_assert!(matches!(status, FilterStatus::Absent), "{status:?}");
+        }
 
         // Scan equals the model, in order.
         let scanned: Vec<_> = TableIter::new(table.clone(), true).map(|e| e.unwrap()).collect();
