@@ -108,9 +108,14 @@ pub fn contents(db: &bloomlsm::Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
 /// The number of writes of [`history_write`] recovered: the `r <=
 /// attempted` such that the store holds exactly writes `0..r`. Panics when
 /// it holds no prefix of the history (a hole: a later write survived an
-/// earlier one; or a value never written), naming the first difference
-/// from the longest prefix it matches up to there.
+/// earlier one; or a value never written), naming the keys that differ
+/// from the closest prefix.
 pub fn recovered_history(db: &bloomlsm::Db, attempted: u64) -> u64 {
+    history_prefix(db, attempted).unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// [`recovered_history`], with the explanation as an error instead of a panic.
+pub fn history_prefix(db: &bloomlsm::Db, attempted: u64) -> Result<u64, String> {
     let got = contents(db);
     let mut model = BTreeMap::new();
     let mut best = (got == model).then_some(0);
@@ -121,38 +126,46 @@ pub fn recovered_history(db: &bloomlsm::Db, attempted: u64) -> u64 {
         }
     }
     if let Some(r) = best {
-        return r;
+        return Ok(r);
     }
-    // Explain with the longest prefix whose writes are all present.
+    // Explain with the prefix closest to the store: fewest keys differing.
     let mut model = BTreeMap::new();
-    let mut n = 0;
-    while n < attempted {
-        let (k, v) = history_write(n);
-        if got.get(&k) != v.as_ref() && v.is_some() {
-            break;
+    let mut differing = got.len();
+    let mut best = (differing, 0);
+    for i in 0..attempted {
+        let k = history_write(i).0;
+        let before = got.get(&k) != model.get(&k);
+        apply_history_model(&mut model, i);
+        let after = got.get(&k) != model.get(&k);
+        differing = differing + usize::from(after) - usize::from(before);
+        if differing < best.0 {
+            best = (differing, i + 1);
         }
-        apply_history_model(&mut model, n);
-        n += 1;
     }
-    let diff = got
-        .iter()
-        .find(|(k, v)| model.get(*k) != Some(*v))
-        .map(|(k, v)| {
+    let n = best.1;
+    let mut model = BTreeMap::new();
+    for i in 0..n {
+        apply_history_model(&mut model, i);
+    }
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let keys: std::collections::BTreeSet<&Vec<u8>> = got.keys().chain(model.keys()).collect();
+    let diff: Vec<String> = keys
+        .into_iter()
+        .filter(|k| got.get(*k) != model.get(*k))
+        .take(4)
+        .map(|k| {
             format!(
-                "{} = {}",
-                String::from_utf8_lossy(k),
-                String::from_utf8_lossy(v)
+                "{}: store {:?}, prefix {:?}",
+                s(k),
+                got.get(k).map(|v| s(v)),
+                model.get(k).map(|v| s(v))
             )
         })
-        .or_else(|| {
-            model
-                .keys()
-                .find(|k| !got.contains_key(*k))
-                .map(|k| format!("{} missing", String::from_utf8_lossy(k)))
-        });
-    panic!(
+        .collect();
+    Err(format!(
         "the store holds no prefix of the history ({} keys, {attempted} writes attempted): \
-         after the first {n} writes, first difference: {diff:?}",
-        got.len()
-    );
+         closest is the first {n} writes, {} keys differ: {diff:?}",
+        got.len(),
+        best.0
+    ))
 }

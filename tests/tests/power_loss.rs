@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
-use bloomlsm::{Db, Options, SyncMode};
+use bloomlsm::{Db, Options, SyncMode, WalRecovery};
 use bloomlsm_tests::{
-    apply_history_model, apply_history_write, contents, history_write, key, recovered_history,
-    recovered_prefix, table_files, value, wal_files,
+    apply_history_model, apply_history_write, contents, history_prefix, history_write, key,
+    recovered_history, recovered_prefix, table_files, value, wal_files,
 };
 
 const WRITES: u64 = 150;
@@ -393,5 +393,125 @@ fn every_crash_point_in_never_mode_recovers_a_prefix() {
         "SyncMode::Never: {} crash points over {total_ops} file-system operations, {after_close} after a clean close; \
          every recovery a prefix of the history ({recovered_total} writes recovered in all), 0 holes",
         total_ops + 1
+    );
+}
+
+/// Every `*.wal` file of a store directory, oldest first.
+fn wals_oldest_first(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn damage_in_an_older_wal_never_leaves_a_hole() {
+    // Two live WALs, both synced: writes with sync on while every table
+    // write waits, so the memtable that fills stays frozen with its WAL
+    // and the writes after it go to a new one. The directory is copied in
+    // that state (what a crash would leave), then the store goes on.
+    let live = tempfile::tempdir().unwrap();
+    let source = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let always = Options {
+        sync: SyncMode::Always,
+        ..never_background()
+    };
+    let db = Db::open_with_fs(live.path(), always.clone(), Arc::new(fs.clone())).unwrap();
+    let mut i = 0;
+    while i < 100 {
+        apply_history_write(&db, i).unwrap();
+        i += 1;
+    }
+    db.wait_for_background_work().unwrap();
+    fs.set_hold_table_files(true);
+    let mut after_rotation = 0;
+    while after_rotation < 8 {
+        apply_history_write(&db, i).unwrap();
+        i += 1;
+        if wal_files(live.path()) >= 2 {
+            after_rotation += 1;
+        }
+    }
+    for entry in std::fs::read_dir(live.path()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name() != "LOCK" {
+            std::fs::copy(entry.path(), source.path().join(entry.file_name())).unwrap();
+        }
+    }
+    fs.set_hold_table_files(false);
+    db.close().unwrap();
+    let wals = wals_oldest_first(source.path());
+    assert!(wals.len() >= 2, "the test needs two live WALs: {wals:?}");
+    let older = std::fs::read(&wals[0]).unwrap();
+    let newer_len = std::fs::metadata(&wals[wals.len() - 1]).unwrap().len();
+    assert!(!older.is_empty() && newer_len > 0, "both WALs hold records");
+    let mut refused = 0;
+    let mut opened = 0;
+    let mut holes = Vec::new();
+    // Every 5th byte of the older WAL, and each of its last 40 bytes (the
+    // last record, which alone would look like a torn tail).
+    let offsets: Vec<usize> = (0..older.len())
+        .filter(|&o| o % 5 == 0 || o + 40 >= older.len())
+        .collect();
+    for mode in [WalRecovery::TolerateTornTail, WalRecovery::PointInTime] {
+        for &offset in &offsets {
+            let dir = tempfile::tempdir().unwrap();
+            for entry in std::fs::read_dir(source.path()).unwrap() {
+                let entry = entry.unwrap();
+                if entry.file_name() != "LOCK" {
+                    std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+                }
+            }
+            let mut bytes = older.clone();
+            bytes[offset] ^= 0x5a;
+            std::fs::write(dir.path().join(wals[0].file_name().unwrap()), &bytes).unwrap();
+            let options = Options {
+                wal_recovery: mode,
+                ..always.clone()
+            };
+            match Db::open(dir.path(), options) {
+                Ok(db) => {
+                    // A hole: a record of the newer WAL recovered while one
+                    // before it in the older WAL was not.
+                    if let Err(why) = history_prefix(&db, i) {
+                        holes.push(format!(
+                            "{mode:?}, byte {offset} of {} ({} bytes) flipped, newer WAL {newer_len} bytes: {why}",
+                            wals[0].display(),
+                            older.len()
+                        ));
+                    }
+                    opened += 1;
+                }
+                Err(e) => {
+                    assert!(
+                        mode == WalRecovery::TolerateTornTail && e.is_corruption(),
+                        "{mode:?}, byte {offset} of {} flipped: open failed with {e}",
+                        wals[0].display()
+                    );
+                    refused += 1;
+                }
+            }
+        }
+    }
+    let in_mode = |m: &str| holes.iter().filter(|h| h.starts_with(m)).count();
+    assert!(
+        holes.is_empty(),
+        "{} of {opened} recoveries left a hole ({} with TolerateTornTail, {} with PointInTime); first of each: {:?}",
+        holes.len(),
+        in_mode("TolerateTornTail"),
+        in_mode("PointInTime"),
+        [
+            holes.iter().find(|h| h.starts_with("TolerateTornTail")),
+            holes.iter().find(|h| h.starts_with("PointInTime"))
+        ]
+    );
+    println!(
+        "{} flips in the older of 2 live WALs under both recovery modes: {refused} refused as corruption, \
+         {opened} opened, every one a prefix of the history",
+        2 * offsets.len()
     );
 }

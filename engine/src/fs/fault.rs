@@ -39,6 +39,8 @@ struct State {
     refuse_direct_io: bool,
     /// Creating a table file (`*.sst`) fails; every other file works.
     refuse_table_files: bool,
+    /// Creating a table file waits while this is set.
+    hold_table_files: bool,
 }
 
 /// See the module documentation. Cheap to clone; clones share state.
@@ -83,11 +85,23 @@ impl FaultFs {
         self.state.lock().refuse_table_files = on;
     }
 
-    /// Counts and returns the injected fault when table files are refused
-    /// and `path` is one.
+    /// Creating a table file (`*.sst`) waits until this is turned off
+    /// again: a flush or compaction that starts meanwhile stalls before
+    /// writing anything, as behind a very slow device, while writes go on
+    /// (until the frozen memtables fill up). Turn it off before closing.
+    pub fn set_hold_table_files(&self, on: bool) {
+        self.state.lock().hold_table_files = on;
+    }
+
+    /// Waits while table files are held; then counts and returns the
+    /// injected fault when table files are refused and `path` is one.
     fn check_table_file(&self, path: &Path) -> io::Result<()> {
+        let is_table = path.extension().is_some_and(|x| x == "sst");
+        while is_table && self.state.lock().hold_table_files {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let mut s = self.state.lock();
-        if s.refuse_table_files && path.extension().is_some_and(|x| x == "sst") {
+        if s.refuse_table_files && is_table {
             s.faults_injected += 1;
             return Err(io::Error::other(format!(
                 "injected fault: table file {} refused",
