@@ -6,7 +6,8 @@
 //! `engine/tests/deep_model.rs` (seven levels of narrow tables, a third of
 //! the operations deletes, drifting keys, snapshots, `rebuild_filters`,
 //! reopens, no full compaction), with the same operations generator.
-//! `BLOOMLSM_DIFF_OPS` sets its total operations (default 100,000).
+//! `BLOOMLSM_DIFF_OPS` sets its total operations (default 100,000); a hang
+//! ends the test after `BLOOMLSM_MODEL_STALL_SECONDS` (120) naming the case.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 #[path = "../../engine/tests/deep/mod.rs"]
@@ -251,6 +252,7 @@ fn run_deep_case(case: &deep::Case) -> Result<(), TestCaseError> {
             (0..deep::SNAPSHOT_SLOTS).map(|_| None).collect();
         while i < case.ops.len() {
             let op = &case.ops[i];
+            deep::progress(case.seed, i, Some(op));
             let at = |e: TestCaseError| match e {
                 TestCaseError::Fail(why) => fail(i, why.to_string()),
                 other => other,
@@ -367,6 +369,7 @@ fn run_deep_case(case: &deep::Case) -> Result<(), TestCaseError> {
             i += 1;
         }
         // Everything, in both, before each reopen and at the end.
+        deep::progress(case.seed, i, None);
         let lo = deep::key(0);
         let hi = deep::key(u32::MAX);
         let o: Pairs = ours
@@ -414,8 +417,11 @@ fn deep_tree_same_answers_as_rocksdb() {
         len: per_case,
         fixed_seed: None,
     };
+    deep::start_watchdog();
     let started = std::time::Instant::now();
-    if let Err(e) = TestRunner::new(config.clone()).run(&strategy, |case| run_deep_case(&case)) {
+    let result = TestRunner::new(config.clone()).run(&strategy, |case| run_deep_case(&case));
+    deep::stop_watchdog();
+    if let Err(e) = result {
         panic!("{e}");
     }
     println!(

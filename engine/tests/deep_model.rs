@@ -21,7 +21,9 @@ use std::time::Instant;
 
 use bloomlsm::FilterKind;
 use bloomlsm::{Db, Options, Snapshot, WriteBatch};
-use deep::{Case, DeepCases, Op, PolicySpec, Shape, key, report_failure_at, value};
+use deep::{
+    Case, DeepCases, Op, PolicySpec, Shape, key, progress, report_failure_at, start_watchdog, value,
+};
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -55,51 +57,6 @@ fn scratch_dir() -> tempfile::TempDir {
         .or_else(|| Some(std::path::PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
         .unwrap_or_else(std::env::temp_dir);
     tempfile::tempdir_in(base).unwrap()
-}
-
-/// The operation running now, for the watchdog.
-struct Progress {
-    seed: u64,
-    index: usize,
-    op: Option<Op>,
-    since: Instant,
-}
-
-static PROGRESS: Mutex<Option<Progress>> = Mutex::new(None);
-
-fn progress(seed: u64, index: usize, op: Option<&Op>) {
-    *PROGRESS.lock().unwrap() = Some(Progress {
-        seed,
-        index,
-        op: op.cloned(),
-        since: Instant::now(),
-    });
-}
-
-/// Turns a hang into a failure that names the case and the operation:
-/// ends the process when one operation runs for `limit` seconds
-/// (`BLOOMLSM_MODEL_STALL_SECONDS`, default 120; the slowest operation of a
-/// healthy run takes well under a second).
-fn start_watchdog() {
-    let limit =
-        std::time::Duration::from_secs(env_usize("BLOOMLSM_MODEL_STALL_SECONDS", 120) as u64);
-    std::thread::spawn(move || {
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(1));
-            if let Some(p) = &*PROGRESS.lock().unwrap()
-                && p.since.elapsed() > limit
-            {
-                eprintln!(
-                    "deep_model: operation {} of case seed {:#018x} has run for over {} s (a hang): {:?}",
-                    p.index,
-                    p.seed,
-                    limit.as_secs(),
-                    p.op
-                );
-                std::process::exit(101);
-            }
-        }
-    });
 }
 
 /// What one case did, for the summary.
@@ -510,7 +467,7 @@ fn deep_tree_matches_btreemap() {
         Ok(())
     });
     let elapsed = started.elapsed();
-    *PROGRESS.lock().unwrap() = None;
+    deep::stop_watchdog();
     if let Err(e) = result {
         panic!("{e}");
     }
