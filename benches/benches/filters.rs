@@ -5,7 +5,7 @@
 
 use std::hint::black_box;
 
-use bloomlsm_filter::{BlockedBloomFilter, BloomFilter, Filter, KeyHash};
+use bloomlsm_filter::{BlockedBloomFilter, BloomFilter, Filter, InsertFilter, KeyHash};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 fn key(i: u64) -> [u8; 16] {
