@@ -180,3 +180,63 @@ fn crc32(bytes: &[u8]) -> u32 {
     }
     !crc
 }
+
+fn mix64(v: u64) -> u64 {
+    let mut x = v ^ (v >> 33);
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// The Ribbon query exactly as `sstable/FORMAT.md` states it, from the
+/// serialized bytes alone.
+fn spec_query(bytes: &[u8], h: u64) -> bool {
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let (k, m) = (u64::from(u32_at(16)), u64_at(20));
+    let (b, s) = (u64::from(u32_at(36)), u64::from(u32_at(40)));
+    if b == 0 {
+        return false;
+    }
+    let segments = m / 128;
+    let seg = |i: u64| {
+        let at = 44 + 16 * i as usize;
+        u128::from_le_bytes(bytes[at..at + 16].try_into().unwrap())
+    };
+    let u = segments.div_ceil(b);
+    assert_eq!(u, k);
+    let lower = u * b - segments;
+    let first = |j: u64| j * u - j.min(lower);
+    let columns = |j: u64| if j < lower { u - 1 } else { u };
+    let x = (h ^ mix64(s ^ 0x614f_d729_fd4c_5389)).wrapping_mul(0x833c_792a_e7bd_c8eb);
+    let p = ((u128::from(x) * u128::from(128 * b - 127)) >> 64) as u64;
+    let (j, o) = (p / 128, (p % 128) as u32);
+    let y = mix64(x ^ 0x1c93_d0e2_1e86_3ed1);
+    let c = ((u128::from(y) * u128::from(0xd545_3ea6_c191_d439u64)) ^ (u128::from(y) << 64)) | 1;
+    let r = ((x ^ (x >> 29)).wrapping_mul(0x99ba_7935_1750_b503) >> 32) as u32;
+    (0..columns(j)).all(|i| {
+        let mut v = seg(first(j) + i) & (c << o);
+        if o > 0 {
+            v ^= seg(first(j + 1) + i) & (c >> (128 - o));
+        }
+        v.count_ones() % 2 == (r >> i) & 1
+    })
+}
+
+#[test]
+fn ribbon_query_as_the_format_states_it() {
+    let bytes = unhex(RIBBON_HEX);
+    let maybe: Vec<u32> = (0..64u32)
+        .filter(|i| spec_query(&bytes, KeyHash::of(&i.to_le_bytes()).raw()))
+        .collect();
+    assert_eq!(maybe, RIBBON_MAYBE);
+    // A filter with two column counts (7 bits per key: 6 and 7 columns).
+    let f = RibbonFilter::from_keys((0..1000u32).map(|i| i.to_le_bytes()), 7.0);
+    let bytes = f.to_bytes();
+    assert!(f.mean_columns().fract() > 0.0);
+    for i in 0..20_000u32 {
+        let h = KeyHash::of(&i.to_le_bytes());
+        assert_eq!(spec_query(&bytes, h.raw()), f.contains_hash(h), "key {i}");
+    }
+}

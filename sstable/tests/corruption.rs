@@ -105,10 +105,19 @@ fn assert_caught_by_a_checksum(reason: &CorruptionReason, flip_at: usize) {
 
 #[test]
 fn every_byte_flip_is_detected_or_harmless() {
+    byte_flips_are_detected_or_harmless(FilterKind::Blocked);
+}
+
+#[test]
+fn every_byte_flip_of_a_ribbon_table_is_detected_or_harmless() {
+    byte_flips_are_detected_or_harmless(FilterKind::Ribbon);
+}
+
+fn byte_flips_are_detected_or_harmless(kind: FilterKind) {
     let model = simple_model(300);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.sst");
-    write_table(&path, &model, options(Some(FilterKind::Blocked), 512));
+    write_table(&path, &model, options(Some(kind), 512));
     let original = std::fs::read(&path).unwrap();
     let table = Table::open_path(&path, 1, None).unwrap();
     let filter = table.footer().filter;
@@ -129,7 +138,7 @@ fn every_byte_flip_is_detected_or_harmless() {
         }
         *counts.entry(outcome).or_insert(0) += 1;
     }
-    println!("{} offsets swept: {counts:?}", original.len());
+    println!("{kind}: {} offsets swept: {counts:?}", original.len());
 }
 
 #[test]

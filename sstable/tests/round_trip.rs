@@ -51,7 +51,7 @@ proptest! {
     #[test]
     fn get_and_scan_match_the_model(
         model in entries(),
-        filter in prop_oneof![Just(None), Just(Some(FilterKind::Standard)), Just(Some(FilterKind::Blocked))],
+        filter in prop_oneof![Just(None), Just(Some(FilterKind::Standard)), Just(Some(FilterKind::Blocked)), Just(Some(FilterKind::Ribbon))],
         block_size in prop_oneof![Just(64usize), Just(256), Just(4096)],
         cached in any::<bool>(),
         probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 1..12), 0..30),
