@@ -316,7 +316,12 @@ impl Engine for Rocks {
 fn parse_property(text: &str, name: &str) -> Option<u64> {
     text.split(';').find_map(|part| {
         let (k, v) = part.split_once('=')?;
-        (k.trim() == name).then(|| v.trim().parse().ok()).flatten()
+        // Some names carry a parenthesized detail: "index block size (user-key? 1, ...)".
+        let k = k.trim();
+        let named = k == name
+            || k.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(" ("));
+        named.then(|| v.trim().parse().ok()).flatten()
     })
 }
 
