@@ -13,15 +13,14 @@
 
 use super::hasher::{COEFF_BITS, Equation};
 
-/// One row of the band: 128 coefficient bits (`lo` = slots `i..i + 64`)
-/// and the result bits. All zero when the row is free. One array of rows
-/// keeps a step to one bounds check and one cache line.
-#[derive(Clone, Copy, Debug, Default)]
-struct Row {
-    lo: u64,
-    hi: u64,
-    result: u64,
-}
+/// One row of the band: 128 coefficient bits (`[LO]` = slots `i..i + 64`,
+/// `[HI]` the next 64) and the result bits (`[RESULT]`). All zero when the
+/// row is free. One array of rows keeps a step to one bounds check and one
+/// cache line; plain zeroed words let the allocator hand out zeroed pages.
+type Row = [u64; 3];
+const LO: usize = 0;
+const HI: usize = 1;
+const RESULT: usize = 2;
 
 /// The band: one row per slot.
 #[derive(Clone, Debug)]
@@ -35,13 +34,13 @@ impl Banding {
     pub(crate) fn new(num_slots: u64) -> Self {
         debug_assert!(num_slots >= COEFF_BITS);
         Self {
-            rows: vec![Row::default(); num_slots as usize],
+            rows: vec![[0; 3]; num_slots as usize],
         }
     }
 
     /// Frees every row (to try another seed on the same slots).
     pub(crate) fn clear(&mut self) {
-        self.rows.fill(Row::default());
+        self.rows.fill([0; 3]);
     }
 
     /// Adds one equation. `false` when it contradicts those added before;
@@ -55,52 +54,63 @@ impl Banding {
     /// Adds equations `equation(0..n)`; `false` as soon as one contradicts
     /// the others. REQUIRES: as for [`Banding::add`], for each.
     ///
-    /// Two halves of the sequence are eliminated in alternation, one step
-    /// each, so the processor overlaps the two chains of dependent loads.
-    /// The band is the same as some one-at-a-time order would give: a
-    /// stored row never changes, so every row a step reads as occupied is
-    /// the same when the equation is finally stored, and the step that
-    /// stores checks and fills its row at once.
+    /// Two ranges of the sequence are eliminated in alternation, one step
+    /// each, so the processor overlaps the two chains of dependent loads;
+    /// when one range runs out it takes the upper half of what is left of
+    /// the other. The band is the same as some one-at-a-time order would
+    /// give: a stored row never changes, so every row a step reads as
+    /// occupied is the same when the equation is finally stored, and the
+    /// step that stores checks and fills its row at once.
     pub(crate) fn add_all(&mut self, n: usize, equation: impl Fn(usize) -> Equation) -> bool {
-        let half = n / 2;
-        let (mut ka, mut kb) = (0, half);
-        if half > 0 {
-            let mut a = Cursor::new(equation(ka));
-            let mut b = Cursor::new(equation(kb));
+        let (mut a_next, mut a_end) = (0, n / 2);
+        let (mut b_next, mut b_end) = (n / 2, n);
+        while a_next < a_end && b_next < b_end {
+            let mut a = Cursor::new(equation(a_next));
+            let mut b = Cursor::new(equation(b_next));
             loop {
                 match self.step(&mut a) {
                     Step::Moved => {}
                     Step::Failed => return false,
                     Step::Done => {
-                        ka += 1;
-                        if ka == half {
-                            kb += 1;
+                        a_next += 1;
+                        if a_next == a_end {
                             if !self.finish(b) {
                                 return false;
                             }
+                            b_next += 1;
                             break;
                         }
-                        a = Cursor::new(equation(ka));
+                        a = Cursor::new(equation(a_next));
                     }
                 }
                 match self.step(&mut b) {
                     Step::Moved => {}
                     Step::Failed => return false,
                     Step::Done => {
-                        kb += 1;
-                        if kb == n {
-                            ka += 1;
+                        b_next += 1;
+                        if b_next == b_end {
                             if !self.finish(a) {
                                 return false;
                             }
+                            a_next += 1;
                             break;
                         }
-                        b = Cursor::new(equation(kb));
+                        b = Cursor::new(equation(b_next));
                     }
                 }
             }
+            // Give the idle side the upper half of the other's rest.
+            if a_next == a_end {
+                let mid = b_next + (b_end - b_next) / 2;
+                (a_next, a_end, b_end) = (mid, b_end, mid);
+            } else {
+                let mid = a_next + (a_end - a_next) / 2;
+                (b_next, b_end, a_end) = (mid, a_end, mid);
+            }
         }
-        (ka..half).chain(kb..n).all(|k| self.add(equation(k)))
+        (a_next..a_end)
+            .chain(b_next..b_end)
+            .all(|k| self.add(equation(k)))
     }
 
     /// Runs one equation's elimination to its end.
@@ -120,17 +130,13 @@ impl Banding {
     #[inline(always)]
     fn step(&mut self, c: &mut Cursor) -> Step {
         let row = &mut self.rows[c.i];
-        if row.lo == 0 && row.hi == 0 {
-            *row = Row {
-                lo: c.lo,
-                hi: c.hi,
-                result: c.result,
-            };
+        if row[LO] == 0 && row[HI] == 0 {
+            *row = [c.lo, c.hi, c.result];
             return Step::Done;
         }
-        c.lo ^= row.lo;
-        c.hi ^= row.hi;
-        c.result ^= row.result;
+        c.lo ^= row[LO];
+        c.hi ^= row[HI];
+        c.result ^= row[RESULT];
         // Bit 0 is now clear; the next set bit is nearly always in `lo`.
         let skip = if c.lo != 0 {
             c.lo.trailing_zeros()
@@ -160,13 +166,19 @@ impl Banding {
     #[inline]
     pub(crate) fn row(&self, i: usize) -> (u128, u32) {
         let r = self.rows[i];
-        ((u128::from(r.hi) << 64) | u128::from(r.lo), r.result as u32)
+        (
+            (u128::from(r[HI]) << 64) | u128::from(r[LO]),
+            r[RESULT] as u32,
+        )
     }
 
     /// Rows in use.
     #[cfg(test)]
     pub(crate) fn occupied(&self) -> usize {
-        self.rows.iter().filter(|r| r.lo != 0 || r.hi != 0).count()
+        self.rows
+            .iter()
+            .filter(|r| r[LO] != 0 || r[HI] != 0)
+            .count()
     }
 }
 
