@@ -98,8 +98,8 @@ fn layout_for_fpr(fpr: f64, num_blocks: u64) -> Layout {
 }
 
 /// What a Ribbon filter for some number of keys costs and answers, before
-/// it is built (a seed retry that has to grow the filter is not foreseen;
-/// it happens about once in 10^15 builds).
+/// it is built (a build grows past this only if 64 seeds in a row fail,
+/// each about 1 time in 20 or less: not expected to happen).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RibbonSizing {
     /// Keys the filter is sized for.
