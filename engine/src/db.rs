@@ -534,13 +534,7 @@ impl DbInner {
         if self.options.on_corrupt_filter == crate::options::CorruptFilterPolicy::Rebuild {
             self.rebuild_tables(|t| matches!(t.table.filter_status(), FilterStatus::Unusable(_)))?;
         }
-        while !self.bg.lock().shutdown
-            && let Some(c) = self.pick_compaction()
-        {
-            self.run_compaction(c)?;
-            self.stall_cv.notify_all();
-        }
-        Ok(())
+        self.compact_while_needed_locked()
     }
 
     /// Flushes and compactions inline (when `background_work` is off).

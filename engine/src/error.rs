@@ -79,6 +79,10 @@ pub enum Error {
     /// The store was closed.
     #[error("the store is closed")]
     Closed,
+    /// A change would have broken an invariant the read path relies on;
+    /// it was refused (a bug in bloomlsm: please report it).
+    #[error("internal invariant violated (refused, nothing changed): {0}")]
+    Internal(String),
 }
 
 /// Result alias of this crate.

@@ -131,6 +131,13 @@ pub(crate) fn open_inner(
         version.levels[meta.level].push(handle);
     }
     version.sort();
+    version
+        .check_invariants()
+        .map_err(|reason| Error::Corruption {
+            path: manifest_path.clone(),
+            offset: 0,
+            reason,
+        })?;
     let live: std::collections::HashSet<u64> = state.tables.iter().map(|t| t.number).collect();
 
     // Replay WALs not yet flushed, oldest first, into one memtable.

@@ -58,8 +58,8 @@ impl Drop for TableHandle {
     }
 }
 
-/// Tables per level. L0 is newest first (may overlap); deeper levels are
-/// sorted by smallest key and do not overlap.
+/// Tables per level. L0 is newest first by sequence number (tables may
+/// overlap); deeper levels are sorted by smallest key and do not overlap.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Version {
     pub(crate) levels: Vec<Vec<Arc<TableHandle>>>,
@@ -72,11 +72,14 @@ impl Version {
         }
     }
 
-    /// Puts each level in its search order.
+    /// Puts each level in its search order. L0 tables hold disjoint
+    /// sequence ranges (one memtable each), so newest first is largest
+    /// sequence first; the file number says nothing, since a table
+    /// rewritten in place (a filter rebuild) gets a new, higher one.
     pub(crate) fn sort(&mut self) {
         for (level, tables) in self.levels.iter_mut().enumerate() {
             if level == 0 {
-                tables.sort_by_key(|t| std::cmp::Reverse(t.meta.number));
+                tables.sort_by_key(|t| std::cmp::Reverse((t.meta.largest_seq, t.meta.number)));
             } else {
                 tables.sort_by(|a, b| a.meta.smallest_key.cmp(&b.meta.smallest_key));
             }
@@ -92,10 +95,6 @@ impl Version {
             .filter(|t| t.meta.smallest_key.as_slice() <= key)
     }
 
-    pub(crate) fn level_bytes(&self, level: usize) -> u64 {
-        self.levels[level].iter().map(|t| t.meta.file_size).sum()
-    }
-
     pub(crate) fn all_metas(&self) -> Vec<TableMeta> {
         self.levels
             .iter()
@@ -104,20 +103,36 @@ impl Version {
             .collect()
     }
 
-    /// Tables of `level` whose key range meets `[smallest, largest]`.
-    pub(crate) fn overlapping(
-        &self,
-        level: usize,
-        smallest: &[u8],
-        largest: &[u8],
-    ) -> Vec<Arc<TableHandle>> {
-        self.levels[level]
-            .iter()
-            .filter(|t| {
-                t.meta.smallest_key.as_slice() <= largest
-                    && t.meta.largest_key.as_slice() >= smallest
-            })
-            .cloned()
-            .collect()
+    /// Checks the invariants the read path relies on: L0 tables hold
+    /// disjoint sequence ranges, newest first; every deeper level is sorted
+    /// with no two tables sharing a key. A version that fails is never
+    /// installed: a lookup in it could return a wrong answer.
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
+        for pair in self.levels[0].windows(2) {
+            let (newer, older) = (&pair[0].meta, &pair[1].meta);
+            if newer.smallest_seq <= older.largest_seq {
+                return Err(format!(
+                    "L0 tables {} (seq {}..={}) and {} (seq {}..={}) are out of order or overlap",
+                    newer.number,
+                    newer.smallest_seq,
+                    newer.largest_seq,
+                    older.number,
+                    older.smallest_seq,
+                    older.largest_seq
+                ));
+            }
+        }
+        for (level, tables) in self.levels.iter().enumerate().skip(1) {
+            for pair in tables.windows(2) {
+                let (a, b) = (&pair[0].meta, &pair[1].meta);
+                if a.largest_key >= b.smallest_key {
+                    return Err(format!(
+                        "L{level} tables {} and {} overlap or are out of order",
+                        a.number, b.number
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
