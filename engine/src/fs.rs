@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use bloomlsm_sstable::{RandomAccessFile, WritableFile};
 
+pub mod direct;
 pub mod fault;
 
 /// A held directory lock; released on drop.
@@ -20,6 +21,11 @@ pub trait FileSystem: Send + Sync + Debug {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens a file for positioned reads.
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Opens a file for positioned reads that bypass the page cache
+    /// (`O_DIRECT`, for `Options::use_direct_reads`); an error of kind
+    /// `Unsupported` where the file system refuses direct I/O, never a
+    /// silent fallback to cached reads.
+    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
     /// Reads a whole file.
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Renames a file, replacing the target.
@@ -81,6 +87,10 @@ impl FileSystem for RealFs {
         Ok(Arc::new(File::open(path)?))
     }
 
+    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(direct::DirectFile::open(path)?))
+    }
+
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         fs::read(path)
     }
@@ -128,6 +138,36 @@ impl FileSystem for RealFs {
             Err(fs::TryLockError::Error(e)) => Err(e),
         }
     }
+}
+
+/// Opens a table file for block reads: direct (`O_DIRECT`) when `direct`
+/// (`Options::use_direct_reads`), else through the page cache.
+pub(crate) fn open_table_file(
+    fs: &dyn FileSystem,
+    path: &Path,
+    direct: bool,
+) -> io::Result<Arc<dyn RandomAccessFile>> {
+    if direct {
+        fs.open_read_direct(path)
+    } else {
+        fs.open_read(path)
+    }
+}
+
+/// For `Options::use_direct_reads`: opens `path` (a file of the store that
+/// exists, such as the manifest) for direct reads and reads its first byte,
+/// so a store on a file system that refuses `O_DIRECT` fails at `Db::open`
+/// with an error naming the path, even before it holds any table.
+pub(crate) fn check_direct_reads(fs: &dyn FileSystem, path: &Path) -> crate::error::Result<()> {
+    let probe = || -> io::Result<()> {
+        let file = fs.open_read_direct(path)?;
+        let mut first = [0u8; 1];
+        if !file.is_empty()? {
+            file.read_exact_at(&mut first, 0)?;
+        }
+        Ok(())
+    };
+    probe().map_err(|e| crate::error::Error::io(path, e))
 }
 
 /// Names of the files in a store directory.

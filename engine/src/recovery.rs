@@ -65,6 +65,9 @@ pub(crate) fn open_inner(
         write_manifest(fs.as_ref(), dir, &fresh)?;
         fresh
     };
+    if options.use_direct_reads {
+        crate::fs::check_direct_reads(fs.as_ref(), &manifest_path)?;
+    }
     let max_seen = listing
         .iter()
         .filter_map(|n| match names::parse(n) {

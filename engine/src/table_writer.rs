@@ -148,7 +148,9 @@ impl DbInner {
     /// Opens the table a manifest record names, checking its size.
     pub(crate) fn open_table(&self, meta: TableMeta) -> Result<Arc<TableHandle>> {
         let path = names::table(&self.dir, meta.number);
-        let file = self.fs.open_read(&path).map_err(|e| Error::io(&path, e))?;
+        let file =
+            crate::fs::open_table_file(self.fs.as_ref(), &path, self.options.use_direct_reads)
+                .map_err(|e| Error::io(&path, e))?;
         let size = file.len().map_err(|e| Error::io(&path, e))?;
         if size != meta.file_size {
             return Err(Error::Corruption {

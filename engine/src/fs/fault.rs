@@ -35,6 +35,8 @@ struct State {
     /// Reads return at most this many bytes less than asked (short reads).
     short_reads: bool,
     faults_injected: u64,
+    /// Direct (`O_DIRECT`) opens fail as on a file system without it.
+    refuse_direct_io: bool,
 }
 
 /// See the module documentation. Cheap to clone; clones share state.
@@ -63,6 +65,12 @@ impl FaultFs {
     /// Positioned reads fail with `UnexpectedEof` after a partial read.
     pub fn set_short_reads(&self, on: bool) {
         self.state.lock().short_reads = on;
+    }
+
+    /// Direct opens (`open_read_direct`) fail as they do on a file system
+    /// that refuses `O_DIRECT` (`EINVAL`), whatever the real one does.
+    pub fn set_refuse_direct_io(&self, on: bool) {
+        self.state.lock().refuse_direct_io = on;
     }
 
     /// Mutating operations performed so far.
@@ -202,6 +210,22 @@ impl FileSystem for FaultFs {
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(FaultReader {
             inner: RealFs.open_read(path)?,
+            fs: self.clone(),
+        }))
+    }
+
+    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        {
+            let mut s = self.state.lock();
+            if s.refuse_direct_io {
+                s.faults_injected += 1;
+                return Err(super::direct::refused(io::Error::from_raw_os_error(
+                    libc::EINVAL,
+                )));
+            }
+        }
+        Ok(Arc::new(FaultReader {
+            inner: RealFs.open_read_direct(path)?,
             fs: self.clone(),
         }))
     }

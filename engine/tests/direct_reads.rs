@@ -1,0 +1,257 @@
+//! `Options::use_direct_reads`: table reads with `O_DIRECT` return exactly
+//! what was written, really bypass the page cache, still pass through the
+//! `FileSystem` (so faults are injected), and a file system that refuses
+//! direct I/O makes `Db::open` fail naming the path, with no fallback.
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use bloomlsm::fs::fault::FaultFs;
+use bloomlsm::{Db, Error, Options};
+
+fn options(direct: bool) -> Options {
+    Options {
+        use_direct_reads: direct,
+        // Small memtables and cache: many tables, and gets that read files.
+        memtable_bytes: 64 << 10,
+        block_cache_bytes: 16 << 10,
+        target_file_bytes: 256 << 10,
+        l1_bytes: 512 << 10,
+        ..Options::default()
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{:08}", i.wrapping_mul(2_654_435_761) % 100_000_000).into_bytes()
+}
+
+/// Values of varied lengths, so blocks and entries sit at unaligned offsets
+/// and the last block of each table ends at an unaligned file tail.
+fn value(i: u32) -> Vec<u8> {
+    let len = 1 + (i as usize * 37) % 700;
+    (0..len).map(|j| (i as usize + j) as u8).collect()
+}
+
+const N: u32 = 6000;
+
+fn fill(db: &Db) {
+    for i in 0..N {
+        db.put(&key(i), &value(i)).unwrap();
+    }
+    for i in (0..N).step_by(7) {
+        db.delete(&key(i)).unwrap();
+    }
+    db.flush().unwrap();
+}
+
+fn check(db: &Db) {
+    for i in 0..N {
+        let want = (i % 7 != 0).then(|| value(i));
+        assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
+        assert_eq!(db.get(format!("zz{i}").as_bytes()).unwrap(), None);
+    }
+    let mut count = 0;
+    let mut last: Option<Vec<u8>> = None;
+    for item in db.scan::<&[u8], _>(..).unwrap() {
+        let (k, _) = item.unwrap();
+        assert!(last.as_deref() < Some(k.as_slice()));
+        last = Some(k);
+        count += 1;
+    }
+    assert_eq!(count, (0..N).filter(|i| i % 7 != 0).count());
+}
+
+/// `flags` of every file of this process open read-only under `dir` whose
+/// name ends `.sst` (tables being written are open write-only).
+fn table_fd_flags(dir: &Path) -> Vec<i32> {
+    let dir = dir.canonicalize().unwrap();
+    let mut flags = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap() {
+        let entry = entry.unwrap();
+        let Ok(target) = std::fs::read_link(entry.path()) else {
+            continue;
+        };
+        if target.starts_with(&dir) && target.extension().is_some_and(|e| e == "sst") {
+            let info = std::fs::read_to_string(format!(
+                "/proc/self/fdinfo/{}",
+                entry.file_name().to_string_lossy()
+            ))
+            .unwrap();
+            let f = info
+                .lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .map(|v| i32::from_str_radix(v.trim(), 8).unwrap())
+                .unwrap();
+            if f & libc::O_ACCMODE == libc::O_RDONLY {
+                flags.push(f);
+            }
+        }
+    }
+    flags
+}
+
+/// `read_bytes` of /proc/self/io: bytes this process had read from storage.
+fn device_read_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("read_bytes:"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap()
+}
+
+#[test]
+fn direct_reads_return_what_was_written_through_compaction_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), options(true)).unwrap();
+        fill(&db);
+        check(&db);
+        db.compact().unwrap();
+        check(&db);
+        assert!(db.stats().total.data_blocks_read > 0);
+    }
+    let db = Db::open(dir.path(), options(true)).unwrap();
+    check(&db);
+    // The same store read through the page cache gives the same answers.
+    drop(db);
+    check(&Db::open(dir.path(), options(false)).unwrap());
+}
+
+#[test]
+fn table_files_are_open_with_o_direct_only_when_asked() {
+    for direct in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), options(direct)).unwrap();
+        fill(&db);
+        let flags = table_fd_flags(dir.path());
+        assert!(!flags.is_empty());
+        for f in flags {
+            assert_eq!(f & libc::O_DIRECT != 0, direct, "flags {f:o}");
+        }
+    }
+}
+
+#[test]
+fn block_reads_of_cached_files_still_reach_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(true)).unwrap();
+    fill(&db);
+    // The tables were just written: the page cache holds them, so only
+    // reads that bypass it show up in read_bytes.
+    let (bytes, blocks) = (device_read_bytes(), db.stats().total.data_blocks_read);
+    for i in 0..N {
+        db.get(&key(i)).unwrap();
+    }
+    let read = device_read_bytes() - bytes;
+    let blocks = db.stats().total.data_blocks_read - blocks;
+    assert!(blocks > 1000, "{blocks} block reads");
+    // Each block read is at least one aligned 4 KiB device read.
+    assert!(
+        read >= blocks * 4096,
+        "{read} bytes from storage for {blocks} block reads"
+    );
+}
+
+#[test]
+fn faults_are_injected_into_direct_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let db = Db::open_with_fs(dir.path(), options(true), Arc::new(fs.clone())).unwrap();
+    fill(&db);
+    assert!(
+        table_fd_flags(dir.path())
+            .iter()
+            .all(|f| f & libc::O_DIRECT != 0)
+    );
+    fs.set_short_reads(true);
+    let before = fs.faults_injected();
+    let failed = (0..200).filter(|&i| db.get(&key(i)).is_err()).count();
+    assert!(failed > 0);
+    assert!(fs.faults_injected() > before);
+    fs.set_short_reads(false);
+    for i in 1..200 {
+        let want = (i % 7 != 0).then(|| value(i));
+        assert_eq!(db.get(&key(i)).unwrap(), want);
+    }
+}
+
+fn assert_refused(err: Error, dir: &Path) {
+    let text = err.to_string();
+    match &err {
+        Error::Io { path, source } => {
+            assert!(path.starts_with(dir), "{text}");
+            assert_eq!(source.kind(), std::io::ErrorKind::Unsupported, "{text}");
+        }
+        other => panic!("not an I/O error: {other}"),
+    }
+    assert!(text.contains(&dir.display().to_string()), "{text}");
+    assert!(text.contains("O_DIRECT"), "{text}");
+}
+
+#[test]
+fn a_file_system_refusing_direct_io_fails_open_naming_the_path() {
+    // A new store, and one that already holds tables.
+    for with_tables in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new();
+        if with_tables {
+            let db = Db::open_with_fs(dir.path(), options(false), Arc::new(fs.clone())).unwrap();
+            fill(&db);
+        }
+        fs.set_refuse_direct_io(true);
+        let err = Db::open_with_fs(dir.path(), options(true), Arc::new(fs.clone())).unwrap_err();
+        assert_refused(err, dir.path());
+        // Cached reads never ask for direct I/O.
+        let db = Db::open_with_fs(dir.path(), options(false), Arc::new(fs.clone())).unwrap();
+        if with_tables {
+            check(&db);
+        }
+    }
+}
+
+/// tmpfs refused `O_DIRECT` before Linux 6.6 and accepts it since; whichever
+/// this kernel does, the store must agree with it: refuse at open, naming the
+/// path, where the kernel refuses, and read correctly where it accepts.
+#[test]
+fn dev_shm_store_agrees_with_the_kernel_about_o_direct() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return;
+    }
+    let dir = tempfile::tempdir_in(shm).unwrap();
+    let probe = dir.path().join("probe");
+    std::fs::write(&probe, [0u8; 4096]).unwrap();
+    let kernel_accepts = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe)
+        .is_ok();
+    std::fs::remove_file(&probe).unwrap();
+    let store = dir.path().join("store");
+    match Db::open(&store, options(true)) {
+        Ok(db) => {
+            assert!(
+                kernel_accepts,
+                "opened although the kernel refuses O_DIRECT"
+            );
+            fill(&db);
+            check(&db);
+            assert!(
+                table_fd_flags(&store)
+                    .iter()
+                    .all(|f| f & libc::O_DIRECT != 0)
+            );
+        }
+        Err(err) => {
+            assert!(
+                !kernel_accepts,
+                "refused although the kernel accepts: {err}"
+            );
+            assert_refused(err, &store);
+        }
+    }
+}
