@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: test bench deps lecture fuzz clean
+.PHONY: test bench bench-direct bench-scale bench-plots deps lecture fuzz clean
 
 deps:
 	@if ! command -v clang >/dev/null 2>&1 || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; then \
@@ -26,7 +26,24 @@ test: deps
 	$(CARGO) test --workspace
 
 bench: deps
-	$(CARGO) run --release -p bloomlsm-bench --bin bloomlsm-bench -- $(BENCH_ARGS)
+	$(CARGO) run --release -p bloomlsm-bench --bin bloomlsm-bench -- --threads 1,2,4 $(BENCH_ARGS)
+
+# The same workloads with table reads bypassing the page cache on both
+# engines (O_DIRECT), so block reads are device reads; fewer operations,
+# since each one waits for the device.
+bench-direct: deps
+	$(CARGO) run --release -p bloomlsm-bench --bin bloomlsm-bench -- --direct-io --threads 1,2,4 --ops 200000 --out target/bench-report-direct $(BENCH_ARGS)
+
+# How every figure grows with the store: fill, readrandom, readmissing and
+# the crawler at each size on both engines, direct I/O, one process per
+# point. Hours at the largest size; progress and time left on stderr.
+SCALE ?= 1000000,10000000,50000000
+bench-scale: deps
+	$(CARGO) run --release -p bloomlsm-bench --bin bloomlsm-bench -- --scale $(SCALE) --engines bloomlsm,rocksdb --direct-io --ops 200000 --out target/bench-scale $(BENCH_ARGS)
+
+# PNG renderings of the plots of the last runs, to look at.
+bench-plots:
+	for d in target/bench-report target/bench-report-direct target/bench-scale; do [ -d $$d ] && sh benches/render-plots.sh $$d || true; done
 
 lecture:
 	$(CARGO) run --release -p bloomlsm-filter --example lecture

@@ -29,6 +29,7 @@ fn bench(c: &mut Criterion) {
         memtable_bytes: 8 << 20,
         target_file_bytes: 8 << 20,
         l1_bytes: 64 << 20,
+        direct_io: false,
     };
     let off = Mirror {
         bits_per_key: 0.0,

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use bloomlsm::{Db, FilterKind, Options, SyncMode};
+use bloomlsm_filter::Filter as _;
 use rocksdb::statistics::Ticker;
 
 /// Read-path counters of an engine, as cumulative totals.
@@ -18,7 +19,7 @@ pub struct ReadCounters {
 }
 
 /// Settings both engines share.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Mirror {
     /// Bits per key of the filters (0: none).
     pub bits_per_key: f64,
@@ -32,10 +33,25 @@ pub struct Mirror {
     pub target_file_bytes: u64,
     /// L1 byte budget.
     pub l1_bytes: u64,
+    /// Table reads bypass the page cache (`O_DIRECT`) on both engines.
+    pub direct_io: bool,
 }
 
-/// One engine in the comparison.
-pub trait Engine {
+/// Memory an engine keeps for its tables, and what it wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct EngineSpace {
+    /// Bytes of filters of the live tables.
+    pub filter_bytes: u64,
+    /// Bytes of indexes of the live tables (ours: in memory; RocksDB's: the
+    /// index blocks, which it keeps as they are on disk).
+    pub index_bytes: u64,
+    /// Bytes of table files written by flushes and compactions.
+    pub table_bytes_written: u64,
+}
+
+/// One engine in the comparison. `Sync`: read workloads call it from
+/// several threads at once.
+pub trait Engine: Sync {
     /// Name in reports.
     fn name(&self) -> &str;
     /// Writes a key.
@@ -52,6 +68,8 @@ pub trait Engine {
     fn filter_bytes(&self) -> Result<u64>;
     /// Bytes of the store's files on disk.
     fn disk_bytes(&self) -> Result<u64>;
+    /// Filter and index memory and bytes written by flush and compaction.
+    fn space(&self) -> Result<EngineSpace>;
 }
 
 /// bloomlsm.
@@ -80,6 +98,7 @@ impl Bloom {
             target_file_bytes: m.target_file_bytes,
             l1_bytes: m.l1_bytes,
             sync: SyncMode::Never,
+            use_direct_reads: m.direct_io,
             ..Options::default().with_bits_per_key(m.bits_per_key)
         };
         options.filter_kind = kind;
@@ -143,6 +162,31 @@ impl Engine for Bloom {
     fn disk_bytes(&self) -> Result<u64> {
         dir_bytes(self.db.path())
     }
+    fn space(&self) -> Result<EngineSpace> {
+        // The index's memory is what the tables hold beyond their filters;
+        // measured on a second, cache-less open of each live table file.
+        let mut index_bytes = 0;
+        for entry in std::fs::read_dir(self.db.path()).context("listing store directory")? {
+            let path = entry.context("reading directory entry")?.path();
+            if path.extension().is_some_and(|e| e == "sst") {
+                match bloomlsm_sstable::Table::open_path(&path, 0, None) {
+                    Ok(t) => {
+                        let filter = t.filter().map_or(0, |f| f.memory_bytes());
+                        index_bytes += (t.memory_bytes() - filter) as u64;
+                    }
+                    // Deleted by a compaction since the listing.
+                    Err(_) if !path.exists() => {}
+                    Err(e) => return Err(e).context("opening a table to measure its index"),
+                }
+            }
+        }
+        let s = self.db.stats();
+        Ok(EngineSpace {
+            filter_bytes: s.total.filter_bytes,
+            index_bytes,
+            table_bytes_written: s.bytes_written,
+        })
+    }
 }
 
 /// RocksDB through the `rocksdb` crate.
@@ -179,6 +223,7 @@ impl Rocks {
         options.set_max_background_jobs(2);
         options.set_max_open_files(-1);
         options.enable_statistics();
+        options.set_use_direct_reads(m.direct_io);
         let db = rocksdb::DB::open(&options, dir).context("opening rocksdb")?;
         let mut write = rocksdb::WriteOptions::default();
         write.set_sync(false);
@@ -253,13 +298,30 @@ impl Engine for Rocks {
     fn disk_bytes(&self) -> Result<u64> {
         dir_bytes(&self.dir)
     }
+    fn space(&self) -> Result<EngineSpace> {
+        let props = self
+            .db
+            .property_value("rocksdb.aggregated-table-properties")?
+            .unwrap_or_default();
+        let t = |ticker| self.options.get_ticker_count(ticker);
+        Ok(EngineSpace {
+            filter_bytes: parse_property(&props, "filter block size").unwrap_or(0),
+            index_bytes: parse_property(&props, "index block size").unwrap_or(0),
+            table_bytes_written: t(Ticker::FlushWriteBytes) + t(Ticker::CompactWriteBytes),
+        })
+    }
 }
 
 /// Reads `name=value` from RocksDB's table-properties text.
 fn parse_property(text: &str, name: &str) -> Option<u64> {
     text.split(';').find_map(|part| {
         let (k, v) = part.split_once('=')?;
-        (k.trim() == name).then(|| v.trim().parse().ok()).flatten()
+        // Some names carry a parenthesized detail: "index block size (user-key? 1, ...)".
+        let k = k.trim();
+        let named = k == name
+            || k.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(" ("));
+        named.then(|| v.trim().parse().ok()).flatten()
     })
 }
 

@@ -1,8 +1,13 @@
 //! The side-by-side benchmark of bloomlsm against RocksDB: engines with
-//! mirrored settings, workloads with checked answers, and the report.
+//! mirrored settings, workloads with checked answers, the kernel's I/O and
+//! memory figures around each phase, scale mode, and the report.
 
 pub mod engines;
 pub mod keys;
+pub mod plots;
+pub mod procfs;
+pub mod progress;
 pub mod report;
 pub mod run;
+pub mod scale;
 pub mod workload;

@@ -1,26 +1,32 @@
-//! Markdown, JSON and SVG output of a run.
+//! Markdown and JSON output of a run, and the files its plots go to.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use plotters::prelude::*;
 
+use crate::plots;
 use crate::workload::Measurement;
 
 /// Per-engine facts measured once after the fill.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct EngineFacts {
     /// Engine name.
     pub engine: String,
     /// Filter bytes per loaded key.
     pub filter_bytes_per_key: f64,
+    /// Index bytes per loaded key.
+    pub index_bytes_per_key: f64,
     /// Bytes on disk after the fill.
     pub disk_bytes: u64,
+    /// Table bytes written by flushes and compactions / user bytes loaded.
+    pub write_amplification: f64,
+    /// Bytes on disk / user bytes loaded.
+    pub space_amplification: f64,
 }
 
 /// One point of the bits-per-key sweep.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct SweepPoint {
     /// Engine name.
     pub engine: String,
@@ -35,7 +41,7 @@ pub struct SweepPoint {
 }
 
 /// Everything a run produced.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Report {
     /// The exact configuration.
     pub config: serde_json::Value,
@@ -48,7 +54,7 @@ pub struct Report {
 }
 
 /// The distinct items, in the order first seen.
-fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+pub fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     let mut out: Vec<&str> = Vec::new();
     for item in items {
         if !out.contains(&item) {
@@ -58,30 +64,63 @@ fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     out
 }
 
-fn ratio(a: f64, b: f64) -> String {
-    if b == 0.0 {
+/// `a / b` as `1.23x`, `-` when `b` is zero.
+pub fn ratio(a: f64, b: f64) -> String {
+    if b == 0.0 || !a.is_finite() || !b.is_finite() {
         "-".into()
     } else {
         format!("{:.2}x", a / b)
     }
 }
 
+/// A count with a K / M / G suffix: `1.6M`, `250K`, `980`.
+pub fn human(v: f64) -> String {
+    let a = v.abs();
+    let (div, suffix) = if a >= 1e9 {
+        (1e9, "G")
+    } else if a >= 1e6 {
+        (1e6, "M")
+    } else if a >= 1e3 {
+        (1e3, "K")
+    } else {
+        (1.0, "")
+    };
+    let x = v / div;
+    if x.abs() >= 100.0 || x.fract() == 0.0 {
+        format!("{x:.0}{suffix}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}{suffix}")
+    } else {
+        format!("{x:.2}{suffix}")
+    }
+}
+
+/// The label of a measurement's workload: `readrandom`, `readrandom x4`.
+pub fn workload_label(m: &Measurement) -> String {
+    if m.threads > 1 {
+        format!("{} x{}", m.workload, m.threads)
+    } else {
+        m.workload.clone()
+    }
+}
+
 impl Report {
-    /// The Markdown table: every figure and ours / RocksDB's.
+    /// RocksDB's measurement of the same workload and thread count.
+    pub fn rocksdb_of(&self, m: &Measurement) -> Option<&Measurement> {
+        self.measurements
+            .iter()
+            .find(|r| r.engine == "rocksdb" && r.workload == m.workload && r.threads == m.threads)
+    }
+
+    /// The Markdown tables: every figure and ours / RocksDB's.
     pub fn markdown(&self) -> String {
         let mut out = String::from(
-            "| workload | engine | ops/s | p50 us | p99 us | p99.9 us | block reads/op | observed FPR | ops/s vs rocksdb | reads/op vs rocksdb |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            "| workload | engine | ops/s | p50 us | p99 us | p99.9 us | block reads/op | device bytes/op | read syscalls/op | observed FPR | ops/s vs rocksdb | reads/op vs rocksdb |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         );
-        let rocks: BTreeMap<&str, &Measurement> = self
-            .measurements
-            .iter()
-            .filter(|m| m.engine == "rocksdb")
-            .map(|m| (m.workload.as_str(), m))
-            .collect();
-        for m in &self.measurements {
-            let r = rocks.get(m.workload.as_str());
+        for m in self.measurements.iter().filter(|m| m.threads == 1) {
+            let r = self.rocksdb_of(m);
             out += &format!(
-                "| {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.4} | {:.4}% | {} | {} |\n",
+                "| {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.4} | {:.0} | {:.3} | {:.4}% | {} | {} |\n",
                 m.workload,
                 m.engine,
                 m.ops_per_sec,
@@ -89,6 +128,8 @@ impl Report {
                 m.p99_us,
                 m.p999_us,
                 m.block_reads_per_op,
+                m.device_bytes_per_op,
+                m.read_syscalls_per_op,
                 m.observed_fpr * 100.0,
                 r.map_or("-".into(), |r| ratio(m.ops_per_sec, r.ops_per_sec)),
                 r.map_or("-".into(), |r| ratio(
@@ -97,11 +138,17 @@ impl Report {
                 )),
             );
         }
-        out += "\n| engine | filter bytes/key | bytes on disk |\n|---|---:|---:|\n";
+        out += &self.threads_markdown();
+        out += "\n| engine | filter bytes/key | index bytes/key | bytes on disk | write amplification | space amplification |\n|---|---:|---:|---:|---:|---:|\n";
         for f in &self.facts {
             out += &format!(
-                "| {} | {:.3} | {} |\n",
-                f.engine, f.filter_bytes_per_key, f.disk_bytes
+                "| {} | {:.3} | {:.3} | {} | {:.2} | {:.3} |\n",
+                f.engine,
+                f.filter_bytes_per_key,
+                f.index_bytes_per_key,
+                f.disk_bytes,
+                f.write_amplification,
+                f.space_amplification
             );
         }
         for m in self.measurements.iter().filter(|m| !m.notes.is_empty()) {
@@ -127,129 +174,90 @@ impl Report {
         out
     }
 
+    /// Throughput by reader threads, when more than one count was run.
+    fn threads_markdown(&self) -> String {
+        let counts: Vec<usize> = {
+            let mut c: Vec<usize> = self.measurements.iter().map(|m| m.threads).collect();
+            c.sort_unstable();
+            c.dedup();
+            c
+        };
+        if counts.len() < 2 {
+            return String::new();
+        }
+        let mut by: BTreeMap<(&str, &str), BTreeMap<usize, f64>> = BTreeMap::new();
+        for m in &self.measurements {
+            by.entry((m.workload.as_str(), m.engine.as_str()))
+                .or_default()
+                .insert(m.threads, m.ops_per_sec);
+        }
+        let mut out = String::from("\n| workload | engine |");
+        for t in &counts {
+            out += &format!(" {t} thread{} ops/s |", if *t == 1 { "" } else { "s" });
+        }
+        for t in &counts {
+            out += &format!(" vs rocksdb at {t} |");
+        }
+        out += "\n|---|---|";
+        out += &"---:|".repeat(2 * counts.len());
+        out += "\n";
+        let workloads = distinct(
+            self.measurements
+                .iter()
+                .filter(|m| m.threads > 1)
+                .map(|m| m.workload.as_str()),
+        );
+        let engines = distinct(self.measurements.iter().map(|m| m.engine.as_str()));
+        for w in &workloads {
+            for e in &engines {
+                let Some(row) = by.get(&(*w, *e)) else {
+                    continue;
+                };
+                let rocks = by.get(&(*w, "rocksdb"));
+                out += &format!("| {w} | {e} |");
+                for t in &counts {
+                    out += &row.get(t).map_or(" - |".into(), |v| format!(" {v:.0} |"));
+                }
+                for t in &counts {
+                    let r = rocks.and_then(|r| r.get(t));
+                    out += &match (row.get(t), r) {
+                        (Some(a), Some(b)) => format!(" {} |", ratio(*a, *b)),
+                        _ => " - |".into(),
+                    };
+                }
+                out += "\n";
+            }
+        }
+        out
+    }
+
     /// Writes report.md, report.json and the plots under `dir`.
     pub fn write(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         std::fs::write(dir.join("report.md"), self.markdown()).context("writing report.md")?;
         std::fs::write(dir.join("report.json"), serde_json::to_string_pretty(self)?)
             .context("writing report.json")?;
-        self.plot_throughput(&dir.join("throughput.svg"))?;
+        plots::throughput(self, &dir.join("throughput.svg"))?;
         if !self.sweep.is_empty() {
-            self.plot_sweep(&dir.join("sweep.svg"))?;
+            plots::sweep(self, &dir.join("sweep.svg"))?;
         }
         Ok(())
     }
+}
 
-    fn plot_throughput(&self, path: &Path) -> Result<()> {
-        let workloads = distinct(self.measurements.iter().map(|m| m.workload.as_str()));
-        let engines = distinct(self.measurements.iter().map(|m| m.engine.as_str()));
-        let max = self
-            .measurements
-            .iter()
-            .map(|m| m.ops_per_sec)
-            .fold(1.0, f64::max);
-        let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let n = (workloads.len() * (engines.len() + 1)) as f64;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "ops/s per workload (bloomlsm vs RocksDB)",
-                ("sans-serif", 20),
-            )
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..n, 0.0..max * 1.1)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_desc("workload groups: ".to_string() + &workloads.join(", "))
-            .y_desc("ops/s")
-            .draw()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        for (e, engine) in engines.iter().enumerate() {
-            let color = Palette99::pick(e).to_rgba();
-            let bars = workloads.iter().enumerate().filter_map(|(w, workload)| {
-                let m = self
-                    .measurements
-                    .iter()
-                    .find(|m| m.engine == *engine && m.workload == *workload)?;
-                let x = (w * (engines.len() + 1) + e) as f64;
-                Some(Rectangle::new(
-                    [(x, 0.0), (x + 0.9, m.ops_per_sec)],
-                    color.filled(),
-                ))
-            });
-            chart
-                .draw_series(bars)
-                .map_err(|e| anyhow::anyhow!("{e}"))?
-                .label(*engine)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
-                });
-        }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(())
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    fn plot_sweep(&self, path: &Path) -> Result<()> {
-        let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "data-block reads per absent get vs bits per key",
-                ("sans-serif", 20),
-            )
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..21.0, (1e-5f64..2.0).log_scale())
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        chart
-            .configure_mesh()
-            .x_desc("bits per key")
-            .y_desc("reads per absent get")
-            .draw()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let formula = (1..=200).map(|i| {
-            let b = i as f64 / 10.0;
-            (
-                b,
-                bloomlsm_filter::math::optimal_false_positive_rate(b).max(1e-5),
-            )
-        });
-        chart
-            .draw_series(LineSeries::new(formula, BLACK))
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .label("lecture: 0.6185^(bits/key)")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
-        let engines = distinct(self.sweep.iter().map(|p| p.engine.as_str()));
-        for (i, engine) in engines.iter().enumerate() {
-            let color = Palette99::pick(i + 1).to_rgba();
-            let points: Vec<(f64, f64)> = self
-                .sweep
-                .iter()
-                .filter(|p| p.engine == *engine)
-                .map(|p| (p.bits_per_key, p.reads_per_absent_get.max(1e-5)))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(points, color.stroke_width(2)))
-                .map_err(|e| anyhow::anyhow!("{e}"))?
-                .label(*engine)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(())
+    #[test]
+    fn human_units_read_as_people_write_them() {
+        assert_eq!(human(1_600_000.0), "1.60M");
+        assert_eq!(human(250_000.0), "250K");
+        assert_eq!(human(56_832.0), "56.8K");
+        assert_eq!(human(980.0), "980");
+        assert_eq!(human(2e9), "2G");
+        assert_eq!(human(0.5), "0.50");
+        assert_eq!(ratio(3.0, 2.0), "1.50x");
+        assert_eq!(ratio(3.0, 0.0), "-");
     }
 }

@@ -10,7 +10,7 @@ use crate::report::{EngineFacts, Report, SweepPoint};
 use crate::workload::{self, Sizes};
 
 /// What to run.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RunConfig {
     /// Sizes of the workloads.
     pub sizes: Sizes,
@@ -18,6 +18,9 @@ pub struct RunConfig {
     pub mirror: Mirror,
     /// Engines, in order.
     pub engines: Vec<String>,
+    /// Reader threads of `readrandom` and `readmissing`: each count is run
+    /// in turn (1 is always run, as the base of the other workloads).
+    pub threads: Vec<usize>,
     /// Run the bits-per-key sweep too.
     pub sweep: bool,
     /// Bits per key of the sweep.
@@ -28,7 +31,13 @@ pub struct RunConfig {
     pub filter_policy: String,
 }
 
-fn open_engine(name: &str, dir: &Path, mirror: &Mirror, policy: &str) -> Result<Box<dyn Engine>> {
+/// Opens engine `name` in `dir`.
+pub fn open_engine(
+    name: &str,
+    dir: &Path,
+    mirror: &Mirror,
+    policy: &str,
+) -> Result<Box<dyn Engine>> {
     Ok(match name {
         "bloomlsm" => {
             let optimized = match policy {
@@ -64,26 +73,43 @@ fn open_engine(name: &str, dir: &Path, mirror: &Mirror, policy: &str) -> Result<
     })
 }
 
+/// Facts about `e` measured once after the fill.
+pub fn facts(e: &dyn Engine, s: &Sizes) -> Result<EngineFacts> {
+    let space = e.space()?;
+    let disk_bytes = e.disk_bytes()?;
+    let per_key = |b: u64| b as f64 / s.keys.max(1) as f64;
+    let user = s.user_bytes().max(1) as f64;
+    Ok(EngineFacts {
+        engine: e.name().to_string(),
+        filter_bytes_per_key: per_key(space.filter_bytes),
+        index_bytes_per_key: per_key(space.index_bytes),
+        disk_bytes,
+        write_amplification: space.table_bytes_written as f64 / user,
+        space_amplification: disk_bytes as f64 / user,
+    })
+}
+
 /// Runs every engine through every workload, one engine at a time.
 pub fn run(config: &RunConfig, base: Option<&Path>) -> Result<Report> {
     let temp = tempfile::tempdir_in(base.unwrap_or(&std::env::temp_dir()))
         .context("creating a temporary directory")?;
     let s = &config.sizes;
     let mut measurements = Vec::new();
-    let mut facts = Vec::new();
+    let mut facts_all = Vec::new();
+    let more_threads: Vec<usize> = config.threads.iter().copied().filter(|&t| t > 1).collect();
     for name in &config.engines {
         let dir: PathBuf = temp.path().join(name);
         let engine = open_engine(name, &dir, &config.mirror, &config.filter_policy)?;
         let e = engine.as_ref();
         measurements.push(workload::fill(e, s)?);
-        facts.push(EngineFacts {
-            engine: name.clone(),
-            filter_bytes_per_key: e.filter_bytes()? as f64 / s.keys as f64,
-            disk_bytes: e.disk_bytes()?,
-        });
-        measurements.push(workload::reads(e, s, "readrandom", 1.0, 1)?);
-        measurements.push(workload::reads(e, s, "readmissing", 0.0, 2)?);
-        measurements.push(workload::reads(e, s, "mixed", 0.1, 3)?);
+        facts_all.push(facts(e, s)?);
+        for (workload, present, seed) in [("readrandom", 1.0, 1), ("readmissing", 0.0, 2)] {
+            measurements.push(workload::reads(e, s, workload, present, seed, 1)?);
+            for &t in &more_threads {
+                measurements.push(workload::reads(e, s, workload, present, seed, t)?);
+            }
+        }
+        measurements.push(workload::reads(e, s, "mixed", 0.1, 3, 1)?);
         measurements.push(workload::scans(e, s)?);
         measurements.push(workload::crawler(e, s, config.mirror.bits_per_key)?);
         drop(engine);
@@ -105,7 +131,7 @@ pub fn run(config: &RunConfig, base: Option<&Path>) -> Result<Report> {
                 };
                 let engine = open_engine(name, &dir, &mirror, &config.filter_policy)?;
                 workload::fill(engine.as_ref(), &sizes)?;
-                let m = workload::reads(engine.as_ref(), &sizes, "readmissing", 0.0, 9)?;
+                let m = workload::reads(engine.as_ref(), &sizes, "readmissing", 0.0, 9, 1)?;
                 sweep.push(SweepPoint {
                     engine: name.to_string(),
                     bits_per_key: bits,
@@ -121,7 +147,7 @@ pub fn run(config: &RunConfig, base: Option<&Path>) -> Result<Report> {
     Ok(Report {
         config: serde_json::to_value(config)?,
         measurements,
-        facts,
+        facts: facts_all,
         sweep,
     })
 }

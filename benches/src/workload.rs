@@ -1,16 +1,20 @@
-//! The workloads, timed per operation, with every answer checked.
+//! The workloads, timed per operation, with every answer checked. Around
+//! each phase the engine's read counters and the kernel's I/O counters
+//! (`/proc/self/io`) are sampled, so every figure is per operation of that
+//! phase alone.
 
 use std::time::Instant;
 
 use anyhow::{Result, bail};
 use hdrhistogram::Histogram;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::engines::{Engine, ReadCounters};
 use crate::keys::{absent_key, present_key, url, value};
+use crate::procfs::{ProcIo, ProcMemory, allocated_bytes, release_free_memory};
+use crate::progress::Progress;
 
 /// Sizes of a run.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Sizes {
     /// Keys loaded by `fill`.
     pub keys: u64,
@@ -28,15 +32,26 @@ pub struct Sizes {
     pub crawler_repeat_fraction: f64,
 }
 
+impl Sizes {
+    /// Bytes of keys and values `fill` writes.
+    pub fn user_bytes(&self) -> u64 {
+        self.keys * (self.key_bytes + self.value_bytes) as u64
+    }
+}
+
 /// Figures of one workload on one engine.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Measurement {
     /// Engine name.
     pub engine: String,
     /// Workload name.
     pub workload: String,
+    /// Threads issuing operations.
+    pub threads: usize,
     /// Operations timed.
     pub ops: u64,
+    /// Wall-clock seconds of the phase (for `fill`, including the settle).
+    pub seconds: f64,
     /// Operations per second.
     pub ops_per_sec: f64,
     /// Latency percentiles, microseconds.
@@ -47,6 +62,10 @@ pub struct Measurement {
     pub p999_us: f64,
     /// Data blocks read from files per operation.
     pub block_reads_per_op: f64,
+    /// Bytes read from storage per operation (`read_bytes`, whole process).
+    pub device_bytes_per_op: f64,
+    /// Read system calls per operation (`syscr`, whole process).
+    pub read_syscalls_per_op: f64,
     /// false positives / (false positives + negatives) in this workload.
     pub observed_fpr: f64,
     /// Gets that found nothing (absent keys).
@@ -55,56 +74,70 @@ pub struct Measurement {
     pub notes: Vec<(String, f64)>,
 }
 
-fn progress(len: u64, label: String) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{prefix:>28} [{bar:30}] {pos}/{len} {per_sec}")
-    {
-        bar.set_style(style.progress_chars("=> "));
+impl Measurement {
+    /// The value of note `name`, if recorded.
+    pub fn note(&self, name: &str) -> Option<f64> {
+        self.notes.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
     }
-    bar.set_prefix(label);
-    bar
 }
 
-struct Timer {
-    hist: Histogram<u64>,
+fn histogram() -> Result<Histogram<u64>> {
+    Ok(Histogram::new_with_bounds(1, 60_000_000_000, 3)?)
+}
+
+/// Records the latency of `f` in `hist`, nanoseconds.
+fn timed<T>(hist: &mut Histogram<u64>, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let t = Instant::now();
+    let out = f()?;
+    hist.saturating_record(t.elapsed().as_nanos().max(1) as u64);
+    Ok(out)
+}
+
+/// The counters of a phase, taken at its start.
+struct Phase {
     started: Instant,
     counters: ReadCounters,
+    io: ProcIo,
 }
 
-impl Timer {
-    fn start(engine: &dyn Engine) -> Result<Self> {
-        Ok(Self {
-            hist: Histogram::new_with_bounds(1, 60_000_000_000, 3)?,
-            started: Instant::now(),
+impl Phase {
+    fn start(engine: &dyn Engine) -> Self {
+        Self {
             counters: engine.counters(),
-        })
+            io: ProcIo::now(),
+            started: Instant::now(),
+        }
     }
 
-    fn time<T>(&mut self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let t = Instant::now();
-        let out = f()?;
-        self.hist
-            .saturating_record(t.elapsed().as_nanos().max(1) as u64);
-        Ok(out)
-    }
-
-    fn finish(self, engine: &dyn Engine, workload: &str, absent_gets: u64) -> Measurement {
-        let elapsed = self.started.elapsed().as_secs_f64();
-        let ops = self.hist.len();
+    fn finish(
+        self,
+        engine: &dyn Engine,
+        workload: &str,
+        threads: usize,
+        hist: &Histogram<u64>,
+        absent_gets: u64,
+    ) -> Measurement {
+        let seconds = self.started.elapsed().as_secs_f64();
+        let io = ProcIo::now().since(self.io);
+        let ops = hist.len();
+        let per_op = |n: u64| n as f64 / ops.max(1) as f64;
         let after = engine.counters();
-        let reads = after.data_block_reads - self.counters.data_block_reads;
         let fp = after.filter_false_positives - self.counters.filter_false_positives;
         let neg = after.filter_negatives - self.counters.filter_negatives;
-        let us = |q: f64| self.hist.value_at_quantile(q) as f64 / 1000.0;
+        let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
         Measurement {
             engine: engine.name().to_string(),
             workload: workload.to_string(),
+            threads,
             ops,
-            ops_per_sec: ops as f64 / elapsed.max(1e-9),
+            seconds,
+            ops_per_sec: ops as f64 / seconds.max(1e-9),
             p50_us: us(0.5),
             p99_us: us(0.99),
             p999_us: us(0.999),
-            block_reads_per_op: reads as f64 / ops.max(1) as f64,
+            block_reads_per_op: per_op(after.data_block_reads - self.counters.data_block_reads),
+            device_bytes_per_op: per_op(io.read_bytes),
+            read_syscalls_per_op: per_op(io.read_syscalls),
             observed_fpr: if fp + neg == 0 {
                 0.0
             } else {
@@ -118,67 +151,120 @@ impl Timer {
 
 /// Loads `keys` keys in a random order, then lets background work settle.
 pub fn fill(engine: &dyn Engine, s: &Sizes) -> Result<Measurement> {
-    let bar = progress(s.keys, format!("{} fill", engine.name()));
-    let mut timer = Timer::start(engine)?;
+    let progress = Progress::new(format!("{} fill", engine.name()), s.keys);
+    let phase = Phase::start(engine);
+    let mut hist = histogram()?;
     for i in 0..s.keys {
         let (k, v) = (present_key(i, s.key_bytes), value(i, s.value_bytes));
-        timer.time(|| engine.put(&k, &v))?;
-        if i % 4096 == 0 {
-            bar.set_position(i);
+        timed(&mut hist, || engine.put(&k, &v))?;
+        if i % 4096 == 4095 {
+            progress.inc(4096);
         }
     }
     engine.settle()?;
-    bar.finish_and_clear();
-    Ok(timer.finish(engine, "fill", 0))
+    progress.finish();
+    Ok(phase.finish(engine, "fill", 1, &hist, 0))
 }
 
-/// `ops` gets; a fraction `present` of them for keys that exist.
+/// `ops` gets from `threads` threads at once, each taking every
+/// `threads`-th operation; a fraction `present` of them for keys that
+/// exist. Latencies of all threads go into one histogram.
 pub fn reads(
     engine: &dyn Engine,
     s: &Sizes,
     name: &str,
     present: f64,
     seed: u64,
+    threads: usize,
 ) -> Result<Measurement> {
-    let bar = progress(s.ops, format!("{} {name}", engine.name()));
-    let mut timer = Timer::start(engine)?;
+    let threads = threads.max(1);
+    let label = if threads == 1 {
+        format!("{} {name}", engine.name())
+    } else {
+        format!("{} {name} x{threads}", engine.name())
+    };
+    let progress = Progress::new(label, s.ops);
+    let phase = Phase::start(engine);
+    let results: Vec<Result<(Histogram<u64>, u64)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let progress = &progress;
+                scope.spawn(move || {
+                    let mut hist = histogram()?;
+                    let mut absent_gets = 0;
+                    for (n, op) in (t as u64..s.ops).step_by(threads).enumerate() {
+                        if read_one(engine, s, name, present, seed, op, &mut hist)? {
+                            absent_gets += 1;
+                        }
+                        if n % 1024 == 1023 {
+                            progress.inc(1024);
+                        }
+                    }
+                    Ok((hist, absent_gets))
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a reader thread panicked")))
+            })
+            .collect()
+    });
+    let mut hist = histogram()?;
     let mut absent_gets = 0;
-    for op in 0..s.ops {
-        let r = crate::keys::mix(op ^ seed);
-        let want_present = (r % 1_000_000) as f64 / 1_000_000.0 < present;
-        let i = (r >> 20) % s.keys;
-        if want_present {
-            let k = present_key(i, s.key_bytes);
-            let got = timer.time(|| engine.get(&k))?;
-            if got.as_deref() != Some(value(i, s.value_bytes).as_slice()) {
-                bail!(
-                    "{}: wrong answer for present key {i} in {name}",
-                    engine.name()
-                );
-            }
-        } else {
-            let k = absent_key(op ^ seed, s.key_bytes);
-            let got = timer.time(|| engine.get(&k))?;
-            if got.is_some() {
-                bail!("{}: absent key returned a value in {name}", engine.name());
-            }
-            absent_gets += 1;
-        }
-        if op % 4096 == 0 {
-            bar.set_position(op);
-        }
+    for r in results {
+        let (h, a) = r?;
+        hist.add(&h)?;
+        absent_gets += a;
     }
-    bar.finish_and_clear();
-    Ok(timer.finish(engine, name, absent_gets))
+    let m = phase.finish(engine, name, threads, &hist, absent_gets);
+    progress.finish();
+    Ok(m)
+}
+
+/// Operation `op` of a read workload; true when it asked for an absent key.
+fn read_one(
+    engine: &dyn Engine,
+    s: &Sizes,
+    name: &str,
+    present: f64,
+    seed: u64,
+    op: u64,
+    hist: &mut Histogram<u64>,
+) -> Result<bool> {
+    let r = crate::keys::mix(op ^ seed);
+    let want_present = (r % 1_000_000) as f64 / 1_000_000.0 < present;
+    if want_present {
+        let i = (r >> 20) % s.keys;
+        let k = present_key(i, s.key_bytes);
+        let got = timed(hist, || engine.get(&k))?;
+        if got.as_deref() != Some(value(i, s.value_bytes).as_slice()) {
+            bail!(
+                "{}: wrong answer for present key {i} in {name}",
+                engine.name()
+            );
+        }
+        Ok(false)
+    } else {
+        let k = absent_key(op ^ seed, s.key_bytes);
+        let got = timed(hist, || engine.get(&k))?;
+        if got.is_some() {
+            bail!("{}: absent key returned a value in {name}", engine.name());
+        }
+        Ok(true)
+    }
 }
 
 /// Short range scans from random present keys.
 pub fn scans(engine: &dyn Engine, s: &Sizes) -> Result<Measurement> {
     let count = (s.ops / 100).max(100);
-    let mut timer = Timer::start(engine)?;
+    let phase = Phase::start(engine);
+    let mut hist = histogram()?;
     for op in 0..count {
         let start = present_key(crate::keys::mix(op) % s.keys, s.key_bytes);
-        let n = timer.time(|| engine.scan(&start, s.scan_length))?;
+        let n = timed(&mut hist, || engine.scan(&start, s.scan_length))?;
         if n == 0 {
             bail!(
                 "{}: a scan from a present key returned nothing",
@@ -186,13 +272,18 @@ pub fn scans(engine: &dyn Engine, s: &Sizes) -> Result<Measurement> {
             );
         }
     }
-    Ok(timer.finish(engine, "scan", 0))
+    Ok(phase.finish(engine, "scan", 1, &hist, 0))
 }
 
 /// The lecture's crawler: a stream of URLs, some repeating; each is looked
-/// up and inserted when new. Also the memory an exact set of the URLs takes.
+/// up and inserted when new. Every answer is checked against an exact set
+/// of the URLs seen, whose memory is then measured: the allocator's bytes in
+/// use just before and after the set is freed, once background work has
+/// settled (so nothing else allocates meanwhile).
 pub fn crawler(engine: &dyn Engine, s: &Sizes, bits_per_key: f64) -> Result<Measurement> {
-    let mut timer = Timer::start(engine)?;
+    let progress = Progress::new(format!("{} crawler", engine.name()), s.crawler_urls);
+    let phase = Phase::start(engine);
+    let mut hist = histogram()?;
     let mut exact: ahash::HashSet<Vec<u8>> = ahash::HashSet::default();
     let mut fresh = 0u64;
     let mut absent_gets = 0;
@@ -201,7 +292,7 @@ pub fn crawler(engine: &dyn Engine, s: &Sizes, bits_per_key: f64) -> Result<Meas
         let repeat = op > 0 && (r % 1000) as f64 / 1000.0 < s.crawler_repeat_fraction;
         let id = if repeat { (r >> 10) % op.max(1) } else { op };
         let u = url(id);
-        let seen = timer.time(|| engine.get(&u))?;
+        let seen = timed(&mut hist, || engine.get(&u))?;
         if seen.is_some() != exact.contains(&u) {
             bail!(
                 "{}: crawler lookup disagrees with the exact set",
@@ -214,16 +305,32 @@ pub fn crawler(engine: &dyn Engine, s: &Sizes, bits_per_key: f64) -> Result<Meas
             engine.put(&u, b"")?;
             exact.insert(u);
         }
+        if op % 4096 == 4095 {
+            progress.inc(4096);
+        }
     }
-    let mut m = timer.finish(engine, "crawler", absent_gets);
+    let mut m = phase.finish(engine, "crawler", 1, &hist, absent_gets);
+    progress.finish();
+    engine.settle()?;
     let url_bytes: usize = exact.iter().map(|u| u.len()).sum();
-    let exact_set_bytes =
-        (url_bytes + exact.capacity() * (std::mem::size_of::<Vec<u8>>() + 8)) as f64;
+    let rss_with_exact_set = ProcMemory::now().rss_bytes;
+    let before = allocated_bytes();
+    drop(exact);
+    let exact_set_bytes = match (before, allocated_bytes()) {
+        (Some(b), Some(a)) => b.saturating_sub(a) as f64,
+        _ => f64::NAN,
+    };
+    release_free_memory();
+    let rss_without = ProcMemory::now().rss_bytes;
     let filter_bytes = fresh as f64 * bits_per_key / 8.0;
     let fpr = bloomlsm_filter::math::optimal_false_positive_rate(bits_per_key);
     m.notes = vec![
+        ("urls_streamed".into(), s.crawler_urls as f64),
         ("distinct_urls".into(), fresh as f64),
+        ("url_bytes".into(), url_bytes as f64),
         ("exact_set_bytes".into(), exact_set_bytes),
+        ("rss_with_exact_set_bytes".into(), rss_with_exact_set as f64),
+        ("rss_after_freeing_it_bytes".into(), rss_without as f64),
         ("filter_alone_bytes".into(), filter_bytes),
         ("filter_wrongly_seen_per_billion".into(), fpr * 1e9),
     ];

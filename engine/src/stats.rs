@@ -1,4 +1,4 @@
-//! Read-path counters (DESIGN.md, "Stats: words with one meaning").
+//! Read-path counters (docs/DESIGN.md, "Stats: words with one meaning").
 //!
 //! Per filter probe of a key really absent from that table: a *negative*
 //! (filter said no: a read saved) or a *false positive* (filter said maybe,

@@ -169,7 +169,7 @@ impl DbInner {
             return Err(Error::Corruption {
                 path,
                 offset: table.footer().filter.offset,
-                reason: reason.clone(),
+                reason: reason.to_string(),
             });
         }
         Ok(Arc::new(TableHandle::new(

@@ -19,8 +19,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use bloomlsm::FilterKind;
 use bloomlsm::{Db, Options, Snapshot, WriteBatch};
-use deep::{Case, DeepCases, Op, key, report_failure_at, value};
+use deep::{
+    Case, DeepCases, Op, PolicySpec, Shape, key, progress, report_failure_at, start_watchdog, value,
+};
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -82,6 +85,8 @@ struct Run<'a> {
     model: Model,
     /// Keys deleted and not written since.
     deleted: BTreeSet<Vec<u8>>,
+    /// Keys of every put and delete, in order.
+    recent: Vec<u32>,
     snapshots: Vec<Option<(Snapshot, Model)>>,
     figures: CaseFigures,
     /// Index of the operation running.
@@ -103,6 +108,7 @@ impl<'a> Run<'a> {
             db: Some(db),
             model: Model::new(),
             deleted: BTreeSet::new(),
+            recent: Vec::new(),
             snapshots: (0..deep::SNAPSHOT_SLOTS).map(|_| None).collect(),
             figures: CaseFigures::default(),
             at: 0,
@@ -116,12 +122,14 @@ impl<'a> Run<'a> {
     }
 
     fn put(&mut self, k: u32, v: Vec<u8>) {
+        self.recent.push(k);
         self.deleted.remove(&key(k));
         self.model.insert(key(k), v);
         self.figures.puts += 1;
     }
 
     fn delete(&mut self, k: u32) {
+        self.recent.push(k);
         if self.model.remove(&key(k)).is_some() {
             self.deleted.insert(key(k));
         }
@@ -285,6 +293,11 @@ impl<'a> Run<'a> {
                 }
             }
             Op::Get { k } => self.check_get(&key(*k), "a")?,
+            Op::GetRecent { back } => {
+                if let Some(i) = self.recent.len().checked_sub(1 + usize::from(*back)) {
+                    self.check_get(&key(self.recent[i]), "a recently written")?;
+                }
+            }
             Op::GetPresent { pick } => {
                 if !self.model.is_empty() {
                     let i = *pick as usize % self.model.len();
@@ -376,6 +389,7 @@ impl<'a> Run<'a> {
         let ops = &self.case.ops;
         for (i, op) in ops.iter().enumerate() {
             self.at = i;
+            progress(self.case.seed, i, Some(op));
             let at = |e: TestCaseError| {
                 report_failure_at(i);
                 let TestCaseError::Fail(why) = e else {
@@ -391,6 +405,7 @@ impl<'a> Run<'a> {
                 self.check_all().map_err(at)?;
             }
         }
+        progress(self.case.seed, ops.len(), None);
         self.sample_depth();
         self.check_all().map_err(|e| {
             report_failure_at(ops.len());
@@ -444,6 +459,7 @@ fn deep_tree_matches_btreemap() {
         fixed_seed,
     };
     let figures: Mutex<Vec<(u64, CaseFigures)>> = Mutex::new(Vec::new());
+    start_watchdog();
     let started = Instant::now();
     let result = TestRunner::new(config).run(&strategy, |case| {
         let f = Run::new(&case)?.run()?;
@@ -451,6 +467,7 @@ fn deep_tree_matches_btreemap() {
         Ok(())
     });
     let elapsed = started.elapsed();
+    deep::stop_watchdog();
     if let Err(e) = result {
         panic!("{e}");
     }
@@ -483,4 +500,82 @@ fn deep_tree_matches_btreemap() {
         "only {deep_cases} of {} cases reached L4: the tree is not deep",
         figures.len()
     );
+}
+
+/// Runs one hand-kept case (a shrunk failure) and panics with its report.
+fn replay(case: Case) {
+    if let Err(e) = Run::new(&case).and_then(Run::run) {
+        panic!("{e}\n{case:?}");
+    }
+}
+
+/// Shrunk from seed 0xfdc9d9af00040ccc (issue 10, fault 2): two L0 tables
+/// hold versions v1414 and v1419 of one key; `rebuild_filters` gives the
+/// older table the larger file number, and `get` returned v1414.
+#[test]
+fn rebuild_filters_keeps_the_order_of_l0() {
+    replay(Case {
+        seed: 0xfdc9_d9af_0004_0ccc,
+        shape: Shape {
+            memtable_bytes: 869,
+            target_file_bytes: 635,
+            l1_bytes: 2442,
+            block_size: 128,
+            l0_compaction_trigger: 4,
+            filter_kind: FilterKind::Blocked,
+            policy: PolicySpec::PerLevel(vec![6.9]),
+        },
+        ops: vec![
+            Op::Put {
+                k: 327620628,
+                id: 1411,
+                pad: 11,
+            },
+            Op::Delete { k: 327620538 },
+            Op::Batch(vec![
+                (327620564, Some((1412, 9))),
+                (327619720, None),
+                (327620793, None),
+                (327620739, Some((1413, 5))),
+                (327620631, Some((1414, 10))),
+                (327620729, Some((1415, 0))),
+            ]),
+            Op::Delete { k: 327620651 },
+            Op::Delete { k: 878345571 },
+            Op::Delete { k: 327620520 },
+            Op::Put {
+                k: 327620658,
+                id: 1416,
+                pad: 0,
+            },
+            Op::Put {
+                k: 327620821,
+                id: 1417,
+                pad: 11,
+            },
+            Op::Delete { k: 327620790 },
+            Op::Batch(vec![
+                (327620721, Some((1418, 11))),
+                (327619841, None),
+                (327620631, Some((1419, 15))),
+                (734313512, Some((1420, 21))),
+                (327620670, Some((1421, 10))),
+                (327619978, None),
+                (327620199, None),
+            ]),
+            Op::Put {
+                k: 327620609,
+                id: 1422,
+                pad: 6,
+            },
+            Op::Batch(vec![
+                (327620698, None),
+                (327620228, None),
+                (327620359, Some((1423, 8))),
+                (327620817, Some((1424, 15))),
+                (327620636, Some((1425, 14))),
+            ]),
+            Op::RebuildFilters(PolicySpec::Uniform(9.7)),
+        ],
+    });
 }

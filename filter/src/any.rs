@@ -1,54 +1,63 @@
-//! A filter of either persisted kind, decoded from bytes by its header.
+//! A table filter of any persisted kind, decoded from bytes by its header.
 
 use crate::blocked::BlockedBloomFilter;
 use crate::codec;
 use crate::error::{FilterError, Result};
-use crate::filter_trait::Filter;
+use crate::filter_trait::{Filter, InsertFilter};
 use crate::hash::KeyHash;
 use crate::kind::FilterKind;
+use crate::ribbon::RibbonFilter;
 use crate::standard::BloomFilter;
 
-/// A standard or blocked filter, as stored in a table's filter block.
+/// A standard, blocked or Ribbon filter, as stored in a table's filter block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AnyFilter {
     /// A [`BloomFilter`].
     Standard(BloomFilter),
     /// A [`BlockedBloomFilter`].
     Blocked(BlockedBloomFilter),
+    /// A [`RibbonFilter`].
+    Ribbon(RibbonFilter),
 }
 
+const TABLE_KINDS: &str = "standard, blocked or ribbon";
+
 impl AnyFilter {
-    /// An empty filter of `kind` for `expected_items` at `bits_per_key`.
+    /// A filter of `kind` holding exactly `hashes`, at `bits_per_key`.
     /// The counting kind is not a table filter and is refused.
-    pub fn with_bits_per_key(
-        kind: FilterKind,
-        expected_items: u64,
-        bits_per_key: f64,
-    ) -> Result<Self> {
+    pub fn build(kind: FilterKind, hashes: &[KeyHash], bits_per_key: f64) -> Result<Self> {
+        let n = hashes.len() as u64;
         match kind {
-            FilterKind::Standard => Ok(Self::Standard(BloomFilter::with_bits_per_key(
-                expected_items,
-                bits_per_key,
-            ))),
-            FilterKind::Blocked => Ok(Self::Blocked(BlockedBloomFilter::with_bits_per_key(
-                expected_items,
+            FilterKind::Standard => {
+                let mut f = BloomFilter::with_bits_per_key(n, bits_per_key);
+                hashes.iter().for_each(|&h| f.insert_hash(h));
+                Ok(Self::Standard(f))
+            }
+            FilterKind::Blocked => {
+                let mut f = BlockedBloomFilter::with_bits_per_key(n, bits_per_key);
+                hashes.iter().for_each(|&h| f.insert_hash(h));
+                Ok(Self::Blocked(f))
+            }
+            FilterKind::Ribbon => Ok(Self::Ribbon(RibbonFilter::from_hashes(
+                hashes,
                 bits_per_key,
             ))),
             FilterKind::Counting => Err(FilterError::WrongKind {
-                expected: "standard or blocked",
+                expected: TABLE_KINDS,
                 found: "counting",
             }),
         }
     }
 
-    /// Decodes either kind, as named by the header. Never panics.
+    /// Decodes any table kind, as named by the header. Never panics.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let (_, kind, _) = codec::decode(bytes)?;
         match kind {
             FilterKind::Standard => BloomFilter::from_bytes(bytes).map(Self::Standard),
             FilterKind::Blocked => BlockedBloomFilter::from_bytes(bytes).map(Self::Blocked),
+            FilterKind::Ribbon => RibbonFilter::from_bytes(bytes).map(Self::Ribbon),
             FilterKind::Counting => Err(FilterError::WrongKind {
-                expected: "standard or blocked",
+                expected: TABLE_KINDS,
                 found: "counting",
             }),
         }
@@ -59,6 +68,7 @@ impl AnyFilter {
         match self {
             Self::Standard(f) => f.to_bytes(),
             Self::Blocked(f) => f.to_bytes(),
+            Self::Ribbon(f) => f.to_bytes(),
         }
     }
 
@@ -67,6 +77,7 @@ impl AnyFilter {
         match self {
             Self::Standard(_) => FilterKind::Standard,
             Self::Blocked(_) => FilterKind::Blocked,
+            Self::Ribbon(_) => FilterKind::Ribbon,
         }
     }
 
@@ -74,23 +85,18 @@ impl AnyFilter {
         match self {
             Self::Standard(f) => f,
             Self::Blocked(f) => f,
+            Self::Ribbon(f) => f,
         }
     }
 }
 
 impl Filter for AnyFilter {
-    fn insert_hash(&mut self, hash: KeyHash) {
-        match self {
-            Self::Standard(f) => f.insert_hash(hash),
-            Self::Blocked(f) => f.insert_hash(hash),
-        }
-    }
-
     #[inline]
     fn contains_hash(&self, hash: KeyHash) -> bool {
         match self {
             Self::Standard(f) => f.contains_hash(hash),
             Self::Blocked(f) => f.contains_hash(hash),
+            Self::Ribbon(f) => f.contains_hash(hash),
         }
     }
 
@@ -116,5 +122,13 @@ impl Filter for AnyFilter {
 
     fn memory_bytes(&self) -> usize {
         self.inner().memory_bytes()
+    }
+
+    fn estimated_fpr(&self) -> f64 {
+        self.inner().estimated_fpr()
+    }
+
+    fn estimated_items(&self) -> f64 {
+        self.inner().estimated_items()
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::codec;
 use crate::error::{FilterError, Result};
-use crate::filter_trait::Filter;
+use crate::filter_trait::{Filter, InsertFilter};
 use crate::hash::{BLOCK_PROBE_MULTIPLIER, KeyHash, block_and_seed};
 use crate::kind::FilterKind;
 use crate::math::{self, MAX_HASHES, MIN_HASHES};
@@ -53,15 +53,15 @@ impl BlockedBloomFilter {
     }
 
     /// A filter sized for `expected_items` at `bits_per_key` bits each, with
-    /// the k that minimises the blocked filter's false positive rate
-    /// ([`math::blocked_optimal_num_hashes`]; 7 at 10 bits per key).
+    /// the k of least expected false positive rate for a blocked filter
+    /// ([`math::blocked_num_hashes`]; 6 at 10 bits per key, 11 at 20). The
+    /// k is stored in the filter, so filters built with another k (7 at 10
+    /// bits per key before this choice) read back unchanged.
     pub fn with_bits_per_key(expected_items: u64, bits_per_key: f64) -> Self {
-        let k = if bits_per_key.is_finite() && bits_per_key > 0.0 {
-            math::blocked_optimal_num_hashes(bits_per_key, BLOCK_BITS)
-        } else {
-            MIN_HASHES
-        };
-        Self::new(bits_for(expected_items, bits_per_key), k)
+        Self::new(
+            bits_for(expected_items, bits_per_key),
+            math::blocked_num_hashes(bits_per_key),
+        )
     }
 
     /// A filter sized for `expected_items` at a target false positive rate.
@@ -132,7 +132,7 @@ impl BlockedBloomFilter {
     }
 }
 
-impl Filter for BlockedBloomFilter {
+impl InsertFilter for BlockedBloomFilter {
     #[inline]
     fn insert_hash(&mut self, hash: KeyHash) {
         let (block, seed) = block_and_seed(hash, self.blocks.len() as u64);
@@ -142,7 +142,9 @@ impl Filter for BlockedBloomFilter {
         }
         self.items += 1;
     }
+}
 
+impl Filter for BlockedBloomFilter {
     #[inline]
     fn contains_hash(&self, hash: KeyHash) -> bool {
         let (block, seed) = block_and_seed(hash, self.blocks.len() as u64);

@@ -2,18 +2,18 @@
 
 use crate::any::AnyFilter;
 use crate::error::Result;
-use crate::filter_trait::Filter;
 use crate::hash::KeyHash;
 use crate::kind::FilterKind;
 
-/// Collects one 8-byte hash per key (never the keys) and sizes the filter
-/// for exactly that many keys in [`FilterBuilder::finish`], as a table
-/// writer needs: the number of keys is known only at the end.
+/// Collects one 8-byte hash per key (never the keys) and builds the filter
+/// for exactly those keys in [`FilterBuilder::finish`], as a table writer
+/// needs: the number of keys is known only at the end, and a Ribbon filter
+/// is solved from all of them at once.
 #[derive(Clone, Debug)]
 pub struct FilterBuilder {
     kind: FilterKind,
     bits_per_key: f64,
-    hashes: Vec<u64>,
+    hashes: Vec<KeyHash>,
 }
 
 impl FilterBuilder {
@@ -30,7 +30,7 @@ impl FilterBuilder {
     /// Adds one key by its hash. REQUIRES: each distinct key is added once
     /// (a duplicate only wastes space; it never causes a false negative).
     pub fn add_hash(&mut self, hash: KeyHash) {
-        self.hashes.push(hash.raw());
+        self.hashes.push(hash);
     }
 
     /// Keys added so far.
@@ -43,13 +43,8 @@ impl FilterBuilder {
         self.hashes.is_empty()
     }
 
-    /// Builds the filter sized for the keys added.
+    /// Builds the filter of the keys added.
     pub fn finish(self) -> Result<AnyFilter> {
-        let mut filter =
-            AnyFilter::with_bits_per_key(self.kind, self.hashes.len() as u64, self.bits_per_key)?;
-        for h in self.hashes {
-            filter.insert_hash(KeyHash::from_raw(h));
-        }
-        Ok(filter)
+        AnyFilter::build(self.kind, &self.hashes, self.bits_per_key)
     }
 }

@@ -4,16 +4,22 @@
 //! offset size  field
 //! 0      4     magic 0x464d_4c42 ("BLMF" little-endian)       FROZEN
 //! 4      2     format version (1)                             FROZEN
-//! 6      1     filter kind tag (1 standard, 2 blocked, 3 counting)
+//! 6      1     filter kind tag (1 standard, 2 blocked, 3 counting, 4 ribbon)
 //! 7      1     hash id (1 = XXH3-64)
 //! 8      8     hash seed
-//! 16     4     k, number of hash functions (1..=30)
-//! 20     8     m, number of bits (counters for the counting kind)
+//! 16     4     k: number of hash functions (1..=30);
+//!              ribbon: result bits of its upper blocks (0..=32)
+//! 20     8     m: number of bits (counters for the counting kind;
+//!              ribbon: solution bits, a multiple of 128)
 //! 28     8     items inserted
 //! 36     P     payload: the bit array as little-endian u64 words
-//!              (counting: two 4-bit counters per byte, low nibble first)
+//!              (counting: two 4-bit counters per byte, low nibble first;
+//!              ribbon: the Ribbon parameters below, then m / 128
+//!              solution segments as little-endian u128)
 //! 36+P   4     crc32 (crc32fast) of bytes 0..36+P
 //! ```
+//! Ribbon parameters (8 bytes at offset 36): u32 number of 128-slot blocks
+//! (0 for a filter of no keys, else at least 2), u32 seed (0..=255).
 //! All integers little-endian, fixed width (bincode 2 with fixed-int encoding).
 
 use bincode::{Decode, Encode};
@@ -31,6 +37,8 @@ pub const FILTER_FORMAT_VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 36;
 /// Bytes in the trailing checksum.
 pub const CHECKSUM_LEN: usize = 4;
+/// Bytes of the Ribbon parameters at the start of a Ribbon payload.
+pub const RIBBON_PARAMS_LEN: usize = 8;
 
 /// The fixed header of a serialized filter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Encode, Decode)]
@@ -53,6 +61,15 @@ pub struct FilterHeader {
     pub items: u64,
 }
 
+/// The Ribbon-specific fields, at the start of a Ribbon filter's payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct RibbonParams {
+    /// Blocks of 128 slots (0 for a filter of no keys, else at least 2).
+    pub num_blocks: u32,
+    /// The seed the equations were solved with (0..=255).
+    pub seed: u32,
+}
+
 fn config() -> impl bincode::config::Config {
     bincode::config::standard()
         .with_little_endian()
@@ -64,7 +81,32 @@ pub(crate) fn payload_len(kind: FilterKind, num_bits: u64) -> u64 {
     match kind {
         FilterKind::Standard | FilterKind::Blocked => num_bits.div_ceil(64) * 8,
         FilterKind::Counting => num_bits.div_ceil(2),
+        FilterKind::Ribbon => RIBBON_PARAMS_LEN as u64 + num_bits / 8,
     }
+}
+
+/// The Ribbon parameters' bytes.
+pub(crate) fn encode_ribbon_params(params: RibbonParams) -> [u8; RIBBON_PARAMS_LEN] {
+    let mut out = [0u8; RIBBON_PARAMS_LEN];
+    // A fixed-width struct into a buffer of exactly its size cannot fail.
+    let written = bincode::encode_into_slice(params, &mut out, config()).unwrap_or(0);
+    debug_assert_eq!(written, RIBBON_PARAMS_LEN);
+    out
+}
+
+/// Splits a Ribbon payload (length already checked by [`decode`]) into its
+/// parameters and its solution bytes. Never panics.
+pub(crate) fn decode_ribbon_payload(payload: &[u8]) -> Result<(RibbonParams, &[u8])> {
+    if payload.len() < RIBBON_PARAMS_LEN {
+        return Err(FilterError::Truncated {
+            needed: RIBBON_PARAMS_LEN as u64,
+            actual: payload.len() as u64,
+        });
+    }
+    let (head, rest) = payload.split_at(RIBBON_PARAMS_LEN);
+    let (params, _): (RibbonParams, usize) = bincode::decode_from_slice(head, config())
+        .map_err(|e| FilterError::Header(e.to_string()))?;
+    Ok((params, rest))
 }
 
 /// Serializes header fields and payload, appending the checksum.
@@ -132,13 +174,23 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(FilterHeader, FilterKind, &[u8])> 
     if header.seed != HASH_SEED {
         return Err(FilterError::UnexpectedSeed(header.seed));
     }
-    if !(MIN_HASHES..=MAX_HASHES).contains(&header.num_hashes) {
-        return Err(FilterError::InvalidParameters(
-            "number of hashes outside 1..=30",
-        ));
-    }
-    if header.num_bits == 0 {
-        return Err(FilterError::InvalidParameters("zero bits"));
+    if kind == FilterKind::Ribbon {
+        // Zero bits is a legal Ribbon filter (no keys, or no budget); its
+        // k is checked against its layout by the Ribbon decoder.
+        if !header.num_bits.is_multiple_of(128) {
+            return Err(FilterError::InvalidParameters(
+                "ribbon solution bits are not whole 128-bit segments",
+            ));
+        }
+    } else {
+        if !(MIN_HASHES..=MAX_HASHES).contains(&header.num_hashes) {
+            return Err(FilterError::InvalidParameters(
+                "number of hashes outside 1..=30",
+            ));
+        }
+        if header.num_bits == 0 {
+            return Err(FilterError::InvalidParameters("zero bits"));
+        }
     }
     let expected = payload_len(kind, header.num_bits);
     if expected != payload.len() as u64 {

@@ -2,7 +2,7 @@
 
 use crate::codec;
 use crate::error::{FilterError, Result};
-use crate::filter_trait::Filter;
+use crate::filter_trait::{Filter, InsertFilter};
 use crate::hash::{DoubleHashProbes, KeyHash};
 use crate::kind::FilterKind;
 use crate::math::{self, MAX_HASHES, MIN_HASHES};
@@ -136,7 +136,7 @@ impl CountingBloomFilter {
     }
 }
 
-impl Filter for CountingBloomFilter {
+impl InsertFilter for CountingBloomFilter {
     fn insert_hash(&mut self, hash: KeyHash) {
         for i in self.probes(hash) {
             let c = self.counter(i);
@@ -146,7 +146,9 @@ impl Filter for CountingBloomFilter {
         }
         self.items += 1;
     }
+}
 
+impl Filter for CountingBloomFilter {
     fn contains_hash(&self, hash: KeyHash) -> bool {
         self.probes(hash).all(|i| self.counter(i) != 0)
     }

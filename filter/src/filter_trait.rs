@@ -1,17 +1,20 @@
 //! What every filter kind answers, and the statistics derived from it.
+//!
+//! [`Filter`] is the query side, shared by every kind; [`InsertFilter`] adds
+//! keys one at a time, which only the Bloom kinds can do. A static filter
+//! ([`crate::RibbonFilter`]) is built once from all its keys' hashes and is
+//! a [`Filter`] only.
 
 use crate::hash::KeyHash;
 
 /// An approximate membership filter: "definitely absent" or "maybe present",
-/// never absent for an inserted key.
+/// never absent for a key it was built with.
 pub trait Filter {
-    /// Adds a key given its hash.
-    fn insert_hash(&mut self, hash: KeyHash);
     /// `false` means the key was definitely never inserted.
     fn contains_hash(&self, hash: KeyHash) -> bool;
-    /// m: bits (for the counting kind, counters).
+    /// m: bits (for the counting kind, counters; for Ribbon, solution bits).
     fn num_bits(&self) -> u64;
-    /// k: probes per key.
+    /// k: probes per key (for Ribbon, the most result bits a key checks).
     fn num_hashes(&self) -> u32;
     /// Items inserted (each insert counts, duplicates included).
     fn len(&self) -> u64;
@@ -22,10 +25,6 @@ pub trait Filter {
     /// Bytes of memory the filter's bit array occupies.
     fn memory_bytes(&self) -> usize;
 
-    /// Hashes `key` and adds it.
-    fn insert(&mut self, key: &[u8]) {
-        self.insert_hash(KeyHash::of(key));
-    }
     /// Hashes `key` and probes for it.
     fn contains(&self, key: &[u8]) -> bool {
         self.contains_hash(KeyHash::of(key))
@@ -46,5 +45,16 @@ pub trait Filter {
     /// m / n: bits spent per inserted item (infinite when empty).
     fn bits_per_key(&self) -> f64 {
         self.num_bits() as f64 / self.len() as f64
+    }
+}
+
+/// A filter that keys can be added to after it is made: the Bloom kinds.
+pub trait InsertFilter: Filter {
+    /// Adds a key given its hash.
+    fn insert_hash(&mut self, hash: KeyHash);
+
+    /// Hashes `key` and adds it.
+    fn insert(&mut self, key: &[u8]) {
+        self.insert_hash(KeyHash::of(key));
     }
 }

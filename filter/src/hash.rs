@@ -48,12 +48,20 @@ impl KeyHash {
     /// independent of the bits that already chose something else.
     #[inline]
     pub(crate) const fn remixed(self) -> u64 {
-        let mut x = self.0 ^ (self.0 >> 33);
-        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        x ^ (x >> 33)
+        mix64(self.0)
     }
+}
+
+/// The finalizer of MurmurHash3 (fmix64): a bijection on u64 in which every
+/// output bit depends on every input bit. FROZEN (the blocked and Ribbon
+/// filters derive persisted positions from it).
+#[inline]
+pub(crate) const fn mix64(v: u64) -> u64 {
+    let mut x = v ^ (v >> 33);
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
 }
 
 /// Hashes `key` with the frozen scheme (same as [`KeyHash::of`]).

@@ -3,6 +3,7 @@
 
 use bloomlsm_filter::{
     AnyFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, Filter, FilterError,
+    InsertFilter, KeyHash, RibbonFilter,
 };
 use proptest::prelude::*;
 
@@ -15,16 +16,35 @@ fn sample_filters() -> Vec<Vec<u8>> {
         blocked.insert(&i.to_le_bytes());
         counting.insert(&i.to_le_bytes());
     }
-    vec![standard.to_bytes(), blocked.to_bytes(), counting.to_bytes()]
+    let hashes: Vec<KeyHash> = (0..50u32).map(|i| KeyHash::of(&i.to_le_bytes())).collect();
+    vec![
+        standard.to_bytes(),
+        blocked.to_bytes(),
+        counting.to_bytes(),
+        RibbonFilter::from_hashes(&hashes, 7.5).to_bytes(),
+        RibbonFilter::from_hashes(&[], 7.5).to_bytes(),
+        RibbonFilter::from_hashes(&hashes, 0.0).to_bytes(),
+    ]
 }
 
-fn decode_all(bytes: &[u8]) -> [bool; 4] {
+fn decode_all(bytes: &[u8]) -> [bool; 5] {
     [
         BloomFilter::from_bytes(bytes).is_ok(),
         BlockedBloomFilter::from_bytes(bytes).is_ok(),
         CountingBloomFilter::from_bytes(bytes).is_ok(),
+        RibbonFilter::from_bytes(bytes).is_ok(),
         AnyFilter::from_bytes(bytes).is_ok(),
     ]
+}
+
+/// Replaces `value` at `at` and recomputes the checksum, so only the field
+/// under test is wrong.
+fn resign(mut b: Vec<u8>, at: usize, value: &[u8]) -> Vec<u8> {
+    b[at..at + value.len()].copy_from_slice(value);
+    let body = b.len() - 4;
+    let crc = crc32fast_hash(&b[..body]);
+    b[body..].copy_from_slice(&crc.to_le_bytes());
+    b
 }
 
 #[test]
@@ -37,7 +57,7 @@ fn every_single_bit_flip_is_rejected() {
                 bytes[offset] ^= 1 << bit;
                 assert_eq!(
                     decode_all(&bytes),
-                    [false; 4],
+                    [false; 5],
                     "flip at {offset} bit {bit} accepted"
                 );
                 checked += 1;
@@ -53,13 +73,13 @@ fn every_truncation_is_rejected() {
         for len in 0..original.len() {
             assert_eq!(
                 decode_all(&original[..len]),
-                [false; 4],
+                [false; 5],
                 "truncation to {len} accepted"
             );
         }
         let mut longer = original.clone();
         longer.push(0);
-        assert_eq!(decode_all(&longer), [false; 4]);
+        assert_eq!(decode_all(&longer), [false; 5]);
     }
 }
 
@@ -81,14 +101,6 @@ fn errors_are_specific() {
         Err(FilterError::WrongKind { .. })
     ));
 
-    // Re-sign a header edit so only the field under test is wrong.
-    let resign = |mut b: Vec<u8>, at: usize, value: &[u8]| {
-        b[at..at + value.len()].copy_from_slice(value);
-        let body = b.len() - 4;
-        let crc = crc32fast_hash(&b[..body]);
-        b[body..].copy_from_slice(&crc.to_le_bytes());
-        b
-    };
     assert!(matches!(
         BloomFilter::from_bytes(&resign(bytes.clone(), 0, b"XXXX")),
         Err(FilterError::BadMagic(_))
@@ -112,6 +124,48 @@ fn errors_are_specific() {
     assert!(matches!(
         BloomFilter::from_bytes(&resign(bytes.clone(), 20, &128u64.to_le_bytes())),
         Err(FilterError::SizeMismatch { .. })
+    ));
+}
+
+#[test]
+fn ribbon_errors_are_specific() {
+    let hashes: Vec<KeyHash> = (0..300u32).map(|i| KeyHash::of(&i.to_le_bytes())).collect();
+    let f = RibbonFilter::from_hashes(&hashes, 7.0);
+    let bytes = f.to_bytes();
+    assert_eq!(RibbonFilter::from_bytes(&bytes).unwrap(), f);
+    let invalid = |b: &[u8]| {
+        matches!(
+            RibbonFilter::from_bytes(b),
+            Err(FilterError::InvalidParameters(_))
+        )
+    };
+    // k (offset 16) must be the upper column count of the layout.
+    let k = f.num_hashes();
+    assert!(invalid(&resign(bytes.clone(), 16, &(k + 1).to_le_bytes())));
+    // m (offset 20) a multiple of 128.
+    let m = f.num_bits();
+    assert!(invalid(&resign(bytes.clone(), 20, &(m + 64).to_le_bytes())));
+    // Blocks (offset 36): one block, or none while holding keys.
+    assert!(invalid(&resign(bytes.clone(), 36, &1u32.to_le_bytes())));
+    assert!(invalid(&resign(bytes.clone(), 36, &0u32.to_le_bytes())));
+    // Fewer blocks than the segments allow (more than 32 columns).
+    let wide = RibbonFilter::from_hashes(&hashes, 40.0);
+    assert_eq!((wide.num_hashes(), wide.num_slots()), (32, 384));
+    assert!(invalid(&resign(wide.to_bytes(), 36, &2u32.to_le_bytes())));
+    // Seed (offset 40) in 0..=255.
+    assert!(invalid(&resign(bytes.clone(), 40, &256u32.to_le_bytes())));
+    // A good seed of the wrong value decodes, but the check catches it as a
+    // different filter: equal bytes only for equal filters.
+    let other = resign(bytes.clone(), 40, &((f.seed() + 1) % 256).to_le_bytes());
+    assert_ne!(RibbonFilter::from_bytes(&other).unwrap(), f);
+    // Wrong kinds both ways.
+    assert!(matches!(
+        BloomFilter::from_bytes(&bytes),
+        Err(FilterError::WrongKind { .. })
+    ));
+    assert!(matches!(
+        RibbonFilter::from_bytes(&BloomFilter::new(64, 3).to_bytes()),
+        Err(FilterError::WrongKind { .. })
     ));
 }
 
@@ -141,12 +195,26 @@ proptest! {
     }
 
     #[test]
-    fn random_edits_of_valid_filters_never_panic(which in 0usize..3, edits in proptest::collection::vec((any::<u16>(), any::<u8>()), 1..8)) {
+    fn random_edits_of_valid_filters_never_panic(which in 0usize..6, edits in proptest::collection::vec((any::<u16>(), any::<u8>()), 1..8)) {
         let mut bytes = sample_filters().swap_remove(which);
         for (at, value) in edits {
             let at = usize::from(at) % bytes.len();
             bytes[at] = value;
         }
         let _ = decode_all(&bytes);
+    }
+
+    /// Whatever a re-signed (checksum-valid) edit of a Ribbon filter's
+    /// header and parameters decodes to, querying it never panics.
+    #[test]
+    fn resigned_ribbon_edits_decode_safely(edits in proptest::collection::vec((0usize..44, any::<u8>()), 1..6), probe in any::<u64>()) {
+        let mut bytes = sample_filters().swap_remove(3);
+        for (at, value) in edits {
+            bytes = resign(bytes, at, &[value]);
+        }
+        if let Ok(f) = AnyFilter::from_bytes(&bytes) {
+            let _ = f.contains_hash(KeyHash::from_raw(probe));
+            let _ = (f.theoretical_fpr(), f.fill_ratio(), f.estimated_fpr());
+        }
     }
 }

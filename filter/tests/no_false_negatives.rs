@@ -3,7 +3,7 @@
 
 use bloomlsm_filter::{
     AnyFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, Filter, FilterBuilder,
-    FilterKind,
+    FilterKind, InsertFilter, KeyHash, RibbonFilter, RibbonTarget,
 };
 use proptest::collection::{hash_set, vec};
 use proptest::prelude::*;
@@ -44,8 +44,39 @@ proptest! {
     }
 
     #[test]
-    fn builder_and_any_filter(keys in hash_set(vec(any::<u8>(), 0..24), 0..300), blocked in any::<bool>()) {
-        let kind = if blocked { FilterKind::Blocked } else { FilterKind::Standard };
+    fn ribbon_never_forgets(keys in vec(vec(any::<u8>(), 0..40), 0..600), bpk in 0.0f64..40.0) {
+        // Duplicates allowed: a table never adds one, but they must not hurt.
+        let hashes: Vec<KeyHash> = keys.iter().map(|k| KeyHash::of(k)).collect();
+        let f = RibbonFilter::from_hashes(&hashes, bpk);
+        let back = RibbonFilter::from_bytes(&f.to_bytes()).unwrap();
+        for k in &keys {
+            prop_assert!(f.contains(k));
+            prop_assert!(back.contains(k));
+        }
+        prop_assert_eq!(back, f);
+    }
+
+    #[test]
+    fn ribbon_any_target(raw in vec(any::<u64>(), 1..3000), fpr in 1e-9f64..1.5, bytes in 0u64..20_000, which in 0u8..3) {
+        // Raw hashes reach corners keys rarely do (equal and adjacent ones).
+        let hashes: Vec<KeyHash> = raw.iter().map(|&h| KeyHash::from_raw(h)).collect();
+        let target = match which {
+            0 => RibbonTarget::Fpr(fpr),
+            1 => RibbonTarget::MemoryBytes(bytes),
+            _ => RibbonTarget::BitsPerKey(fpr * 20.0),
+        };
+        let f = RibbonFilter::build(&hashes, target);
+        for &h in &hashes {
+            prop_assert!(f.contains_hash(h));
+        }
+        if let RibbonTarget::MemoryBytes(b) = target {
+            prop_assert!(f.to_bytes().len() as u64 <= b.max(bloomlsm_filter::RIBBON_FIXED_BYTES));
+        }
+    }
+
+    #[test]
+    fn builder_and_any_filter(keys in hash_set(vec(any::<u8>(), 0..24), 0..300), which in 0u8..3) {
+        let kind = [FilterKind::Blocked, FilterKind::Standard, FilterKind::Ribbon][usize::from(which)];
         let mut b = FilterBuilder::new(kind, 10.0);
         for k in &keys { b.add_hash(BloomFilter::key_hash(k)); }
         let f = b.finish().unwrap();

@@ -5,11 +5,15 @@
 use std::cmp::Ordering;
 use std::ops::Deref;
 
+use crate::block_error::BlockError;
 use crate::entry::{compare_keys, split_internal_key};
 use crate::format::read_u32;
 use crate::varint;
 
 /// A block's bytes: entries, then the restart array.
+/// Invariants (checked by [`Block::new`]): at least one byte of entries,
+/// at least one restart, restart 0 at offset 0, restarts strictly
+/// increasing and all inside the entries.
 #[derive(Debug)]
 pub struct Block {
     bytes: Vec<u8>,
@@ -29,34 +33,49 @@ pub(crate) struct RawEntry<'a> {
 
 impl Block {
     /// Checks the restart array. REQUIRES: the trailer was verified.
-    pub fn new(bytes: Vec<u8>) -> Result<Self, String> {
+    pub fn new(bytes: Vec<u8>) -> Result<Self, BlockError> {
         let len = bytes.len();
-        let count_at = len
-            .checked_sub(4)
-            .ok_or("block shorter than its restart count")?;
-        let num_restarts =
-            read_u32(&bytes, count_at).ok_or("restart count out of bounds")? as usize;
-        if num_restarts == 0 {
-            return Err("block has no restart points".into());
+        let too_short = BlockError::TooShort { len };
+        let count_at = len.checked_sub(4).ok_or(too_short.clone())?;
+        let restarts = read_u32(&bytes, count_at).ok_or(too_short)?;
+        if restarts == 0 {
+            return Err(BlockError::NoRestarts);
         }
+        let num_restarts = restarts as usize;
         let restarts_at = num_restarts
             .checked_mul(4)
             .and_then(|n| count_at.checked_sub(n))
-            .ok_or("restart array larger than the block")?;
+            .ok_or(BlockError::RestartArrayTooLarge { restarts, len })?;
+        if restarts_at == 0 {
+            return Err(BlockError::NoEntries);
+        }
         let block = Self {
             bytes,
             restarts_at,
             num_restarts,
         };
         let mut previous = None;
-        for i in 0..num_restarts {
-            let r = block.restart(i);
-            if r >= restarts_at.max(1) || previous.is_some_and(|p| p >= r) || (i == 0 && r != 0) {
-                return Err(format!(
-                    "restart point {i} at {r} is out of order or past the entries"
-                ));
+        for index in 0..num_restarts {
+            let offset = block.restart(index);
+            if offset >= restarts_at {
+                return Err(BlockError::RestartPastEntries {
+                    index,
+                    offset,
+                    entries_len: restarts_at,
+                });
             }
-            previous = Some(r);
+            match previous {
+                None if offset != 0 => return Err(BlockError::FirstRestartNotZero { offset }),
+                Some(previous) if previous >= offset => {
+                    return Err(BlockError::RestartOutOfOrder {
+                        index,
+                        offset,
+                        previous,
+                    });
+                }
+                _ => {}
+            }
+            previous = Some(offset);
         }
         Ok(block)
     }
@@ -71,22 +90,24 @@ impl Block {
     }
 
     /// Parses the entry at `offset` (REQUIRES: `offset < restarts_at`).
-    pub(crate) fn entry_at(&self, offset: usize) -> Result<RawEntry<'_>, String> {
+    pub(crate) fn entry_at(&self, offset: usize) -> Result<RawEntry<'_>, BlockError> {
         let entries = &self.bytes[..self.restarts_at];
-        let bad = || format!("entry at block offset {offset} is malformed");
+        let bad = BlockError::MalformedEntry { offset };
         let mut at = offset;
-        let next_varint = |at: &mut usize| -> Result<usize, String> {
-            let (v, n) = varint::get_u32(entries.get(*at..).ok_or_else(bad)?).ok_or_else(bad)?;
-            *at += n;
-            Ok(v as usize)
+        let mut next_varint = || -> Option<usize> {
+            let (v, n) = varint::get_u32(entries.get(at..)?)?;
+            at += n;
+            Some(v as usize)
         };
-        let shared = next_varint(&mut at)?;
-        let unshared = next_varint(&mut at)?;
-        let value_len = next_varint(&mut at)?;
-        let key_end = at.checked_add(unshared).ok_or_else(bad)?;
-        let value_end = key_end.checked_add(value_len).ok_or_else(bad)?;
-        let key_delta = entries.get(at..key_end).ok_or_else(bad)?;
-        let value = entries.get(key_end..value_end).ok_or_else(bad)?;
+        let (Some(shared), Some(unshared), Some(value_len)) =
+            (next_varint(), next_varint(), next_varint())
+        else {
+            return Err(bad);
+        };
+        let key_end = at.checked_add(unshared).ok_or(bad.clone())?;
+        let value_end = key_end.checked_add(value_len).ok_or(bad.clone())?;
+        let key_delta = entries.get(at..key_end).ok_or(bad.clone())?;
+        let value = entries.get(key_end..value_end).ok_or(bad)?;
         Ok(RawEntry {
             shared,
             key_delta,
@@ -100,20 +121,22 @@ impl Block {
         BlockIter::new(self)
     }
 
-    fn restart_key(&self, i: usize) -> Result<&[u8], String> {
+    /// The full internal key of restart `i` and the offset of its entry.
+    fn restart_key(&self, i: usize) -> Result<(&[u8], usize), BlockError> {
         let offset = self.restart(i);
         let e = self.entry_at(offset)?;
         if e.shared != 0 {
-            return Err(format!(
-                "restart entry at block offset {offset} shares a prefix"
-            ));
+            return Err(BlockError::RestartSharesPrefix {
+                offset,
+                shared: e.shared,
+            });
         }
-        Ok(e.key_delta)
+        Ok((e.key_delta, offset))
     }
 
     /// An iterator at the first entry whose internal key is `>= (user_key,
     /// seq)` in table order (`valid()` is false past the end).
-    pub fn seek(&self, user_key: &[u8], seq: u64) -> Result<BlockIter<&Block>, String> {
+    pub fn seek(&self, user_key: &[u8], seq: u64) -> Result<BlockIter<&Block>, BlockError> {
         let mut it = self.iter();
         it.seek(user_key, seq)?;
         Ok(it)
@@ -130,6 +153,8 @@ pub struct BlockIter<B: Deref<Target = Block>> {
     block: B,
     /// Offset of the next entry to parse.
     offset: usize,
+    /// Offset of the current entry (valid when `valid`).
+    current: usize,
     key: Vec<u8>,
     value: (usize, usize),
     valid: bool,
@@ -143,6 +168,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         Self {
             block,
             offset: 0,
+            current: 0,
             key: Vec::with_capacity(KEY_CAPACITY),
             value: (0, 0),
             valid: false,
@@ -150,22 +176,24 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     }
 
     /// Moves to the next entry; `Ok(false)` at the end.
-    pub fn advance(&mut self) -> Result<bool, String> {
+    pub fn advance(&mut self) -> Result<bool, BlockError> {
         if self.offset >= self.block.restarts_at {
             self.valid = false;
             return Ok(false);
         }
         let e = self.block.entry_at(self.offset)?;
         if e.shared > self.key.len() {
-            return Err(format!(
-                "entry at block offset {} shares more than the previous key",
-                self.offset
-            ));
+            return Err(BlockError::SharesTooMuch {
+                offset: self.offset,
+                shared: e.shared,
+                previous_len: self.key.len(),
+            });
         }
         let (shared, next, value_len) = (e.shared, e.next, e.value.len());
         self.key.truncate(shared);
         self.key.extend_from_slice(e.key_delta);
         self.value = (next - value_len, next);
+        self.current = self.offset;
         self.offset = next;
         self.valid = true;
         Ok(true)
@@ -175,9 +203,12 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     /// entry of `user_key` newer than `seq` was passed on the way (so the
     /// key is in the block even if no version is visible at `seq`); an entry
     /// before the block's first is not seen.
-    pub fn seek(&mut self, user_key: &[u8], seq: u64) -> Result<bool, String> {
-        let cmp = |ikey: &[u8]| -> Result<(Ordering, bool), String> {
-            let (u, s, _) = split_internal_key(ikey).ok_or("internal key shorter than its tag")?;
+    pub fn seek(&mut self, user_key: &[u8], seq: u64) -> Result<bool, BlockError> {
+        let cmp = |ikey: &[u8], offset: usize| -> Result<(Ordering, bool), BlockError> {
+            let (u, s, _) = split_internal_key(ikey).ok_or(BlockError::KeyShorterThanTag {
+                offset,
+                len: ikey.len(),
+            })?;
             Ok((compare_keys(u, s, user_key, seq), u == user_key))
         };
         let block: &Block = &self.block;
@@ -185,7 +216,8 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         let (mut lo, mut hi) = (0usize, block.num_restarts - 1);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            if cmp(block.restart_key(mid)?)?.0 == Ordering::Less {
+            let (key, offset) = block.restart_key(mid)?;
+            if cmp(key, offset)?.0 == Ordering::Less {
                 lo = mid;
             } else {
                 hi = mid - 1;
@@ -196,7 +228,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         self.valid = false;
         let mut newer_seen = false;
         while self.advance()? {
-            let (order, same_user) = cmp(&self.key)?;
+            let (order, same_user) = cmp(&self.key, self.current)?;
             if order != Ordering::Less {
                 break;
             }
@@ -221,6 +253,11 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             .bytes
             .get(self.value.0..self.value.1)
             .unwrap_or(&[])
+    }
+
+    /// Block offset of the current entry (for errors). REQUIRES: `valid()`.
+    pub(crate) fn entry_offset(&self) -> usize {
+        self.current
     }
 }
 
@@ -259,6 +296,174 @@ mod tests {
         assert!(!it.valid());
         let it = block.seek(b"", 0).unwrap();
         assert_eq!(it.key(), &ikey(b"a", 9)[..]);
+    }
+
+    /// Appends an entry with one-byte varints. REQUIRES: lengths < 128.
+    fn put_entry(out: &mut Vec<u8>, shared: u8, key_delta: &[u8], value: &[u8]) {
+        out.extend_from_slice(&[shared, key_delta.len() as u8, value.len() as u8]);
+        out.extend_from_slice(key_delta);
+        out.extend_from_slice(value);
+    }
+
+    /// Entries followed by a restart array and its count.
+    fn raw_block(entries: &[u8], restarts: &[u32]) -> Vec<u8> {
+        let mut out = entries.to_vec();
+        for r in restarts {
+            out.extend_from_slice(&r.to_le_bytes());
+        }
+        out.extend_from_slice(&(restarts.len() as u32).to_le_bytes());
+        out
+    }
+
+    /// Two well-formed full-key entries; the second begins at the returned offset.
+    fn two_entries() -> (Vec<u8>, u32) {
+        let mut e = Vec::new();
+        put_entry(&mut e, 0, &ikey(b"a", 1), b"x");
+        let second = e.len() as u32;
+        put_entry(&mut e, 0, &ikey(b"b", 1), b"y");
+        (e, second)
+    }
+
+    fn first_advance(bytes: Vec<u8>) -> Result<bool, BlockError> {
+        Block::new(bytes).unwrap().iter().advance()
+    }
+
+    #[test]
+    fn hand_built_blocks_give_each_layout_error() {
+        let (entries, second) = two_entries();
+        let len = entries.len();
+        assert_eq!(
+            Block::new(raw_block(&entries, &[0, second]))
+                .unwrap()
+                .iter()
+                .advance(),
+            Ok(true)
+        );
+        let cases: [(Vec<u8>, BlockError); 8] = [
+            (vec![1, 0, 0], BlockError::TooShort { len: 3 }),
+            (vec![], BlockError::TooShort { len: 0 }),
+            (raw_block(&entries, &[]), BlockError::NoRestarts),
+            (
+                vec![9, 5, 0, 0, 0],
+                BlockError::RestartArrayTooLarge {
+                    restarts: 5,
+                    len: 5,
+                },
+            ),
+            (raw_block(&[], &[0]), BlockError::NoEntries),
+            (
+                raw_block(&entries, &[0, len as u32]),
+                BlockError::RestartPastEntries {
+                    index: 1,
+                    offset: len,
+                    entries_len: len,
+                },
+            ),
+            (
+                raw_block(&entries, &[second]),
+                BlockError::FirstRestartNotZero {
+                    offset: second as usize,
+                },
+            ),
+            (
+                raw_block(&entries, &[0, second, second]),
+                BlockError::RestartOutOfOrder {
+                    index: 2,
+                    offset: second as usize,
+                    previous: second as usize,
+                },
+            ),
+        ];
+        for (bytes, expected) in cases {
+            assert_eq!(
+                Block::new(bytes.clone()).unwrap_err(),
+                expected,
+                "{bytes:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn hand_built_entries_give_each_entry_error() {
+        let malformed = BlockError::MalformedEntry { offset: 0 };
+        // A length varint that never ends.
+        assert_eq!(
+            first_advance(raw_block(&[0xff, 0xff], &[0])),
+            Err(malformed.clone())
+        );
+        // A varint too large for a u32.
+        assert_eq!(
+            first_advance(raw_block(&[0xff, 0xff, 0xff, 0xff, 0x7f], &[0])),
+            Err(malformed.clone())
+        );
+        // A key delta, then a value, running past the entries.
+        assert_eq!(
+            first_advance(raw_block(&[0, 9, 0, b'k'], &[0])),
+            Err(malformed.clone())
+        );
+        assert_eq!(
+            first_advance(raw_block(&[0, 1, 9, b'k'], &[0])),
+            Err(malformed)
+        );
+        // The second entry is malformed: the error names its offset.
+        let (mut entries, second) = two_entries();
+        entries.truncate(entries.len() - 1);
+        let block = Block::new(raw_block(&entries, &[0])).unwrap();
+        let mut it = block.iter();
+        assert_eq!(it.advance(), Ok(true));
+        assert_eq!(
+            it.advance(),
+            Err(BlockError::MalformedEntry {
+                offset: second as usize
+            })
+        );
+
+        // The first entry shares bytes with a key that does not exist.
+        let mut e = Vec::new();
+        put_entry(&mut e, 3, b"abc", b"");
+        assert_eq!(
+            first_advance(raw_block(&e, &[0])),
+            Err(BlockError::SharesTooMuch {
+                offset: 0,
+                shared: 3,
+                previous_len: 0
+            })
+        );
+
+        // A restart entry (found by the binary search) that shares a prefix.
+        let mut e = Vec::new();
+        put_entry(&mut e, 0, &ikey(b"a", 1), b"");
+        let second = e.len();
+        put_entry(&mut e, 1, b"b", b"");
+        let block = Block::new(raw_block(&e, &[0, second as u32])).unwrap();
+        assert_eq!(
+            block.seek(b"z", 1).unwrap_err(),
+            BlockError::RestartSharesPrefix {
+                offset: second,
+                shared: 1
+            }
+        );
+
+        // Internal keys shorter than a tag: at a restart, and after one.
+        let mut e = Vec::new();
+        put_entry(&mut e, 0, b"abc", b"");
+        let block = Block::new(raw_block(&e, &[0])).unwrap();
+        assert_eq!(
+            block.seek(b"a", 1).unwrap_err(),
+            BlockError::KeyShorterThanTag { offset: 0, len: 3 }
+        );
+        let mut e = Vec::new();
+        put_entry(&mut e, 0, &ikey(b"a", 9), b"");
+        let second = e.len();
+        put_entry(&mut e, 1, b"", b"");
+        let block = Block::new(raw_block(&e, &[0])).unwrap();
+        assert_eq!(
+            block.seek(b"b", 1).unwrap_err(),
+            BlockError::KeyShorterThanTag {
+                offset: second,
+                len: 1
+            }
+        );
     }
 
     proptest! {

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-use crate::format::BlockKind;
+use crate::block_error::BlockError;
+use crate::format::{BlockKind, FooterError};
+use crate::properties::PropertiesError;
 
 /// What went wrong reading or writing a table.
 #[derive(Debug, Error)]
@@ -18,7 +20,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// Bytes on disk are not what the format says they must be.
+    /// Bytes on disk are not what the format says they must be. The
+    /// message states the reason too, so printing only this error says it
+    /// all; `source()` gives the typed [`CorruptionReason`].
     #[error("corrupt table {path}: {kind} block at offset {offset}: {reason}")]
     Corruption {
         /// The table file.
@@ -28,7 +32,8 @@ pub enum Error {
         /// Byte offset of that block in the file.
         offset: u64,
         /// What is wrong.
-        reason: String,
+        #[source]
+        reason: CorruptionReason,
     },
     /// The footer names a format version this build does not read.
     #[error("table {path} has format version {version}; this build reads version {supported}")]
@@ -73,6 +78,21 @@ pub enum Error {
     /// The filter could not be built.
     #[error("filter: {0}")]
     Filter(#[from] bloomlsm_filter::FilterError),
+}
+
+/// What is wrong with a damaged block: the cause carried by
+/// [`Error::Corruption`], one variant per decoder.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum CorruptionReason {
+    /// The trailer, the handle, or the entries of a block.
+    #[error(transparent)]
+    Block(#[from] BlockError),
+    /// The properties block's fields.
+    #[error(transparent)]
+    Properties(#[from] PropertiesError),
+    /// The footer (or a file too short to hold one).
+    #[error(transparent)]
+    Footer(#[from] FooterError),
 }
 
 /// Result alias of this crate.

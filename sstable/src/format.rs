@@ -2,6 +2,10 @@
 
 use std::fmt;
 
+use thiserror::Error;
+
+use crate::block_error::BlockError;
+
 /// Table format version this build writes and reads. FROZEN for this layout.
 pub const FORMAT_VERSION: u32 = 1;
 /// Magic number at the end of every table ("bloomsst"). FROZEN.
@@ -129,21 +133,24 @@ pub fn block_trailer(kind: BlockKind, block: &[u8]) -> [u8; TRAILER_LEN] {
 
 /// Checks the trailer at the end of `block_with_trailer`, returning the
 /// block's bytes, or why it is wrong.
-pub fn verify_block(kind: BlockKind, block_with_trailer: &[u8]) -> Result<&[u8], String> {
-    let split = block_with_trailer
-        .len()
-        .checked_sub(TRAILER_LEN)
-        .ok_or_else(|| "shorter than its trailer".to_string())?;
+pub fn verify_block(kind: BlockKind, block_with_trailer: &[u8]) -> Result<&[u8], BlockError> {
+    let split = block_with_trailer.len().checked_sub(TRAILER_LEN).ok_or(
+        BlockError::ShorterThanTrailer {
+            len: block_with_trailer.len(),
+        },
+    )?;
     let (block, trailer) = block_with_trailer.split_at(split);
     let expected = block_trailer(kind, block);
     if trailer[0] != expected[0] {
-        return Err(format!(
-            "block type byte {} where {} was expected",
-            trailer[0], expected[0]
-        ));
+        return Err(BlockError::WrongType {
+            found: trailer[0],
+            expected: kind,
+        });
     }
-    if trailer[1..] != expected[1..] {
-        return Err("checksum mismatch".to_string());
+    let crc = |t: &[u8]| read_u32(t, 1).unwrap_or_default();
+    let (stored, computed) = (crc(trailer), crc(&expected));
+    if stored != computed {
+        return Err(BlockError::ChecksumMismatch { stored, computed });
     }
     Ok(block)
 }
@@ -162,15 +169,24 @@ pub struct Footer {
 }
 
 /// Why a footer did not decode.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum FooterError {
-    /// Not [`FOOTER_LEN`] bytes.
+    /// Not [`FOOTER_LEN`] bytes (a file shorter than a footer, or a cut-off slice).
+    #[error("{0} bytes where a {FOOTER_LEN}-byte footer was expected")]
     Length(usize),
     /// The magic number is wrong: not a table, or the file's tail is damaged.
+    #[error("magic {0:#018x} is not the table magic: not a table, or its tail is damaged")]
     BadMagic(u64),
     /// The footer checksum does not match.
-    Checksum,
+    #[error("footer checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    Checksum {
+        /// The crc32 stored in the footer.
+        stored: u32,
+        /// The crc32 of the footer's first bytes.
+        computed: u32,
+    },
     /// A version this build does not read (checksum already verified).
+    #[error("format version {0}; this build reads version {FORMAT_VERSION}")]
     Version(u32),
 }
 
@@ -199,11 +215,13 @@ impl Footer {
         if magic != TABLE_MAGIC {
             return Err(FooterError::BadMagic(magic));
         }
-        let stored = read_u32(bytes, FOOTER_CRC_AT).ok_or(FooterError::Checksum)?;
-        if crc32fast::hash(&bytes[..FOOTER_CRC_AT]) != stored {
-            return Err(FooterError::Checksum);
+        // In bounds: the length is FOOTER_LEN.
+        let stored = read_u32(bytes, FOOTER_CRC_AT).unwrap_or_default();
+        let computed = crc32fast::hash(&bytes[..FOOTER_CRC_AT]);
+        if computed != stored {
+            return Err(FooterError::Checksum { stored, computed });
         }
-        let version = read_u32(bytes, FOOTER_VERSION_AT).ok_or(FooterError::Checksum)?;
+        let version = read_u32(bytes, FOOTER_VERSION_AT).unwrap_or_default();
         if version != FORMAT_VERSION {
             return Err(FooterError::Version(version));
         }
@@ -236,9 +254,45 @@ mod tests {
         assert_eq!(FOOTER_MAGIC_AT + 8, FOOTER_LEN);
         assert_eq!(&bytes[56..], b"bloomsst");
         assert_eq!(Footer::decode(&bytes), Ok(footer));
+    }
+
+    #[test]
+    fn hand_built_footers_give_each_error() {
+        let footer = Footer {
+            filter: BlockHandle::default(),
+            index: BlockHandle { offset: 3, size: 4 },
+            properties: BlockHandle { offset: 5, size: 6 },
+            version: FORMAT_VERSION,
+        };
+        let bytes = footer.encode();
+        assert_eq!(Footer::decode(&bytes[1..]), Err(FooterError::Length(63)));
+        assert_eq!(Footer::decode(&[]), Err(FooterError::Length(0)));
+        let mut bad = bytes;
+        bad[FOOTER_MAGIC_AT] ^= 1;
+        assert_eq!(
+            Footer::decode(&bad),
+            Err(FooterError::BadMagic(TABLE_MAGIC ^ 1))
+        );
         let mut bad = bytes;
         bad[0] ^= 1;
-        assert_eq!(Footer::decode(&bad), Err(FooterError::Checksum));
+        let stored = read_u32(&bytes, FOOTER_CRC_AT).unwrap();
+        let computed = crc32fast::hash(&bad[..FOOTER_CRC_AT]);
+        assert_eq!(
+            Footer::decode(&bad),
+            Err(FooterError::Checksum { stored, computed })
+        );
+        let newer = Footer {
+            version: FORMAT_VERSION + 1,
+            ..footer
+        };
+        assert_eq!(
+            Footer::decode(&newer.encode()),
+            Err(FooterError::Version(FORMAT_VERSION + 1))
+        );
+        assert_eq!(
+            FooterError::Version(2).to_string(),
+            "format version 2; this build reads version 1"
+        );
     }
 
     #[test]
@@ -247,11 +301,38 @@ mod tests {
         let mut with = block.clone();
         with.extend_from_slice(&block_trailer(BlockKind::Data, &block));
         assert_eq!(verify_block(BlockKind::Data, &with), Ok(&block[..]));
-        assert!(verify_block(BlockKind::Index, &with).is_err());
+        assert_eq!(
+            verify_block(BlockKind::Index, &with),
+            Err(BlockError::WrongType {
+                found: 1,
+                expected: BlockKind::Index
+            })
+        );
         for i in 0..with.len() {
             let mut bad = with.clone();
             bad[i] ^= 0x10;
-            assert!(verify_block(BlockKind::Data, &bad).is_err(), "flip at {i}");
+            let expected = if i == block.len() {
+                BlockError::WrongType {
+                    found: 1 ^ 0x10,
+                    expected: BlockKind::Data,
+                }
+            } else {
+                BlockError::ChecksumMismatch {
+                    stored: read_u32(&bad, block.len() + 1).unwrap(),
+                    computed: crc32fast::hash(&bad[..=block.len()]),
+                }
+            };
+            assert_eq!(
+                verify_block(BlockKind::Data, &bad),
+                Err(expected),
+                "flip at {i}"
+            );
+        }
+        for len in 0..TRAILER_LEN {
+            assert_eq!(
+                verify_block(BlockKind::Data, &with[..len]),
+                Err(BlockError::ShorterThanTrailer { len })
+            );
         }
     }
 

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use crate::block::{Block, BlockIter};
+use crate::block_error::BlockError;
 use crate::entry::{Entry, EntryKind, compare_keys, split_internal_key};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::BlockKind;
 use crate::table::Table;
 
@@ -14,7 +15,11 @@ use crate::table::Table;
 pub struct TableIter {
     table: Arc<Table>,
     next_block: usize,
+    /// The block being read and its file offset (for errors).
     current: Option<(BlockIter<Arc<Block>>, u64)>,
+    /// The cursor in `current` sits on an entry not yet returned (after a
+    /// seek); otherwise the next entry is found by advancing it.
+    on_unreturned: bool,
     fill_cache: bool,
     failed: bool,
 }
@@ -27,6 +32,7 @@ impl TableIter {
             table,
             next_block: 0,
             current: None,
+            on_unreturned: false,
             fill_cache,
             failed: false,
         }
@@ -40,6 +46,7 @@ impl TableIter {
             .index
             .partition_point(|e| e.last_user_key.as_slice() < user_key);
         self.current = None;
+        self.on_unreturned = false;
         self.next_block = i;
         if i >= self.table.index.len() {
             return Ok(());
@@ -47,8 +54,9 @@ impl TableIter {
         let mut it = self.load(i)?;
         let offset = self.table.index[i].handle.offset;
         it.seek(user_key, u64::MAX >> 8)
-            .map_err(|r| self.corrupt(offset, r))?;
+            .map_err(|r| self.table.corruption(BlockKind::Data, offset, r))?;
         self.next_block = i + 1;
+        self.on_unreturned = it.valid();
         self.current = Some((it, offset));
         Ok(())
     }
@@ -59,20 +67,21 @@ impl TableIter {
         Ok(BlockIter::new(block))
     }
 
-    fn corrupt(&self, offset: u64, reason: String) -> Error {
-        Error::Corruption {
-            path: self.table.path().to_path_buf(),
-            kind: BlockKind::Data,
-            offset,
-            reason,
-        }
-    }
-
-    fn entry_here(&self, it: &BlockIter<Arc<Block>>, offset: u64) -> Result<Entry> {
-        let (user, seq, tag) = split_internal_key(it.key())
-            .ok_or_else(|| self.corrupt(offset, "key shorter than its tag".into()))?;
-        let kind = EntryKind::from_tag(tag)
-            .ok_or_else(|| self.corrupt(offset, format!("unknown entry kind {tag}")))?;
+    /// The entry under `it`, a cursor in the data block at file offset `offset`.
+    fn entry_here(table: &Table, it: &BlockIter<Arc<Block>>, offset: u64) -> Result<Entry> {
+        let corrupt = |reason| table.corruption(BlockKind::Data, offset, reason);
+        let (user, seq, tag) = split_internal_key(it.key()).ok_or_else(|| {
+            corrupt(BlockError::KeyShorterThanTag {
+                offset: it.entry_offset(),
+                len: it.key().len(),
+            })
+        })?;
+        let kind = EntryKind::from_tag(tag).ok_or_else(|| {
+            corrupt(BlockError::UnknownEntryKind {
+                offset: it.entry_offset(),
+                tag,
+            })
+        })?;
         Ok(Entry {
             user_key: user.to_vec(),
             seq,
@@ -85,13 +94,12 @@ impl TableIter {
         loop {
             if let Some((it, offset)) = &mut self.current {
                 let offset = *offset;
-                if it.valid() {
-                    // Positioned by seek, not yet returned.
-                    let entry = self.entry_here_current()?;
-                    return Ok(Some(entry));
-                }
-                if it.advance().map_err(|r| self.corrupt(offset, r))? {
-                    continue;
+                let positioned = std::mem::take(&mut self.on_unreturned)
+                    || it
+                        .advance()
+                        .map_err(|r| self.table.corruption(BlockKind::Data, offset, r))?;
+                if positioned {
+                    return Self::entry_here(&self.table, it, offset).map(Some);
                 }
                 self.current = None;
             }
@@ -103,26 +111,6 @@ impl TableIter {
             self.current = Some((it, self.table.index[i].handle.offset));
             self.next_block += 1;
         }
-    }
-
-    /// Returns the entry under the cursor and marks it consumed.
-    fn entry_here_current(&mut self) -> Result<Entry> {
-        let Some((it, offset)) = &self.current else {
-            return Err(self.corrupt(0, "cursor lost its block".into()));
-        };
-        let entry = self.entry_here(it, *offset)?;
-        let offset = *offset;
-        if let Some((it, _)) = &mut self.current
-            && !it.advance().map_err(|r| Error::Corruption {
-                path: self.table.path().to_path_buf(),
-                kind: BlockKind::Data,
-                offset,
-                reason: r,
-            })?
-        {
-            self.current = None;
-        }
-        Ok(entry)
     }
 }
 

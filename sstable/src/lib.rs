@@ -12,15 +12,18 @@
 //! A damaged filter block never causes a false negative: the table opens
 //! without it ([`FilterStatus::Unusable`]) and every key is read from disk.
 //! Every other damaged block is an [`Error::Corruption`] naming the file,
-//! the block kind and its offset.
+//! the block kind and its offset, with the typed [`CorruptionReason`] (a
+//! [`BlockError`], [`PropertiesError`] or [`FooterError`]) as its source.
 
 mod block;
 mod block_builder;
+mod block_error;
 mod builder;
 mod cache;
 mod entry;
 mod error;
 mod file;
+mod filter_status;
 pub mod format;
 mod iter;
 mod lookup;
@@ -30,26 +33,28 @@ mod table;
 mod varint;
 
 pub use block::{Block, BlockIter};
+pub use block_error::BlockError;
 pub use builder::{
     DEFAULT_MAX_KEY_BYTES, DEFAULT_MAX_VALUE_BYTES, TableBuilder, TableOptions, TableSummary,
 };
 pub use cache::BlockCache;
 pub use entry::{Entry, EntryKind, MAX_SEQUENCE, TAG_LEN, compare_keys};
-pub use error::{Error, Result};
+pub use error::{CorruptionReason, Error, Result};
 pub use file::{RandomAccessFile, WritableFile};
-pub use format::{BlockHandle, BlockKind, Footer};
+pub use filter_status::{FilterLoadError, FilterStatus};
+pub use format::{BlockHandle, BlockKind, Footer, FooterError};
 pub use iter::{TableIter, entry_precedes};
 pub use lookup::{BlockSource, FilterVerdict, Lookup, Outcome};
-pub use properties::TableProperties;
+pub use properties::{PropertiesError, TableProperties};
 pub use rebuild::rebuild_filter;
-pub use table::{FilterStatus, Table};
+pub use table::Table;
 
 /// A block's entries: (internal key, value) pairs.
 pub type BlockEntries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// Decodes a data or index block from its bytes (trailer removed), as the
 /// reader does after verifying the checksum; exposed for fuzzing.
-pub fn decode_block(bytes: &[u8]) -> std::result::Result<BlockEntries, String> {
+pub fn decode_block(bytes: &[u8]) -> std::result::Result<BlockEntries, BlockError> {
     let block = Block::new(bytes.to_vec())?;
     let mut it = block.iter();
     let mut out = Vec::new();

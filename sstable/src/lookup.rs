@@ -45,7 +45,7 @@ pub struct Lookup {
     pub block: Option<BlockSource>,
 }
 
-/// What the filter's verdict turned out to be (DESIGN.md, "Stats").
+/// What the filter's verdict turned out to be (docs/DESIGN.md, "Stats").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FilterVerdict {
     /// The key was outside the table's range; the filter was not asked.

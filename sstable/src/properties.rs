@@ -1,6 +1,7 @@
 //! The properties block: what a table holds, readable without a scan.
 
 use bloomlsm_filter::FilterKind;
+use thiserror::Error;
 
 use crate::format::{FORMAT_VERSION, read_u32, read_u64};
 
@@ -79,54 +80,61 @@ impl TableProperties {
     }
 
     /// Decodes the block, or says what is wrong. Never panics.
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
-        let short = || "properties block is truncated".to_string();
-        let u64_at = |i: usize| read_u64(bytes, 4 + 8 * i).ok_or_else(short);
-        let format_version = read_u32(bytes, 0).ok_or_else(short)?;
+    pub fn decode(bytes: &[u8]) -> Result<Self, PropertiesError> {
+        let len = bytes.len();
+        let short = |field| PropertiesError::Truncated { field, len };
+        let u64_at = |i: usize, field| read_u64(bytes, 4 + 8 * i).ok_or(short(field));
+        let format_version = read_u32(bytes, 0).ok_or(short("format version"))?;
         if format_version != FORMAT_VERSION {
-            return Err(format!("properties name format version {format_version}"));
+            return Err(PropertiesError::Version(format_version));
         }
+        let entries = u64_at(0, "entries")?;
+        let distinct_keys = u64_at(1, "distinct keys")?;
+        let tombstones = u64_at(2, "tombstones")?;
+        let data_blocks = u64_at(3, "data blocks")?;
+        let data_bytes = u64_at(4, "data bytes")?;
+        let smallest_seq = u64_at(5, "smallest sequence")?;
+        let largest_seq = u64_at(6, "largest sequence")?;
         let mut at = 4 + 7 * 8;
-        let kind_tag = *bytes.get(at).ok_or_else(short)?;
+        let kind_tag = *bytes.get(at).ok_or(short("filter kind"))?;
         let filter_kind = match kind_tag {
             0 => None,
-            t => Some(FilterKind::from_tag(t).map_err(|e| e.to_string())?),
+            t => Some(FilterKind::from_tag(t).map_err(|_| PropertiesError::FilterKind(t))?),
         };
-        let filter_hash_id = *bytes.get(at + 1).ok_or_else(short)?;
+        let filter_hash_id = *bytes.get(at + 1).ok_or(short("filter hash id"))?;
         at += 2;
-        let filter_hashes = read_u32(bytes, at).ok_or_else(short)?;
+        let filter_hashes = read_u32(bytes, at).ok_or(short("filter k"))?;
         at += 4;
-        let filter_bits = read_u64(bytes, at).ok_or_else(short)?;
-        let bits_per_key = f64::from_bits(read_u64(bytes, at + 8).ok_or_else(short)?);
-        let filter_bytes = read_u64(bytes, at + 16).ok_or_else(short)?;
-        let created_micros = read_u64(bytes, at + 24).ok_or_else(short)?;
+        let filter_bits = read_u64(bytes, at).ok_or(short("filter m"))?;
+        let bits_per_key =
+            f64::from_bits(read_u64(bytes, at + 8).ok_or(short("filter bits per key"))?);
+        let filter_bytes = read_u64(bytes, at + 16).ok_or(short("filter bytes"))?;
+        let created_micros = read_u64(bytes, at + 24).ok_or(short("creation time"))?;
         at += 32;
         let mut keys = [Vec::new(), Vec::new()];
-        for key in &mut keys {
-            let len = read_u32(bytes, at).ok_or_else(short)? as usize;
+        for (key, field) in keys.iter_mut().zip(["smallest key", "largest key"]) {
+            let key_len = read_u32(bytes, at).ok_or(short(field))? as usize;
             at += 4;
-            *key = bytes
-                .get(at..at.checked_add(len).ok_or_else(short)?)
-                .ok_or_else(short)?
+            *key = at
+                .checked_add(key_len)
+                .and_then(|end| bytes.get(at..end))
+                .ok_or(short(field))?
                 .to_vec();
-            at += len;
+            at += key_len;
         }
-        if at != bytes.len() {
-            return Err(format!(
-                "{} unexpected bytes after the properties",
-                bytes.len() - at
-            ));
+        if at != len {
+            return Err(PropertiesError::TrailingBytes(len - at));
         }
         let [smallest_key, largest_key] = keys;
         Ok(Self {
             format_version,
-            entries: u64_at(0)?,
-            distinct_keys: u64_at(1)?,
-            tombstones: u64_at(2)?,
-            data_blocks: u64_at(3)?,
-            data_bytes: u64_at(4)?,
-            smallest_seq: u64_at(5)?,
-            largest_seq: u64_at(6)?,
+            entries,
+            distinct_keys,
+            tombstones,
+            data_blocks,
+            data_bytes,
+            smallest_seq,
+            largest_seq,
             filter_kind,
             filter_hash_id,
             filter_hashes,
@@ -138,6 +146,28 @@ impl TableProperties {
             largest_key,
         })
     }
+}
+
+/// Why a properties block did not decode.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum PropertiesError {
+    /// The block ends inside a field.
+    #[error("properties of {len} bytes end inside the {field}")]
+    Truncated {
+        /// The field cut off, as FORMAT.md names it.
+        field: &'static str,
+        /// Bytes in the block, trailer excluded.
+        len: usize,
+    },
+    /// The properties name another format version than the footer.
+    #[error("properties name format version {0}; this build reads version {FORMAT_VERSION}")]
+    Version(u32),
+    /// The filter kind tag is neither 0 (none) nor a known kind.
+    #[error("unknown filter kind tag {0}")]
+    FilterKind(u8),
+    /// Bytes follow the largest key.
+    #[error("{0} unexpected bytes after the properties")]
+    TrailingBytes(usize),
 }
 
 #[cfg(test)]
@@ -174,8 +204,66 @@ mod tests {
         assert_eq!(bytes.len(), PROPERTIES_FIXED_LEN + 4 + 1 + 4 + 2);
         assert_eq!(TableProperties::decode(&bytes), Ok(p));
         for len in 0..bytes.len() {
-            assert!(TableProperties::decode(&bytes[..len]).is_err());
+            assert!(
+                matches!(
+                    TableProperties::decode(&bytes[..len]),
+                    Err(PropertiesError::Truncated { len: l, .. }) if l == len
+                ),
+                "cut to {len}"
+            );
         }
+    }
+
+    #[test]
+    fn hand_built_properties_give_each_error() {
+        let bytes = sample().encode();
+        let cut = |len: usize| TableProperties::decode(&bytes[..len]).unwrap_err();
+        let truncated = |field, len| PropertiesError::Truncated { field, len };
+        assert_eq!(cut(3), truncated("format version", 3));
+        assert_eq!(cut(4), truncated("entries", 4));
+        assert_eq!(cut(60), truncated("filter kind", 60));
+        assert_eq!(
+            cut(PROPERTIES_FIXED_LEN + 2),
+            truncated("smallest key", PROPERTIES_FIXED_LEN + 2)
+        );
+        assert_eq!(
+            cut(bytes.len() - 1),
+            truncated("largest key", bytes.len() - 1)
+        );
+
+        let mut bad = bytes.clone();
+        bad[0] = 2;
+        assert_eq!(
+            TableProperties::decode(&bad),
+            Err(PropertiesError::Version(2))
+        );
+        let mut bad = bytes.clone();
+        bad[4 + 7 * 8] = 9;
+        assert_eq!(
+            TableProperties::decode(&bad),
+            Err(PropertiesError::FilterKind(9))
+        );
+        let mut bad = bytes.clone();
+        bad.extend_from_slice(b"xyz");
+        assert_eq!(
+            TableProperties::decode(&bad),
+            Err(PropertiesError::TrailingBytes(3))
+        );
+        // A key length far past the end of the block.
+        let mut bad = bytes[..PROPERTIES_FIXED_LEN].to_vec();
+        bad.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(
+            TableProperties::decode(&bad),
+            Err(truncated("smallest key", PROPERTIES_FIXED_LEN + 4))
+        );
+        assert_eq!(
+            PropertiesError::Truncated {
+                field: "entries",
+                len: 4
+            }
+            .to_string(),
+            "properties of 4 bytes end inside the entries"
+        );
     }
 
     proptest! {

@@ -7,26 +7,17 @@ use std::sync::Arc;
 use bloomlsm_filter::{AnyFilter, Filter, KeyHash};
 
 use crate::block::{Block, BlockIter};
+use crate::block_error::BlockError;
 use crate::cache::BlockCache;
 use crate::entry::{EntryKind, compare_keys, split_internal_key};
-use crate::error::{Error, Result};
+use crate::error::{CorruptionReason, Error, Result};
 use crate::file::RandomAccessFile;
+use crate::filter_status::{FilterLoadError, FilterStatus};
 use crate::format::{
-    BlockHandle, BlockKind, FOOTER_LEN, Footer, FooterError, HANDLE_LEN, TRAILER_LEN, verify_block,
+    BlockHandle, BlockKind, FOOTER_LEN, Footer, FooterError, TRAILER_LEN, verify_block,
 };
 use crate::lookup::{BlockSource, Lookup, Outcome};
 use crate::properties::TableProperties;
-
-/// Whether a table's filter is in use.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FilterStatus {
-    /// The filter decoded and answers every lookup.
-    Loaded,
-    /// The table was written without a filter (bits per key 0).
-    Absent,
-    /// The filter block is damaged; every key is "maybe" (why, and where).
-    Unusable(String),
-}
 
 /// One data block as the index describes it.
 #[derive(Clone, Debug)]
@@ -78,18 +69,15 @@ impl Table {
             source,
         };
         let file_size = file.len().map_err(io)?;
-        let corrupt = |kind, offset, reason: String| Error::Corruption {
+        let corrupt = |offset, reason: FooterError| Error::Corruption {
             path: path.clone(),
-            kind,
+            kind: BlockKind::Footer,
             offset,
-            reason,
+            reason: reason.into(),
         };
         if file_size < FOOTER_LEN as u64 {
-            return Err(corrupt(
-                BlockKind::Footer,
-                0,
-                format!("file of {file_size} bytes is shorter than a footer"),
-            ));
+            // The whole file is the footer's candidate; it is under 64 bytes.
+            return Err(corrupt(0, FooterError::Length(file_size as usize)));
         }
         let footer_at = file_size - FOOTER_LEN as u64;
         let mut footer_bytes = [0u8; FOOTER_LEN];
@@ -101,7 +89,7 @@ impl Table {
                 version,
                 supported: crate::format::FORMAT_VERSION,
             },
-            other => corrupt(BlockKind::Footer, footer_at, format!("{other:?}")),
+            other => corrupt(footer_at, other),
         })?;
         let source = TableFile {
             path,
@@ -188,10 +176,11 @@ impl Table {
         };
         let (block, source) = self.data_block(entry.handle, true)?;
         let mut it = BlockIter::new(&*block);
-        let newer_seen = it.seek(user_key, snapshot_seq).map_err(|r| {
+        let corrupt = |reason: BlockError| {
             self.file
-                .corruption(BlockKind::Data, entry.handle.offset, r)
-        })?;
+                .corruption(BlockKind::Data, entry.handle.offset, reason)
+        };
+        let newer_seen = it.seek(user_key, snapshot_seq).map_err(corrupt)?;
         let newer_before_block = i > 0 && self.index[i - 1].last_user_key == user_key;
         let outcome = match it.valid().then(|| split_internal_key(it.key())).flatten() {
             Some((u, seq, tag)) if u == user_key => match EntryKind::from_tag(tag) {
@@ -201,11 +190,10 @@ impl Table {
                 },
                 Some(EntryKind::Delete) => Outcome::Found { seq, value: None },
                 None => {
-                    return Err(self.file.corruption(
-                        BlockKind::Data,
-                        entry.handle.offset,
-                        format!("unknown entry kind {tag}"),
-                    ));
+                    return Err(corrupt(BlockError::UnknownEntryKind {
+                        offset: it.entry_offset(),
+                        tag,
+                    }));
                 }
             },
             Some(_) | None => Outcome::NotFound {
@@ -240,6 +228,16 @@ impl Table {
             cache.insert(self.id, handle.offset, Arc::clone(&block));
         }
         Ok((block, BlockSource::File))
+    }
+
+    /// The corruption error for the `kind` block at file offset `offset`.
+    pub(crate) fn corruption(
+        &self,
+        kind: BlockKind,
+        offset: u64,
+        reason: impl Into<CorruptionReason>,
+    ) -> Error {
+        self.file.corruption(kind, offset, reason)
     }
 
     /// The table's id (unique among tables sharing a cache).
@@ -312,11 +310,12 @@ pub(crate) struct TableFile {
 }
 
 impl TableFile {
+    /// The corruption error for the `kind` block at file offset `offset`.
     pub(crate) fn corruption(
         &self,
         kind: BlockKind,
         offset: u64,
-        reason: impl Into<String>,
+        reason: impl Into<CorruptionReason>,
     ) -> Error {
         Error::Corruption {
             path: self.path.clone(),
@@ -328,49 +327,80 @@ impl TableFile {
 
     /// Reads a block and its trailer, checks type and checksum, returns the block.
     pub(crate) fn read_verified(&self, handle: BlockHandle, kind: BlockKind) -> Result<Vec<u8>> {
-        let limit = self.size - FOOTER_LEN as u64;
-        if !handle.fits_before(limit) {
-            return Err(self.corruption(
-                kind,
-                handle.offset,
-                format!("handle {handle:?} points past the end of the blocks ({limit})"),
-            ));
-        }
-        let mut bytes = vec![0u8; handle.size as usize + TRAILER_LEN];
-        self.file
-            .read_exact_at(&mut bytes, handle.offset)
+        self.read_block(handle, kind)
             .map_err(|source| Error::Io {
                 path: self.path.clone(),
                 source,
-            })?;
-        let len = verify_block(kind, &bytes)
-            .map_err(|reason| self.corruption(kind, handle.offset, reason))?
-            .len();
-        bytes.truncate(len);
-        Ok(bytes)
+            })?
+            .map_err(|reason| self.corruption(kind, handle.offset, reason))
     }
 
+    /// [`Self::read_verified`] with its two failures apart: the outer error
+    /// is the read's, the inner one says what is wrong with the bytes.
+    fn read_block(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+    ) -> std::io::Result<std::result::Result<Vec<u8>, BlockError>> {
+        let limit = self.blocks_end();
+        if !handle.fits_before(limit) {
+            return Ok(Err(BlockError::PastEnd { handle, limit }));
+        }
+        let mut bytes = vec![0u8; handle.size as usize + TRAILER_LEN];
+        self.file.read_exact_at(&mut bytes, handle.offset)?;
+        let len = match verify_block(kind, &bytes) {
+            Ok(block) => block.len(),
+            Err(reason) => return Ok(Err(reason)),
+        };
+        bytes.truncate(len);
+        Ok(Ok(bytes))
+    }
+
+    /// File offset where the blocks end and the footer begins.
+    fn blocks_end(&self) -> u64 {
+        // Table::open checked that the file holds a footer.
+        self.size - FOOTER_LEN as u64
+    }
+
+    /// Decodes the index block at file offset `at`. Its handles must tile
+    /// the data region from offset 0 in key order.
     fn decode_index(&self, bytes: Vec<u8>, at: u64) -> Result<Vec<IndexEntry>> {
-        let bad = |reason: String| self.corruption(BlockKind::Index, at, reason);
+        let bad = |reason: BlockError| self.corruption(BlockKind::Index, at, reason);
+        // `Block::new` refuses a block without entries: the index names at
+        // least one data block.
         let block = Block::new(bytes).map_err(bad)?;
         let mut it = block.iter();
         let mut entries: Vec<IndexEntry> = Vec::new();
         let mut next_offset = 0u64;
         while it.advance().map_err(bad)? {
-            let (user, seq, _) = split_internal_key(it.key())
-                .ok_or_else(|| bad("key shorter than its tag".into()))?;
-            let handle = BlockHandle::decode(it.value())
-                .ok_or_else(|| bad("handle is not 16 bytes".into()))?;
-            if handle.offset != next_offset || !handle.fits_before(self.size - FOOTER_LEN as u64) {
-                return Err(bad(format!(
-                    "data block handle {handle:?} is not where the previous block ends"
-                )));
+            let offset = it.entry_offset();
+            let (user, seq, _) = split_internal_key(it.key()).ok_or_else(|| {
+                bad(BlockError::KeyShorterThanTag {
+                    offset,
+                    len: it.key().len(),
+                })
+            })?;
+            let handle = BlockHandle::decode(it.value()).ok_or_else(|| {
+                bad(BlockError::HandleLength {
+                    offset,
+                    len: it.value().len(),
+                })
+            })?;
+            if handle.offset != next_offset {
+                return Err(bad(BlockError::HandleMisplaced {
+                    offset,
+                    handle,
+                    expected: next_offset,
+                }));
+            }
+            let limit = self.blocks_end();
+            if !handle.fits_before(limit) {
+                return Err(bad(BlockError::PastEnd { handle, limit }));
             }
             if let Some(prev) = entries.last()
-                && compare_keys(&prev.last_user_key, prev.last_seq, user, seq)
-                    != std::cmp::Ordering::Less
+                && !compare_keys(&prev.last_user_key, prev.last_seq, user, seq).is_lt()
             {
-                return Err(bad("index keys out of order".into()));
+                return Err(bad(BlockError::IndexOutOfOrder { offset }));
             }
             next_offset = handle.offset + handle.size + TRAILER_LEN as u64;
             entries.push(IndexEntry {
@@ -379,27 +409,20 @@ impl TableFile {
                 handle,
             });
         }
-        if entries.is_empty() {
-            return Err(bad("index names no data block".into()));
-        }
-        debug_assert_eq!(HANDLE_LEN, 16);
         Ok(entries)
     }
 
     /// Loads the filter; a damaged filter is recorded, never an error.
     fn load_filter(&self, handle: BlockHandle) -> (Option<AnyFilter>, FilterStatus) {
-        match self.read_verified(handle, BlockKind::Filter) {
-            Ok(bytes) => match AnyFilter::from_bytes(&bytes) {
+        let offset = handle.offset;
+        let unusable = |reason| (None, FilterStatus::Unusable(reason));
+        match self.read_block(handle, BlockKind::Filter) {
+            Ok(Ok(bytes)) => match AnyFilter::from_bytes(&bytes) {
                 Ok(filter) => (Some(filter), FilterStatus::Loaded),
-                Err(e) => (
-                    None,
-                    FilterStatus::Unusable(format!(
-                        "filter block at offset {} does not decode: {e}",
-                        handle.offset
-                    )),
-                ),
+                Err(source) => unusable(FilterLoadError::Decode { offset, source }),
             },
-            Err(e) => (None, FilterStatus::Unusable(e.to_string())),
+            Ok(Err(source)) => unusable(FilterLoadError::Block { offset, source }),
+            Err(source) => unusable(FilterLoadError::Read { offset, source }),
         }
     }
 }

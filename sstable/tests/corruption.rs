@@ -1,13 +1,16 @@
 //! Corruption sweep: flip every byte of a small table, one at a time. Each
 //! outcome must be the right answer or an error naming the block; never a
 //! wrong value, never a panic; flips inside the filter block only disable
-//! the filter.
+//! the filter. Every flip is caught by a checksum (or the footer magic).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 mod common;
 
 use bloomlsm_filter::{FilterKind, KeyHash};
-use bloomlsm_sstable::{BlockKind, Error, FilterStatus, Outcome, Table, TableIter};
+use bloomlsm_sstable::{
+    BlockError, BlockKind, CorruptionReason, Error, FilterLoadError, FilterStatus, FooterError,
+    Outcome, Table, TableIter,
+};
 use common::{options, simple_model, write_table};
 
 fn check_table(
@@ -20,7 +23,7 @@ fn check_table(
     std::fs::write(&path, bytes).unwrap();
     let table = match Table::open_path(&path, 1, None) {
         Ok(t) => std::sync::Arc::new(t),
-        Err(Error::Corruption { kind, .. }) => {
+        Err(Error::Corruption { kind, reason, .. }) => {
             assert!(
                 matches!(
                     kind,
@@ -28,6 +31,7 @@ fn check_table(
                 ),
                 "{kind}"
             );
+            assert_caught_by_a_checksum(&reason, flip_at);
             std::fs::remove_file(&path).unwrap();
             return "refused at open";
         }
@@ -35,7 +39,17 @@ fn check_table(
         Err(e) => panic!("unexpected error for flip at {flip_at}: {e}"),
     };
     let mut outcome = "readable";
-    if let FilterStatus::Unusable(_) = table.filter_status() {
+    if let FilterStatus::Unusable(reason) = table.filter_status() {
+        assert!(
+            matches!(
+                reason,
+                FilterLoadError::Block {
+                    source: BlockError::ChecksumMismatch { .. } | BlockError::WrongType { .. },
+                    ..
+                }
+            ),
+            "flip at {flip_at}: {reason:?}"
+        );
         outcome = "filter disabled";
     }
     for ((key, seq), (_, value)) in model {
@@ -55,8 +69,12 @@ fn check_table(
             },
             Err(Error::Corruption {
                 kind: BlockKind::Data,
+                reason,
                 ..
-            }) => outcome = "data block error",
+            }) => {
+                assert_caught_by_a_checksum(&reason, flip_at);
+                outcome = "data block error";
+            }
             Err(e) => panic!("flip at {flip_at}: unexpected error {e}"),
         }
     }
@@ -71,12 +89,35 @@ fn check_table(
     outcome
 }
 
+/// One flipped byte is caught by a trailer or the footer checksum before
+/// any block is parsed (the magic is outside the checksum).
+fn assert_caught_by_a_checksum(reason: &CorruptionReason, flip_at: usize) {
+    assert!(
+        matches!(
+            reason,
+            CorruptionReason::Block(
+                BlockError::ChecksumMismatch { .. } | BlockError::WrongType { .. }
+            ) | CorruptionReason::Footer(FooterError::Checksum { .. } | FooterError::BadMagic(_))
+        ),
+        "flip at {flip_at}: {reason:?}"
+    );
+}
+
 #[test]
 fn every_byte_flip_is_detected_or_harmless() {
+    byte_flips_are_detected_or_harmless(FilterKind::Blocked);
+}
+
+#[test]
+fn every_byte_flip_of_a_ribbon_table_is_detected_or_harmless() {
+    byte_flips_are_detected_or_harmless(FilterKind::Ribbon);
+}
+
+fn byte_flips_are_detected_or_harmless(kind: FilterKind) {
     let model = simple_model(300);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.sst");
-    write_table(&path, &model, options(Some(FilterKind::Blocked), 512));
+    write_table(&path, &model, options(Some(kind), 512));
     let original = std::fs::read(&path).unwrap();
     let table = Table::open_path(&path, 1, None).unwrap();
     let filter = table.footer().filter;
@@ -97,7 +138,7 @@ fn every_byte_flip_is_detected_or_harmless() {
         }
         *counts.entry(outcome).or_insert(0) += 1;
     }
-    println!("{} offsets swept: {counts:?}", original.len());
+    println!("{kind}: {} offsets swept: {counts:?}", original.len());
 }
 
 #[test]
@@ -109,9 +150,14 @@ fn every_truncation_is_refused() {
     let original = std::fs::read(&path).unwrap();
     for len in 0..original.len() {
         std::fs::write(&path, &original[..len]).unwrap();
-        assert!(
-            Table::open_path(&path, 1, None).is_err(),
-            "truncation to {len} accepted"
-        );
+        // A cut-off file ends in bytes that are not a footer.
+        match Table::open_path(&path, 1, None) {
+            Err(Error::Corruption {
+                kind: BlockKind::Footer,
+                reason: CorruptionReason::Footer(FooterError::Length(_) | FooterError::BadMagic(_)),
+                ..
+            }) => {}
+            other => panic!("truncation to {len}: {other:?}"),
+        }
     }
 }

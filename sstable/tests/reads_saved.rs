@@ -12,7 +12,11 @@ use common::{open, options, simple_model, write_table};
 fn absent_keys_read_about_fpr_blocks() {
     let n = 20_000;
     let model = simple_model(n);
-    for kind in [FilterKind::Standard, FilterKind::Blocked] {
+    for kind in [
+        FilterKind::Standard,
+        FilterKind::Blocked,
+        FilterKind::Ribbon,
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.sst");
         write_table(&path, &model, options(Some(kind), 4096));

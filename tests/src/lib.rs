@@ -1,7 +1,9 @@
 //! Shared helpers of the cross-crate reliability tests: deterministic keys
-//! and values, and checks of a store's directory against its manifest.
+//! and values, a write history with deletes and its model, and checks of a
+//! store's directory and contents.
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The key of write number `i`.
@@ -28,6 +30,20 @@ pub fn table_files(dir: &Path) -> usize {
         .count()
 }
 
+/// WAL files (`*.wal`) in a store directory.
+pub fn wal_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "wal")
+        })
+        .count()
+}
+
 /// The number of writes recovered: the length of the prefix 0..n of keys
 /// present with their values. Panics on a hole (a later key present while
 /// an earlier one is missing) or a wrong value.
@@ -49,4 +65,107 @@ pub fn recovered_prefix(db: &bloomlsm::Db, attempted: u64) -> u64 {
         );
     }
     n
+}
+
+/// Write number `i` of a history with deletes: `Some(value)` puts `key(i)`;
+/// every third write (`i % 3 == 2`, the `m`-th delete) is `None`, a delete
+/// of the key of the `m`-th put, about half-way back (by then usually in a
+/// table, often deep). Every key is put once and deleted at most once, and
+/// every delete removes a present key, so no two prefixes of the history
+/// leave the same contents: the contents name the prefix.
+pub fn history_write(i: u64) -> (Vec<u8>, Option<Vec<u8>>) {
+    if i % 3 != 2 {
+        return (key(i), Some(value(i)));
+    }
+    let m = i / 3;
+    (key(3 * (m / 2) + m % 2), None)
+}
+
+/// Applies write `i` of [`history_write`] to `db`.
+pub fn apply_history_write(db: &bloomlsm::Db, i: u64) -> bloomlsm::Result<()> {
+    match history_write(i) {
+        (k, Some(v)) => db.put(&k, &v),
+        (k, None) => db.delete(&k),
+    }
+}
+
+/// Applies write `i` of [`history_write`] to a model.
+pub fn apply_history_model(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, i: u64) {
+    match history_write(i) {
+        (k, Some(v)) => model.insert(k, v),
+        (k, None) => model.remove(&k),
+    };
+}
+
+/// The store's contents by a full scan.
+pub fn contents(db: &bloomlsm::Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    db.scan::<&[u8], _>(..)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// The number of writes of [`history_write`] recovered: the `r <=
+/// attempted` such that the store holds exactly writes `0..r`. Panics when
+/// it holds no prefix of the history (a hole: a later write survived an
+/// earlier one; or a value never written), naming the keys that differ
+/// from the closest prefix.
+pub fn recovered_history(db: &bloomlsm::Db, attempted: u64) -> u64 {
+    history_prefix(db, attempted).unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// [`recovered_history`], with the explanation as an error instead of a panic.
+pub fn history_prefix(db: &bloomlsm::Db, attempted: u64) -> Result<u64, String> {
+    let got = contents(db);
+    let mut model = BTreeMap::new();
+    let mut best = (got == model).then_some(0);
+    for i in 0..attempted {
+        apply_history_model(&mut model, i);
+        if got == model {
+            best = Some(i + 1);
+        }
+    }
+    if let Some(r) = best {
+        return Ok(r);
+    }
+    // Explain with the prefix closest to the store: fewest keys differing.
+    let mut model = BTreeMap::new();
+    let mut differing = got.len();
+    let mut best = (differing, 0);
+    for i in 0..attempted {
+        let k = history_write(i).0;
+        let before = got.get(&k) != model.get(&k);
+        apply_history_model(&mut model, i);
+        let after = got.get(&k) != model.get(&k);
+        differing = differing + usize::from(after) - usize::from(before);
+        if differing < best.0 {
+            best = (differing, i + 1);
+        }
+    }
+    let n = best.1;
+    let mut model = BTreeMap::new();
+    for i in 0..n {
+        apply_history_model(&mut model, i);
+    }
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let keys: std::collections::BTreeSet<&Vec<u8>> = got.keys().chain(model.keys()).collect();
+    let diff: Vec<String> = keys
+        .into_iter()
+        .filter(|k| got.get(*k) != model.get(*k))
+        .take(4)
+        .map(|k| {
+            format!(
+                "{}: store {:?}, prefix {:?}",
+                s(k),
+                got.get(k).map(|v| s(v)),
+                model.get(k).map(|v| s(v))
+            )
+        })
+        .collect();
+    Err(format!(
+        "the store holds no prefix of the history ({} keys, {attempted} writes attempted): \
+         closest is the first {n} writes, {} keys differ: {diff:?}",
+        got.len(),
+        best.0
+    ))
 }

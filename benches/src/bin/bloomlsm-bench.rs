@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use bloomlsm_bench::engines::Mirror;
 use bloomlsm_bench::run::{RunConfig, run};
+use bloomlsm_bench::scale::{PointConfig, run_point, run_scale};
 use bloomlsm_bench::workload::Sizes;
 use clap::Parser;
 
@@ -67,6 +68,26 @@ struct Args {
     /// Parent directory for the engines' temporary directories.
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Table reads bypass the page cache on both engines (ours:
+    /// `Options::use_direct_reads`; RocksDB: `set_use_direct_reads(true)`),
+    /// so every block-cache miss is a device read.
+    #[arg(long)]
+    direct_io: bool,
+    /// Reader threads for readrandom and readmissing; each count is run in
+    /// turn, e.g. `1,2,4`.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    threads: Vec<usize>,
+    /// Scale mode: for each number of keys (e.g. `1000000,10000000`), fill,
+    /// readrandom, readmissing and the crawler on each engine, one child
+    /// process per point; writes scale.md, scale.json, scale.svg.
+    #[arg(long, value_delimiter = ',')]
+    scale: Vec<u64>,
+    /// Scale mode: crawler URLs streamed per loaded key.
+    #[arg(long, default_value_t = 0.6)]
+    scale_crawler_per_key: f64,
+    /// Internal: run one scale point described by this JSON file.
+    #[arg(long, hide = true)]
+    scale_point: Option<PathBuf>,
     /// Where report.md, report.json and the SVG plots go.
     #[arg(long, default_value = "target/bench-report")]
     out: PathBuf,
@@ -74,6 +95,15 @@ struct Args {
 
 fn main() -> Result<()> {
     let a = Args::parse();
+    if let Some(path) = &a.scale_point {
+        let text = std::fs::read_to_string(path).context("reading the point's configuration")?;
+        let config: PointConfig = serde_json::from_str(&text)?;
+        let point = run_point(&config)?;
+        let out = path.with_file_name("point.json");
+        std::fs::write(&out, serde_json::to_string_pretty(&point)?)
+            .with_context(|| format!("writing {}", out.display()))?;
+        return Ok(());
+    }
     let (keys, ops, crawler, sweep_keys) = if a.quick {
         (20_000, 20_000, 5_000, 5_000)
     } else {
@@ -96,13 +126,30 @@ fn main() -> Result<()> {
             memtable_bytes: a.memtable_bytes,
             target_file_bytes: 8 << 20,
             l1_bytes: a.l1_bytes,
+            direct_io: a.direct_io,
         },
         engines: a.engines,
+        threads: a.threads,
         sweep: a.sweep,
         sweep_bits: vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 14.0, 20.0],
         sweep_keys,
         filter_policy: a.filter_policy,
     };
+    if !a.scale.is_empty() {
+        let exe = std::env::current_exe().context("finding the benchmark binary")?;
+        let report = run_scale(
+            &exe,
+            &config,
+            &a.scale,
+            a.scale_crawler_per_key,
+            a.dir.as_deref(),
+            &a.out,
+        )?;
+        println!("{}", report.markdown());
+        report.write(&a.out)?;
+        eprintln!("scale report written to {}", a.out.display());
+        return Ok(());
+    }
     let report = run(&config, a.dir.as_deref())?;
     println!("{}", report.markdown());
     report.write(&a.out)?;

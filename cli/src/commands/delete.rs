@@ -6,7 +6,7 @@ use anyhow::Result;
 use bloomlsm::WriteBatch;
 
 use super::{Outcome, open_existing};
-use crate::output::{Fields, Value};
+use crate::output::Value;
 
 /// Deletes `keys` in one batch.
 pub fn run(db: &Path, keys: &[String]) -> Result<Outcome> {
@@ -17,6 +17,5 @@ pub fn run(db: &Path, keys: &[String]) -> Result<Outcome> {
     }
     db.write(batch)?;
     db.close()?;
-    let names: Vec<Value> = keys.iter().map(|k| Value::from(k.as_str())).collect();
-    Ok(Value::from(Fields::new().with("deleted", names)).into())
+    Ok(Value::from(super::batch_summary("deleted", keys.iter())).into())
 }

@@ -17,7 +17,7 @@ use anyhow::{Result, bail};
 use bloomlsm::{Db, Options};
 
 use crate::args::Command;
-use crate::output::Value;
+use crate::output::{Fields, Value};
 
 /// How the command ended, when it did not fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,4 +79,14 @@ fn open_existing(path: &Path) -> Result<Db> {
         bail!("{} is not a bloomlsm store (no MANIFEST)", path.display());
     }
     Ok(Db::open(path, Options::default())?)
+}
+
+/// A written batch in a few lines however large it is: how many keys, and
+/// the smallest and largest of them.
+fn batch_summary<'a>(count_name: &'static str, keys: impl Iterator<Item = &'a String>) -> Fields {
+    let keys: Vec<&String> = keys.collect();
+    Fields::new()
+        .with(count_name, keys.len())
+        .with("smallest_key", keys.iter().min().map(|k| k.as_str()))
+        .with("largest_key", keys.iter().max().map(|k| k.as_str()))
 }

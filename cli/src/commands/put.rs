@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 use bloomlsm::{Db, Options, WriteBatch};
 
 use super::Outcome;
-use crate::output::{Fields, Value};
+use crate::output::Value;
 
 /// Writes `pairs` (key, value, key, value, ...) in one batch, creating the
 /// store if it is missing.
@@ -20,15 +20,13 @@ pub fn run(db: &Path, pairs: &[String]) -> Result<Outcome> {
     }
     let db = Db::open(db, Options::default())?;
     let mut batch = WriteBatch::new();
-    let mut keys = Vec::new();
     for pair in pairs.chunks_exact(2) {
         if let [key, value] = pair {
             batch.put(key.as_bytes(), value.as_bytes());
-            keys.push(Value::from(key.as_str()));
         }
     }
-    let written = keys.len();
     db.write(batch)?;
     db.close()?;
-    Ok(Value::from(Fields::new().with("put", keys).with("pairs", written)).into())
+    let keys = pairs.iter().step_by(2);
+    Ok(Value::from(super::batch_summary("pairs", keys)).into())
 }

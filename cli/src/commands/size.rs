@@ -1,14 +1,17 @@
 //! `size`: a filter's size and false positive rate for N items, beside an
-//! exact set of the same keys.
+//! exact set of the same keys, and a Ribbon filter sized for the same
+//! target.
 
 use anyhow::{Result, bail};
-use bloomlsm_filter::math;
+use bloomlsm_filter::{RibbonTarget, math, ribbon_sizing};
 
 use super::Outcome;
 use crate::output::{Fields, Value};
 
 /// What was asked (items and one of target FPR, bits per key, memory),
-/// then the filter that answers it, then the exact set for comparison.
+/// then the Bloom filter that answers it, then the exact set for
+/// comparison, then (`ribbon`) a Ribbon filter for the same target FPR,
+/// bits per key or memory, as `bloomlsm_filter::ribbon_sizing` sizes it.
 pub fn run(
     items: u64,
     fpr: Option<f64>,
@@ -20,17 +23,17 @@ pub fn run(
         bail!("--items must be at least 1");
     }
     let mut fields = Fields::new().with("items", items);
-    let bpk = match (fpr, bits_per_key, memory) {
+    let (bpk, target) = match (fpr, bits_per_key, memory) {
         (Some(p), _, _) if p > 0.0 && p < 1.0 => {
             fields.push("target_fpr", p);
-            math::bits_per_key_for_fpr(p)
+            (math::bits_per_key_for_fpr(p), RibbonTarget::Fpr(p))
         }
         (Some(p), _, _) => bail!("--fpr {p} must be between 0 and 1"),
-        (_, Some(b), _) if b > 0.0 => b,
+        (_, Some(b), _) if b > 0.0 => (b, RibbonTarget::BitsPerKey(b)),
         (_, Some(b), _) => bail!("--bits-per-key {b} must be positive"),
         (_, _, Some(m)) if m > 0 => {
             fields.push("memory_budget_bytes", m);
-            m as f64 * 8.0 / items as f64
+            (m as f64 * 8.0 / items as f64, RibbonTarget::MemoryBytes(m))
         }
         _ => bail!("give one of --fpr, --bits-per-key or --memory"),
     };
@@ -49,5 +52,55 @@ pub fn run(
         .with("key_bytes", key_bytes)
         .with("exact_set_bytes", exact)
         .with("exact_set_over_filter", exact as f64 / filter_bytes as f64);
-    Ok(Value::from(fields).into())
+    let r = ribbon_sizing(items, target);
+    let ribbon = Fields::new()
+        .with("bits_per_key", r.bits_per_key)
+        .with("mean_result_bits", r.mean_columns)
+        .with("slots", r.slots)
+        .with("filter_bytes", r.serialized_bytes)
+        .with("false_positive_rate", r.expected_fpr)
+        .with("expected_false_positives", r.expected_fpr * items as f64)
+        .with(
+            "exact_set_over_filter",
+            exact as f64 / r.serialized_bytes as f64,
+        );
+    Ok(Value::from(fields.with("ribbon", ribbon)).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn float(fields: &Fields, name: &str) -> f64 {
+        match fields.get(name) {
+            Some(Value::Float(v)) => *v,
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ribbon_answers_the_same_target_in_less_space() {
+        let out = run(1_000_000, Some(0.01), None, None, 64).unwrap();
+        let Value::Fields(fields) = out.value else {
+            panic!("not fields")
+        };
+        let Some(Value::Fields(ribbon)) = fields.get("ribbon") else {
+            panic!("no ribbon")
+        };
+        assert!((float(ribbon, "false_positive_rate") - 0.01).abs() < 1e-4);
+        let (bloom, ribbon_bits) = (
+            float(&fields, "bits_per_key"),
+            float(ribbon, "bits_per_key"),
+        );
+        assert!(ribbon_bits < bloom * 0.75, "{ribbon_bits} vs {bloom}");
+        // A memory budget is honoured, header included.
+        let out = run(1_000_000, None, None, Some(500_000), 64).unwrap();
+        let Value::Fields(fields) = out.value else {
+            panic!("not fields")
+        };
+        let Some(Value::Fields(ribbon)) = fields.get("ribbon") else {
+            panic!("no ribbon")
+        };
+        assert!(matches!(ribbon.get("filter_bytes"), Some(Value::Int(b)) if *b <= 500_000));
+    }
 }

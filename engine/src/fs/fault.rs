@@ -37,6 +37,10 @@ struct State {
     faults_injected: u64,
     /// Direct (`O_DIRECT`) opens fail as on a file system without it.
     refuse_direct_io: bool,
+    /// Creating a table file (`*.sst`) fails; every other file works.
+    refuse_table_files: bool,
+    /// Creating a table file waits while this is set.
+    hold_table_files: bool,
 }
 
 /// See the module documentation. Cheap to clone; clones share state.
@@ -71,6 +75,40 @@ impl FaultFs {
     /// that refuses `O_DIRECT` (`EINVAL`), whatever the real one does.
     pub fn set_refuse_direct_io(&self, on: bool) {
         self.state.lock().refuse_direct_io = on;
+    }
+
+    /// Creating a table file (`*.sst`) fails with an I/O error while WAL
+    /// and manifest files keep working: every flush and compaction fails
+    /// and frozen memtables stay in memory (and in their WALs), however the
+    /// store's threads are scheduled.
+    pub fn set_refuse_table_files(&self, on: bool) {
+        self.state.lock().refuse_table_files = on;
+    }
+
+    /// Creating a table file (`*.sst`) waits until this is turned off
+    /// again: a flush or compaction that starts meanwhile stalls before
+    /// writing anything, as behind a very slow device, while writes go on
+    /// (until the frozen memtables fill up). Turn it off before closing.
+    pub fn set_hold_table_files(&self, on: bool) {
+        self.state.lock().hold_table_files = on;
+    }
+
+    /// Waits while table files are held; then counts and returns the
+    /// injected fault when table files are refused and `path` is one.
+    fn check_table_file(&self, path: &Path) -> io::Result<()> {
+        let is_table = path.extension().is_some_and(|x| x == "sst");
+        while is_table && self.state.lock().hold_table_files {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut s = self.state.lock();
+        if s.refuse_table_files && is_table {
+            s.faults_injected += 1;
+            return Err(io::Error::other(format!(
+                "injected fault: table file {} refused",
+                path.display()
+            )));
+        }
+        Ok(())
     }
 
     /// Mutating operations performed so far.
@@ -189,6 +227,7 @@ impl RandomAccessFile for FaultReader {
 
 impl FileSystem for FaultFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.check_table_file(path)?;
         self.mutate()?;
         let file = fs::OpenOptions::new()
             .write(true)

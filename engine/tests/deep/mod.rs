@@ -14,6 +14,8 @@
 
 use std::cell::Cell;
 use std::fmt;
+use std::sync::Mutex;
+use std::time::Instant;
 
 use bloomlsm::{FilterKind, FilterPolicy, Options};
 use proptest::strategy::{NewTree, Strategy, ValueTree};
@@ -70,6 +72,9 @@ pub enum Op {
     Get { k: u32 },
     /// `get` of the `pick`-th key present now (nothing if none is).
     GetPresent { pick: u32 },
+    /// `get` of the key of the `back`-th most recent put or delete (0 =
+    /// the last): keys whose versions sit in L0 and the memtable.
+    GetRecent { back: u16 },
     /// `get` of the `pick`-th key deleted and not written since.
     GetDeleted { pick: u32 },
     /// `scan(key(from)..key(from + span))`, compared whole.
@@ -327,7 +332,13 @@ impl Generator {
                 };
                 Op::Get { k }
             }
-            780..840 => Op::GetPresent {
+            780..810 => {
+                let horizon = if self.rng.chance(0.7) { 100 } else { 1000 };
+                Op::GetRecent {
+                    back: self.rng.below(horizon) as u16,
+                }
+            }
+            810..840 => Op::GetPresent {
                 pick: self.rng.next_u64() as u32,
             },
             840..900 => Op::GetDeleted {
@@ -367,7 +378,7 @@ pub fn generate(seed: u64, len: usize) -> Case {
         target_file_bytes: 512 + rng.below(1024),
         l1_bytes: 1024 + rng.below(2048),
         block_size: [64, 128, 256][rng.below(3) as usize],
-        l0_compaction_trigger: 2 + rng.below(3) as usize,
+        l0_compaction_trigger: 2 + rng.below(4) as usize,
         filter_kind: if rng.chance(0.5) {
             FilterKind::Blocked
         } else {
@@ -384,6 +395,62 @@ pub fn generate(seed: u64, len: usize) -> Case {
     };
     let ops = (0..len).map(|_| g.op()).collect();
     Case { seed, shape, ops }
+}
+
+/// The operation running now, for the watchdog.
+struct Progress {
+    seed: u64,
+    index: usize,
+    op: Option<Op>,
+    since: Instant,
+}
+
+static PROGRESS: Mutex<Option<Progress>> = Mutex::new(None);
+
+/// Records that operation `index` of case `seed` starts (`None`: the
+/// final checks).
+pub fn progress(seed: u64, index: usize, op: Option<&Op>) {
+    *PROGRESS.lock().unwrap_or_else(|e| e.into_inner()) = Some(Progress {
+        seed,
+        index,
+        op: op.cloned(),
+        since: Instant::now(),
+    });
+}
+
+/// Turns a hang into a failure that names the case and the operation:
+/// ends the process when one operation runs for `limit` seconds
+/// (`BLOOMLSM_MODEL_STALL_SECONDS`, default 120; the slowest operation of a
+/// healthy run takes well under a second).
+pub fn start_watchdog() {
+    let limit = std::time::Duration::from_secs(
+        std::env::var("BLOOMLSM_MODEL_STALL_SECONDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(120),
+    );
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            if let Some(p) = &*PROGRESS.lock().unwrap_or_else(|e| e.into_inner())
+                && p.since.elapsed() > limit
+            {
+                eprintln!(
+                    "deep case: operation {} of case seed {:#018x} has run for over {} s (a hang): {:?}",
+                    p.index,
+                    p.seed,
+                    limit.as_secs(),
+                    p.op
+                );
+                std::process::exit(101);
+            }
+        }
+    });
+}
+
+/// Stops watching (the run is over).
+pub fn stop_watchdog() {
+    *PROGRESS.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 thread_local! {

@@ -2,7 +2,9 @@
 //! Any bytes: decoding returns Ok or Err, never panics; a decoded filter
 //! answers queries and re-encodes to the same bytes.
 
-use bloomlsm_filter::{AnyFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, Filter};
+use bloomlsm_filter::{
+    AnyFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, Filter, RibbonFilter,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -12,6 +14,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = BloomFilter::from_bytes(data);
     let _ = BlockedBloomFilter::from_bytes(data);
+    let _ = RibbonFilter::from_bytes(data);
     if let Ok(f) = CountingBloomFilter::from_bytes(data) {
         let _ = f.contains(data);
     }

@@ -1,10 +1,17 @@
 //! The lecture's arithmetic of Bloom filters.
 //!
 //! Notation: m bits, k hash functions, n items. Every function here is the
-//! closed form derived in the lecture (see `shared/seed/bloom-filter-lecture.md`),
+//! closed form derived in the lecture (see `docs/lecture.md`),
 //! so measured filters can be compared against it.
 
 use std::f64::consts::LN_2;
+
+mod blocked;
+
+pub use blocked::{
+    BLOCKED_K_THRESHOLDS_MILLIBITS, blocked_bits_per_key_for_fpr, blocked_false_positive_rate,
+    blocked_false_positive_rate_exact, blocked_num_hashes, blocked_optimal_num_hashes,
+};
 
 /// Smallest number of hash functions a filter uses.
 pub const MIN_HASHES: u32 = 1;
@@ -99,47 +106,6 @@ pub fn estimated_items(m: u64, k: u32, fill: f64) -> f64 {
     -(m as f64 / k as f64) * (1.0 - fill).ln()
 }
 
-/// Expected false positive rate of a cache-blocked filter with `block_bits`
-/// bits per block, at `bits_per_key`, with k probes inside one block.
-///
-/// Keys fall into blocks like balls into bins, so the number c of keys in a
-/// key's block is Poisson with mean block_bits / bits_per_key; a block with c
-/// keys behaves like a standard filter of block_bits bits and c items. The
-/// rate is the Poisson mixture of those standard rates (summed until the
-/// tail is negligible). Blocks with more keys than average are fuller, which
-/// is why a blocked filter is a little worse than a standard one.
-pub fn blocked_false_positive_rate(bits_per_key: f64, k: u32, block_bits: u32) -> f64 {
-    if bits_per_key <= 0.0 {
-        return 1.0;
-    }
-    let mean = block_bits as f64 / bits_per_key;
-    let upper = (mean + 12.0 * mean.sqrt() + 20.0) as u64;
-    let mut poisson = (-mean).exp(); // P(c = 0)
-    let mut total = 0.0;
-    for c in 0..=upper {
-        if c > 0 {
-            poisson *= mean / c as f64;
-        }
-        total += poisson * false_positive_rate(c, block_bits as u64, k);
-    }
-    total
-}
-
-/// The k that minimises [`blocked_false_positive_rate`] at `bits_per_key`,
-/// within [`MIN_HASHES`]..=[`MAX_HASHES`]. At most the standard optimum:
-/// uneven block loads reward fewer probes at high bits per key. (7 at 10
-/// bits per key; RocksDB picks 6 there, trading 2% accuracy for speed.)
-pub fn blocked_optimal_num_hashes(bits_per_key: f64, block_bits: u32) -> u32 {
-    let mut best = (MIN_HASHES, f64::INFINITY);
-    for k in MIN_HASHES..=MAX_HASHES {
-        let rate = blocked_false_positive_rate(bits_per_key, k, block_bits);
-        if rate < best.1 {
-            best = (k, rate);
-        }
-    }
-    best.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,15 +169,6 @@ mod tests {
         assert!((optimal_false_positive_rate(bpk) - 0.01).abs() < 1e-12);
         let fill = expected_fill(5000, 100_000, 7);
         assert!((estimated_items(100_000, 7, fill) - 5000.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn blocked_is_a_little_worse() {
-        let blocked = blocked_false_positive_rate(10.0, 6, 512);
-        assert!(blocked > optimal_false_positive_rate(10.0));
-        assert!(blocked < 0.0100, "{blocked}");
-        assert_eq!(blocked_optimal_num_hashes(10.0, 512), 7);
-        assert!(blocked_optimal_num_hashes(20.0, 512) <= optimal_num_hashes(20.0));
     }
 }
 

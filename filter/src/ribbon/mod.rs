@@ -1,0 +1,436 @@
+//! A Ribbon filter (Dillinger and Walzer, "Ribbon filter: practically
+//! smaller than Bloom and Xor", 2021), in the shape of RocksDB's
+//! Standard128Ribbon: 128-bit coefficient bands, on-the-fly Gaussian
+//! elimination, interleaved solution storage with a mix of column counts.
+//!
+//! A static filter: it is solved once from the hashes of all its keys and
+//! cannot take more. In exchange it spends about 1.03 to 1.07 x log2(1/eps)
+//! bits per key for a false positive rate eps, where a Bloom filter spends
+//! 1.44 x log2(1/eps) (cache-blocked ones a little more). Tables are
+//! immutable, so every table filter can be one.
+//!
+//! How it works: each key's hash gives one linear equation over GF(2) in
+//! the filter's solution bits (`hasher`): 128 coefficient bits starting at
+//! a slot near the key's hash position, equal to 32 result bits. The
+//! equations are eliminated into a band (`banding`), solved from the last
+//! slot back (`solution`) and stored as 128-bit segments (`layout`). A
+//! query recomputes its key's equation and checks it against the stored
+//! solution: always true for a key the filter was built with, true with
+//! probability 2^-columns for any other key.
+
+mod banding;
+mod hasher;
+mod layout;
+mod sizing;
+mod solution;
+
+use banding::Banding;
+use hasher::{COEFF_BITS, NUM_SEEDS, RibbonHasher, coefficients, result_bits};
+use layout::Layout;
+pub use layout::MAX_COLUMNS;
+pub use sizing::{RIBBON_FIXED_BYTES, RibbonSizing, RibbonTarget, ribbon_sizing};
+use sizing::{blocks_for, layout_for};
+
+use crate::codec::{self, RibbonParams};
+use crate::error::{FilterError, Result};
+use crate::filter_trait::Filter;
+use crate::hash::KeyHash;
+use crate::kind::FilterKind;
+
+/// Seeds tried at one size before the filter grows. Each seed fails
+/// independently, about 1 time in 20 at the sizes of `sizing`.
+const SEEDS_PER_SIZE: u32 = 64;
+/// Times the slots grow by an eighth when every seed fails (never expected;
+/// tested by forcing it).
+const GROWTH_ROUNDS: u32 = 8;
+/// Most blocks a filter may have (the count is stored as a u32): about
+/// 5 x 10^11 keys, far past what its construction memory allows.
+const MAX_BLOCKS: u64 = u32::MAX as u64;
+
+/// A static, near-optimal filter built from all its keys' hashes at once.
+///
+/// ```
+/// use bloomlsm_filter::{Filter, KeyHash, RibbonFilter};
+/// let hashes: Vec<KeyHash> = (0..1000u32).map(|i| KeyHash::of(&i.to_le_bytes())).collect();
+/// let filter = RibbonFilter::from_hashes(&hashes, 7.0);
+/// assert!(hashes.iter().all(|&h| filter.contains_hash(h)));
+/// assert!(filter.theoretical_fpr() < 0.01); // a Bloom filter needs 9.6 bits per key for 1%
+/// let back = RibbonFilter::from_bytes(&filter.to_bytes()).unwrap();
+/// assert_eq!(back, filter);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RibbonFilter {
+    segments: Vec<u128>,
+    layout: Layout,
+    seed: u32,
+    hasher: RibbonHasher,
+    items: u64,
+}
+
+impl RibbonFilter {
+    /// Builds a filter of `hashes` spending `bits_per_key` bits per key
+    /// (any fraction; below about 1.05 some keys are always "maybe", at 0
+    /// every key is). Never fails: see [`RibbonFilter::build`].
+    /// Duplicate hashes are allowed and cost nothing.
+    pub fn from_hashes(hashes: &[KeyHash], bits_per_key: f64) -> Self {
+        Self::build(hashes, RibbonTarget::BitsPerKey(bits_per_key))
+    }
+
+    /// Builds a filter of `hashes` for a target false positive rate.
+    pub fn from_hashes_with_fpr(hashes: &[KeyHash], fpr: f64) -> Self {
+        Self::build(hashes, RibbonTarget::Fpr(fpr))
+    }
+
+    /// Hashes each key once and builds a filter of them.
+    pub fn from_keys<I, K>(keys: I, bits_per_key: f64) -> Self
+    where
+        I: IntoIterator<Item = K>,
+        K: AsRef<[u8]>,
+    {
+        let hashes: Vec<KeyHash> = keys.into_iter().map(|k| KeyHash::of(k.as_ref())).collect();
+        Self::from_hashes(&hashes, bits_per_key)
+    }
+
+    /// Builds a filter of `hashes` sized for `target` ([`ribbon_sizing`]
+    /// says what that costs). Construction cannot fail for the caller: when
+    /// a seed's equations contradict each other the next seed is tried (64
+    /// per size), then the filter grows by an eighth (8 times); past that,
+    /// which is not expected to ever happen, the result is a filter with no
+    /// solution bits, which answers "maybe" for every key.
+    pub fn build(hashes: &[KeyHash], target: RibbonTarget) -> Self {
+        Self::build_limited(hashes, target, SEEDS_PER_SIZE, GROWTH_ROUNDS)
+    }
+
+    /// [`RibbonFilter::build`] with explicit retry limits (tests force the
+    /// last resort with `seeds_per_size = 0`).
+    pub(crate) fn build_limited(
+        hashes: &[KeyHash],
+        target: RibbonTarget,
+        seeds_per_size: u32,
+        growth_rounds: u32,
+    ) -> Self {
+        let items = hashes.len() as u64;
+        let mut num_blocks = blocks_for(items);
+        if num_blocks == 0 {
+            return Self::assemble(Layout::new(0, 0), 0, Vec::new(), 0);
+        }
+        if num_blocks > MAX_BLOCKS {
+            return Self::assemble(Layout::new(2, 0), 0, Vec::new(), items);
+        }
+        // The first seed follows from the keys, so equal key sets give
+        // equal filters and different ones rarely share a seed.
+        let first_seed = hashes.first().map_or(0, |h| (h.raw() >> 56) as u32);
+        let mut order = Vec::new();
+        for _ in 0..=growth_rounds {
+            let layout = layout_for(target, items, num_blocks);
+            if layout.num_segments() == 0 {
+                // Nothing to store: every key is "maybe".
+                return Self::assemble(layout, 0, Vec::new(), items);
+            }
+            let mut band: Option<Banding> = None;
+            for attempt in 0..seeds_per_size {
+                let seed = (first_seed + attempt) % NUM_SEEDS;
+                let band = band.get_or_insert_with(|| Banding::new(layout.num_slots()));
+                if attempt > 0 {
+                    band.clear();
+                }
+                if solve(band, hashes, &layout, seed, &mut order) {
+                    let segments = solution::back_substitute(band, &layout);
+                    return Self::assemble(layout, seed, segments, items);
+                }
+            }
+            let grown = num_blocks + num_blocks.div_ceil(8);
+            if grown > MAX_BLOCKS {
+                break;
+            }
+            num_blocks = grown;
+        }
+        Self::assemble(Layout::new(num_blocks, 0), 0, Vec::new(), items)
+    }
+
+    fn assemble(layout: Layout, seed: u32, segments: Vec<u128>, items: u64) -> Self {
+        let num_starts = if layout.num_blocks() == 0 {
+            0
+        } else {
+            layout.num_starts()
+        };
+        Self {
+            segments,
+            layout,
+            seed,
+            hasher: RibbonHasher::new(seed, num_starts),
+            items,
+        }
+    }
+
+    /// The seed the filter was solved with (0..=255).
+    pub fn seed(&self) -> u32 {
+        self.seed
+    }
+
+    /// Unknowns of the linear system (a multiple of 128; 0 for no keys).
+    pub fn num_slots(&self) -> u64 {
+        self.layout.num_slots()
+    }
+
+    /// Mean result bits a key checks: the rate is about 2^-this.
+    pub fn mean_columns(&self) -> f64 {
+        self.layout.mean_columns()
+    }
+
+    /// Serializes the filter (see the `codec` module for the layout).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let params = RibbonParams {
+            // At most MAX_BLOCKS by construction and by decoding.
+            num_blocks: self.layout.num_blocks() as u32,
+            seed: self.seed,
+        };
+        let mut payload = Vec::with_capacity(codec::RIBBON_PARAMS_LEN + self.segments.len() * 16);
+        payload.extend_from_slice(&codec::encode_ribbon_params(params));
+        for segment in &self.segments {
+            payload.extend_from_slice(&segment.to_le_bytes());
+        }
+        codec::encode(
+            FilterKind::Ribbon,
+            self.layout.upper_columns(),
+            self.num_bits(),
+            self.items,
+            &payload,
+        )
+    }
+
+    /// Decodes a filter written by [`Self::to_bytes`]. Never panics; any
+    /// inconsistency is an error, so a decoded filter never misses a key.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let (header, kind, payload) = codec::decode(bytes)?;
+        if kind != FilterKind::Ribbon {
+            return Err(FilterError::WrongKind {
+                expected: FilterKind::Ribbon.name(),
+                found: kind.name(),
+            });
+        }
+        let (params, solution) = codec::decode_ribbon_payload(payload)?;
+        if params.seed >= NUM_SEEDS {
+            return Err(FilterError::InvalidParameters(
+                "ribbon seed outside 0..=255",
+            ));
+        }
+        let num_blocks = u64::from(params.num_blocks);
+        let num_segments = header.num_bits / COEFF_BITS;
+        if num_blocks == 1 {
+            return Err(FilterError::InvalidParameters("ribbon filter of one block"));
+        }
+        if num_blocks == 0 && (num_segments != 0 || header.items != 0) {
+            return Err(FilterError::InvalidParameters(
+                "ribbon filter of no blocks holds keys",
+            ));
+        }
+        if num_segments > u64::from(MAX_COLUMNS) * num_blocks {
+            return Err(FilterError::InvalidParameters(
+                "ribbon filter with more than 32 columns",
+            ));
+        }
+        let layout = Layout::new(num_blocks, num_segments);
+        if layout.upper_columns() != header.num_hashes {
+            return Err(FilterError::InvalidParameters(
+                "ribbon k disagrees with its layout",
+            ));
+        }
+        // The codec checked solution.len() == num_segments * 16.
+        let segments = solution
+            .chunks_exact(16)
+            .map(|c| {
+                let mut w = [0u8; 16];
+                w.copy_from_slice(c);
+                u128::from_le_bytes(w)
+            })
+            .collect();
+        Ok(Self::assemble(layout, params.seed, segments, header.items))
+    }
+}
+
+/// Bands every key's equation under `seed`, in the order of their start
+/// blocks so the band is walked front to back. `false` when the equations
+/// contradict each other.
+fn solve(
+    band: &mut Banding,
+    hashes: &[KeyHash],
+    layout: &Layout,
+    seed: u32,
+    order: &mut Vec<u64>,
+) -> bool {
+    let hasher = RibbonHasher::new(seed, layout.num_starts());
+    sort_by_block(hashes, &hasher, layout.num_blocks(), order);
+    band.add_all(order.len(), |k| {
+        let mut eq = hasher.equation(order[k]);
+        let (_, columns) = layout.segments_of_block(eq.start / COEFF_BITS);
+        // Result bits a key never checks need not be solved for.
+        eq.result &= column_mask(columns);
+        eq
+    })
+}
+
+/// Fills `order` with the seeded hashes of `hashes` grouped by start block
+/// in increasing order (a counting sort: the start grows with the seeded
+/// hash, so this is also sorted order up to the slots within a block).
+fn sort_by_block(hashes: &[KeyHash], hasher: &RibbonHasher, num_blocks: u64, order: &mut Vec<u64>) {
+    let block_of = |x: u64| (hasher.start(x) / COEFF_BITS) as usize;
+    let mut next = vec![0usize; num_blocks as usize + 1];
+    for &h in hashes {
+        next[block_of(hasher.seeded(h)) + 1] += 1;
+    }
+    for b in 1..next.len() {
+        next[b] += next[b - 1];
+    }
+    order.clear();
+    order.resize(hashes.len(), 0);
+    for &h in hashes {
+        let x = hasher.seeded(h);
+        let slot = &mut next[block_of(x)];
+        order[*slot] = x;
+        *slot += 1;
+    }
+}
+
+/// The lowest `columns` bits set.
+const fn column_mask(columns: u32) -> u32 {
+    if columns >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << columns) - 1
+    }
+}
+
+impl Filter for RibbonFilter {
+    #[inline]
+    fn contains_hash(&self, hash: KeyHash) -> bool {
+        if self.layout.num_blocks() == 0 {
+            // Built from no keys.
+            return false;
+        }
+        let x = self.hasher.seeded(hash);
+        solution::matches(
+            &self.segments,
+            &self.layout,
+            self.hasher.start(x),
+            coefficients(x),
+            result_bits(x),
+        )
+    }
+
+    fn num_bits(&self) -> u64 {
+        self.layout.num_segments() * COEFF_BITS
+    }
+
+    fn num_hashes(&self) -> u32 {
+        self.layout.upper_columns()
+    }
+
+    fn len(&self) -> u64 {
+        self.items
+    }
+
+    fn fill_ratio(&self) -> f64 {
+        if self.segments.is_empty() {
+            return 0.0;
+        }
+        let ones: u64 = self
+            .segments
+            .iter()
+            .map(|s| u64::from(s.count_ones()))
+            .sum();
+        ones as f64 / self.num_bits() as f64
+    }
+
+    fn theoretical_fpr(&self) -> f64 {
+        if self.items == 0 {
+            return 0.0;
+        }
+        self.layout.expected_fpr()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.segments.len() * std::mem::size_of::<u128>()
+    }
+
+    /// A Ribbon filter's rate does not follow from its fill (each result
+    /// bit is a parity an absent key matches with probability 1/2, however
+    /// many solution bits are set): this is [`Filter::theoretical_fpr`].
+    fn estimated_fpr(&self) -> f64 {
+        self.theoretical_fpr()
+    }
+
+    /// The stored key count (a solution's fill says nothing about it).
+    fn estimated_items(&self) -> f64 {
+        self.items as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hashes(n: u32, tag: u8) -> Vec<KeyHash> {
+        (0..n)
+            .map(|i| {
+                let mut k = [tag; 5];
+                k[1..].copy_from_slice(&i.to_le_bytes());
+                KeyHash::of(&k)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn holds_its_keys_at_any_size_and_budget() {
+        for n in [1u32, 2, 100, 255, 256, 1000, 20_000] {
+            for bpk in [0.5, 1.0, 3.3, 7.0, 9.9, 16.0, 40.0] {
+                let keys = hashes(n, b'k');
+                let f = RibbonFilter::from_hashes(&keys, bpk);
+                assert!(keys.iter().all(|&h| f.contains_hash(h)), "n={n} bpk={bpk}");
+                assert_eq!(f.len(), u64::from(n));
+            }
+        }
+    }
+
+    #[test]
+    fn no_keys_answers_absent_and_no_bits_answers_maybe() {
+        let empty = RibbonFilter::from_hashes(&[], 10.0);
+        assert!(!empty.contains(b"x"));
+        assert_eq!((empty.num_bits(), empty.theoretical_fpr()), (0, 0.0));
+        let none = RibbonFilter::from_hashes(&hashes(50, b'k'), 0.0);
+        assert!(none.contains(b"x"));
+        assert_eq!(none.theoretical_fpr(), 1.0);
+    }
+
+    #[test]
+    fn last_resort_is_a_filter_that_says_maybe() {
+        let keys = hashes(500, b'k');
+        let f = RibbonFilter::build_limited(&keys, RibbonTarget::BitsPerKey(10.0), 0, 2);
+        assert_eq!(f.num_bits(), 0);
+        assert!(keys.iter().all(|&h| f.contains_hash(h)));
+        assert!(f.contains(b"never added"));
+        assert_eq!(RibbonFilter::from_bytes(&f.to_bytes()).unwrap(), f);
+    }
+
+    #[test]
+    fn duplicates_cost_nothing() {
+        let mut keys = hashes(3000, b'k');
+        keys.extend_from_within(..1000);
+        let f = RibbonFilter::from_hashes(&keys, 8.0);
+        assert!(keys.iter().all(|&h| f.contains_hash(h)));
+    }
+
+    #[test]
+    fn rate_matches_layout() {
+        let keys = hashes(50_000, b'k');
+        let f = RibbonFilter::from_hashes(&keys, 7.5);
+        let probes = hashes(200_000, b'a');
+        let fp = probes.iter().filter(|&&h| f.contains_hash(h)).count() as f64;
+        let expected = f.theoretical_fpr() * probes.len() as f64;
+        let sigma = expected.sqrt();
+        assert!(
+            (fp - expected).abs() < 5.0 * sigma + 0.02 * expected,
+            "{fp} vs {expected}"
+        );
+    }
+}
