@@ -10,6 +10,20 @@ use bloomlsm_sstable::{BlockCache, Table};
 
 use crate::fs::FileSystem;
 use crate::manifest::TableMeta;
+use crate::memtable::MemTable;
+
+/// What readers see: the memtables and the tables, swapped as one.
+/// Invariant: every write with a sequence at or below the store's visible
+/// sequence when this view was installed is in it (a flush swaps a frozen
+/// memtable for its table in one step).
+#[derive(Debug)]
+pub(crate) struct SuperVersion {
+    /// The memtable taking writes.
+    pub(crate) mem: Arc<MemTable>,
+    /// Frozen memtables waiting for flush, newest first.
+    pub(crate) imm: Vec<Arc<MemTable>>,
+    pub(crate) version: Arc<Version>,
+}
 
 /// A live table: its manifest record and the open reader.
 #[derive(Debug)]
@@ -41,7 +55,9 @@ impl TableHandle {
         }
     }
 
-    /// REQUIRES: the manifest that drops this table is durable.
+    /// The file is deleted when the last handle drops.
+    /// REQUIRES: no manifest on disk names this table (the one that drops
+    /// it is durable, or it was never offered to an install).
     pub(crate) fn mark_obsolete(&self) {
         self.obsolete.store(true, Ordering::Release);
     }
@@ -70,6 +86,29 @@ impl Version {
         Self {
             levels: vec![Vec::new(); num_levels],
         }
+    }
+
+    /// This version with `removed` tables out and `added` tables in, each
+    /// level in search order; refused if the result breaks an invariant.
+    pub(crate) fn edited(
+        &self,
+        added: &[Arc<TableHandle>],
+        removed: &[Arc<TableHandle>],
+    ) -> Result<Self, String> {
+        let mut version = self.clone();
+        for level in &mut version.levels {
+            level.retain(|t| !removed.iter().any(|r| Arc::ptr_eq(r, t)));
+        }
+        for t in added {
+            let level = version
+                .levels
+                .get_mut(t.meta.level)
+                .ok_or_else(|| format!("table {} at level {}", t.meta.number, t.meta.level))?;
+            level.push(Arc::clone(t));
+        }
+        version.sort();
+        version.check_invariants()?;
+        Ok(version)
     }
 
     /// Puts each level in its search order. L0 tables hold disjoint

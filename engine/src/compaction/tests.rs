@@ -275,9 +275,21 @@ mod in_a_store {
     fn place(db: &Db, level: usize, entries: Vec<crate::Result<Entry>>) {
         let inner = &db.inner;
         let tables = inner
-            .write_tables(level, &mut entries.into_iter(), u64::MAX)
+            .tables
+            .write(
+                level,
+                &mut entries.into_iter(),
+                u64::MAX,
+                10.0,
+                &inner.counters,
+            )
             .unwrap();
-        inner.install(&tables, &[], None).unwrap();
+        inner
+            .install(crate::install::VersionEdit {
+                added: &tables,
+                ..Default::default()
+            })
+            .unwrap();
     }
 
     #[test]
@@ -298,7 +310,7 @@ mod in_a_store {
         place(&db, 1, vec![put("m", 5), put("n", 6)]);
         db.inner.last_visible.store(6, Ordering::Release);
         assert_eq!(db.get(b"b").unwrap(), None);
-        db.inner.compact_while_needed_locked().unwrap();
+        db.inner.compact_while_needed().unwrap();
         assert_eq!(db.stats().compactions, 1);
         assert_eq!(db.stats().levels[1].tables, 0, "L1 was compacted into L2");
         assert_eq!(db.get(b"b").unwrap(), None, "the deleted b came back");
