@@ -69,6 +69,17 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
+    /// A batch's encoding exceeds what one WAL record can hold.
+    #[error("write batch of {bytes} encoded bytes exceeds the limit of {max} bytes")]
+    BatchTooLarge {
+        /// Its encoded size.
+        bytes: usize,
+        /// The limit ([`crate::MAX_BATCH_BYTES`]).
+        max: usize,
+    },
+    /// The store has used every sequence number (2^56 - 1 of them).
+    #[error("the store has no sequence numbers left")]
+    SequenceExhausted,
     /// Options that cannot work together.
     #[error("invalid options: {0}")]
     InvalidOptions(String),
@@ -79,6 +90,10 @@ pub enum Error {
     /// The store was closed.
     #[error("the store is closed")]
     Closed,
+    /// A change would have broken an invariant the read path relies on;
+    /// it was refused (a bug in bloomlsm: please report it).
+    #[error("internal invariant violated (refused, nothing changed): {0}")]
+    Internal(String),
 }
 
 /// Result alias of this crate.

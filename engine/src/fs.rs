@@ -36,6 +36,8 @@ pub trait FileSystem: Send + Sync + Debug {
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Creates a directory and its parents.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
     /// fsyncs a directory, making created, renamed and removed entries durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// True if the path exists.
@@ -113,6 +115,10 @@ impl FileSystem for RealFs {
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         fs::create_dir_all(dir)
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::remove_dir(dir)
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {

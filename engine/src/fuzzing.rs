@@ -17,7 +17,8 @@ pub fn replay_wal(bytes: &[u8], point_in_time: bool) -> Result<usize, String> {
         crate::wal::replay(Path::new("fuzz.wal"), bytes, mode).map_err(|e| e.to_string())?;
     let mut ops = 0;
     for record in replay.records {
-        let (_, batch) = crate::batch::WriteBatch::decode(&record)?;
+        let (_, batch) =
+            crate::batch::WriteBatch::decode(&record.payload).map_err(|e| e.to_string())?;
         ops += batch.len();
     }
     Ok(ops)

@@ -22,29 +22,43 @@
 //! assert_eq!(all.len(), 2);
 //! ```
 
+mod answer;
+mod background;
 mod batch;
 mod compaction;
 mod db;
 mod error;
+mod flush;
 pub mod fs;
 #[doc(hidden)]
 pub mod fuzzing;
+mod inner;
+mod install;
 mod manifest;
 mod memtable;
 mod merge;
 mod options;
+mod read;
+#[cfg(test)]
+mod read_view_tests;
+mod rebuild;
 mod recovery;
+mod replay;
 mod stats;
-mod table_writer;
+mod table_files;
 mod trace;
 mod version;
 mod wal;
+mod write;
 
-pub use batch::WriteBatch;
+pub use batch::{BatchError, MAX_BATCH_BYTES, WriteBatch};
 pub use bloomlsm_filter::FilterKind;
 pub use db::{Db, DbIter, Snapshot};
 pub use error::{Error, Result};
 pub use manifest::{STORE_FORMAT_VERSION, TableMeta};
-pub use options::{CorruptFilterPolicy, FilterPolicy, Options, SyncMode, WalRecovery};
+pub use options::{
+    CorruptFilterPolicy, FilterPolicy, MAX_BLOCK_SIZE, MAX_LEVELS, MIN_FILTER_BITS_PER_KEY,
+    Options, SyncMode, WalRecovery,
+};
 pub use stats::{LevelStats, Stats};
 pub use trace::{LookupTrace, TraceResult, TraceSource, TraceStep};

@@ -14,7 +14,10 @@
 
 use std::path::Path;
 
+use bloomlsm_sstable::MAX_SEQUENCE;
+
 use crate::error::{Error, Result};
+use crate::fs::{FileSystem, names};
 
 /// Manifest magic ("bloomman"). FROZEN.
 pub(crate) const MANIFEST_MAGIC: u64 = 0x6e61_6d6d_6f6f_6c62;
@@ -153,14 +156,66 @@ impl ManifestState {
         if r.at != payload.len() {
             return Err(bad());
         }
-        Ok(Self {
+        let state = Self {
             next_file_number,
             last_seq,
             wal_number,
             tables,
-        })
+        };
+        state
+            .check()
+            .map_err(|reason| corrupt(HEADER_LEN, &reason))?;
+        Ok(state)
+    }
+
+    /// What every manifest this code writes satisfies; a checksummed but
+    /// crafted one that does not would overflow counters or break the
+    /// read path's order.
+    fn check(&self) -> std::result::Result<(), String> {
+        if self.last_seq > MAX_SEQUENCE {
+            return Err(format!(
+                "last sequence {} exceeds the largest sequence {MAX_SEQUENCE}",
+                self.last_seq
+            ));
+        }
+        if self.next_file_number > MAX_FILE_NUMBER {
+            return Err(format!(
+                "next file number {} is implausibly large",
+                self.next_file_number
+            ));
+        }
+        for t in &self.tables {
+            let fits = t.smallest_seq <= t.largest_seq
+                && t.largest_seq <= self.last_seq
+                && t.smallest_key <= t.largest_key
+                && t.number < self.next_file_number;
+            if !fits {
+                return Err(format!(
+                    "table {} has sequences {}..={}, keys out of order or a number at or above {}",
+                    t.number, t.smallest_seq, t.largest_seq, self.next_file_number
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes this state the store's manifest atomically: written to a
+    /// temporary file, fsynced, renamed over `MANIFEST`, directory fsynced.
+    pub(crate) fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+        let tmp = dir.join(names::MANIFEST_TMP);
+        let path = dir.join(names::MANIFEST);
+        let mut file = fs.create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        file.write_all(&self.encode())
+            .map_err(|e| Error::io(&tmp, e))?;
+        file.sync().map_err(|e| Error::io(&tmp, e))?;
+        drop(file);
+        fs.rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
     }
 }
+
+/// File numbers stay far from overflow (a store allocates a few per second).
+const MAX_FILE_NUMBER: u64 = 1 << 62;
 
 /// crc32 over version, length and payload.
 fn checksum(version_and_len: &[u8], payload: &[u8]) -> u32 {

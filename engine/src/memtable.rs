@@ -6,6 +6,8 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use bloomlsm_sstable::{Entry, EntryKind};
+
+use crate::answer::Answer;
 use crossbeam_skiplist::SkipMap;
 
 /// A (user key, sequence) pair in table order.
@@ -85,17 +87,6 @@ impl PartialOrd for InternalKey {
     }
 }
 
-/// What a memtable knows of a key at a snapshot.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum MemLookup {
-    /// A value.
-    Value(Vec<u8>),
-    /// A tombstone: deleted.
-    Deleted,
-    /// No visible version here.
-    Missing,
-}
-
 /// One memtable and the WAL that backs it.
 #[derive(Debug)]
 pub(crate) struct MemTable {
@@ -131,7 +122,7 @@ impl MemTable {
     }
 
     /// The newest version of `user_key` with seq <= `snapshot`.
-    pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> MemLookup {
+    pub(crate) fn get(&self, user_key: &[u8], snapshot: u64) -> Answer {
         let probe = Probe {
             user_key,
             seq: snapshot,
@@ -139,10 +130,10 @@ impl MemTable {
         let probe: &dyn KeyView = &probe;
         match self.map.lower_bound(Bound::Included(probe)) {
             Some(e) if e.key().user_key == user_key => match e.value().0 {
-                EntryKind::Put => MemLookup::Value(e.value().1.clone()),
-                EntryKind::Delete => MemLookup::Deleted,
+                EntryKind::Put => Answer::Value(e.value().1.clone()),
+                EntryKind::Delete => Answer::Deleted,
             },
-            _ => MemLookup::Missing,
+            _ => Answer::Missing,
         }
     }
 
@@ -186,11 +177,11 @@ mod tests {
         m.insert(b"a".to_vec(), 1, EntryKind::Put, b"1".to_vec());
         m.insert(b"a".to_vec(), 3, EntryKind::Delete, Vec::new());
         m.insert(b"a".to_vec(), 5, EntryKind::Put, b"5".to_vec());
-        assert_eq!(m.get(b"a", 10), MemLookup::Value(b"5".to_vec()));
-        assert_eq!(m.get(b"a", 4), MemLookup::Deleted);
-        assert_eq!(m.get(b"a", 2), MemLookup::Value(b"1".to_vec()));
-        assert_eq!(m.get(b"a", 0), MemLookup::Missing);
-        assert_eq!(m.get(b"b", 10), MemLookup::Missing);
+        assert_eq!(m.get(b"a", 10), Answer::Value(b"5".to_vec()));
+        assert_eq!(m.get(b"a", 4), Answer::Deleted);
+        assert_eq!(m.get(b"a", 2), Answer::Value(b"1".to_vec()));
+        assert_eq!(m.get(b"a", 0), Answer::Missing);
+        assert_eq!(m.get(b"b", 10), Answer::Missing);
         assert_eq!(m.range_entries(b"a", None).len(), 3);
     }
 

@@ -1,37 +1,71 @@
-//! Opening a store: lock, manifest, tables, orphans, WAL replay.
+//! Opening a store: directory, lock, manifest, tables, WAL replay, then the
+//! files a running store needs (a new WAL, the replayed writes flushed to
+//! L0, a manifest naming them), then orphans removed. Everything that can
+//! refuse a store (a damaged manifest, table or WAL) is read before any
+//! file is created, and a failed open removes every file and directory it
+//! created.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use bloomlsm_sstable::BlockCache;
-use parking_lot::{Condvar, Mutex, RwLock};
-
-use crate::batch::WriteBatch;
-use crate::db::{BackgroundState, DbInner, SuperVersion, WriteState};
 use crate::error::{Error, Result};
-use crate::fs::FileSystem;
 use crate::fs::names::{self, FileType};
+use crate::fs::{DirLock, FileSystem};
 use crate::manifest::ManifestState;
 use crate::memtable::MemTable;
+use crate::options::{Options, table_bits_per_key};
+use crate::replay::replay_wals;
 use crate::stats::Counters;
+use crate::table_files::TableFiles;
 use crate::version::Version;
-use crate::wal::{self, WalWriter};
+use crate::wal::WalWriter;
 
-pub(crate) fn open_inner(
-    dir: &Path,
-    options: crate::Options,
-    fs: Arc<dyn FileSystem>,
-) -> Result<DbInner> {
+/// What recovery hands to the store it opens: every replayed write is in
+/// a durable table and the manifest names the new, empty WAL.
+pub(crate) struct Recovered {
+    pub(crate) lock: Box<dyn DirLock>,
+    pub(crate) tables: TableFiles,
+    pub(crate) version: Version,
+    /// The WAL new writes go to, and its number.
+    pub(crate) wal: WalWriter,
+    pub(crate) wal_number: u64,
+    /// The largest sequence number any recovered write has.
+    pub(crate) last_seq: u64,
+    pub(crate) counters: Counters,
+}
+
+/// Opens the store in `dir` (creating it if missing).
+pub(crate) fn recover(dir: &Path, options: &Options, fs: Arc<dyn FileSystem>) -> Result<Recovered> {
     options.validate()?;
-    if dir.exists() && !dir.is_dir() {
-        return Err(Error::io(
-            dir,
-            std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
-        ));
+    let mut undo = Undo::default();
+    let result = recover_into(dir, options, &fs, &mut undo);
+    if result.is_err() {
+        undo.run(fs.as_ref());
     }
-    fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    result
+}
+
+fn recover_into(
+    dir: &Path,
+    options: &Options,
+    fs: &Arc<dyn FileSystem>,
+    undo: &mut Undo,
+) -> Result<Recovered> {
+    create_store_dir(dir, fs.as_ref(), undo)?;
+    let listing = fs.list(dir).map_err(|e| Error::io(dir, e))?;
+    let manifest_path = dir.join(names::MANIFEST);
+    let fresh = !fs.exists(&manifest_path);
+    if fresh
+        && let Some(other) = listing
+            .iter()
+            .find(|n| !matches!(names::parse(n), FileType::Lock | FileType::Temp))
+    {
+        return Err(Error::NotAStore {
+            path: dir.to_path_buf(),
+            example: other.clone(),
+        });
+    }
     let lock_path = dir.join(names::LOCK);
     let lock = fs
         .lock(&lock_path)
@@ -39,35 +73,30 @@ pub(crate) fn open_inner(
         .ok_or_else(|| Error::Locked {
             path: dir.to_path_buf(),
         })?;
-    let manifest_path = dir.join(names::MANIFEST);
-    let listing = fs.list(dir).map_err(|e| Error::io(dir, e))?;
-    let state = if fs.exists(&manifest_path) {
-        let bytes = fs
-            .read_all(&manifest_path)
-            .map_err(|e| Error::io(&manifest_path, e))?;
-        ManifestState::decode(&manifest_path, &bytes)?
-    } else {
-        if let Some(other) = listing
-            .iter()
-            .find(|n| !matches!(names::parse(n), FileType::Lock | FileType::Temp))
-        {
-            return Err(Error::NotAStore {
-                path: dir.to_path_buf(),
-                example: other.clone(),
-            });
-        }
-        let fresh = ManifestState {
+    // Held until the undo has run: a LOCK this open created is removed
+    // while still locked, so no other opener can hold a file we unlink.
+    undo.lock = Some(lock);
+    if !listing.iter().any(|n| n == names::LOCK) {
+        undo.files.push(lock_path.clone());
+    }
+    let state = if fresh {
+        ManifestState {
             next_file_number: 2,
             last_seq: 0,
             wal_number: 1,
             tables: Vec::new(),
-        };
-        write_manifest(fs.as_ref(), dir, &fresh)?;
-        fresh
+        }
+    } else {
+        let bytes = fs
+            .read_all(&manifest_path)
+            .map_err(|e| Error::io(&manifest_path, e))?;
+        ManifestState::decode(&manifest_path, &bytes)?
     };
     if options.use_direct_reads {
-        crate::fs::check_direct_reads(fs.as_ref(), &manifest_path)?;
+        crate::fs::check_direct_reads(fs.as_ref(), &lock_path)?;
     }
+
+    // Read everything that may refuse the store.
     let max_seen = listing
         .iter()
         .filter_map(|n| match names::parse(n) {
@@ -76,48 +105,13 @@ pub(crate) fn open_inner(
         })
         .max()
         .unwrap_or(0);
-    let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
-    let num_levels = options.num_levels;
-    let first_wal = state.next_file_number.max(max_seen + 1);
-    let inner = DbInner {
-        dir: dir.to_path_buf(),
-        fs: Arc::clone(&fs),
-        cache,
-        _lock: lock,
-        // The WAL of the new memtable; older WALs are replayed below.
-        write: Mutex::new(WriteState {
-            wal: WalWriter::new(
-                fs.create(&names::wal(dir, first_wal))
-                    .map_err(|e| Error::io(names::wal(dir, first_wal), e))?,
-                names::wal(dir, first_wal),
-            ),
-            next_seq: state.last_seq + 1,
-        }),
-        current: RwLock::new(Arc::new(SuperVersion {
-            mem: Arc::new(MemTable::new(first_wal)),
-            imm: Vec::new(),
-            version: Arc::new(Version::new(num_levels)),
-        })),
-        last_visible: AtomicU64::new(state.last_seq),
-        next_file: AtomicU64::new(first_wal + 1),
-        flush_lock: Mutex::new(()),
-        compaction_lock: Mutex::new(()),
-        install_lock: Mutex::new(()),
-        bg: Mutex::new(BackgroundState::default()),
-        bg_cv: Condvar::new(),
-        stall: Mutex::new(()),
-        stall_cv: Condvar::new(),
-        snapshots: Mutex::new(BTreeMap::new()),
-        counters: Counters::new(num_levels),
-        write_error: Mutex::new(None),
-        closed: AtomicBool::new(false),
-        compact_pointer: Mutex::new(vec![Vec::new(); num_levels]),
-        filter_policy: RwLock::new(options.filter_policy.clone()),
+    let tables = TableFiles::new(
+        dir,
+        Arc::clone(fs),
         options,
-    };
-    fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
-
-    // Tables the manifest names.
+        state.next_file_number.max(max_seen + 1),
+    );
+    let num_levels = options.num_levels;
     let mut version = Version::new(num_levels);
     for meta in &state.tables {
         if meta.level >= num_levels {
@@ -130,68 +124,67 @@ pub(crate) fn open_inner(
                 ),
             });
         }
-        let handle = inner.open_table(meta.clone())?;
-        version.levels[meta.level].push(handle);
+        version.levels[meta.level].push(tables.open(meta.clone())?);
     }
     version.sort();
-    let live: std::collections::HashSet<u64> = state.tables.iter().map(|t| t.number).collect();
-
-    // Replay WALs not yet flushed, oldest first, into one memtable.
+    version
+        .check_invariants()
+        .map_err(|reason| Error::Corruption {
+            path: manifest_path.clone(),
+            offset: 0,
+            reason,
+        })?;
     let mut wals: Vec<u64> = listing
         .iter()
         .filter_map(|n| match names::parse(n) {
-            FileType::Wal(x) if x >= state.wal_number && x != first_wal => Some(x),
+            FileType::Wal(x) if x >= state.wal_number => Some(x),
             _ => None,
         })
         .collect();
     wals.sort_unstable();
-    let recovered = MemTable::new(first_wal);
-    let mut last_seq = state.last_seq;
-    for number in &wals {
-        let path = names::wal(dir, *number);
-        let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
-        let replay = wal::replay(&path, &bytes, inner.options.wal_recovery)?;
-        for record in replay.records {
-            let (first, batch) =
-                WriteBatch::decode(&record).map_err(|reason| Error::Corruption {
-                    path: path.clone(),
-                    offset: 0,
-                    reason,
-                })?;
-            for (i, (kind, key, value)) in batch.ops.into_iter().enumerate() {
-                recovered.insert(key, first + i as u64, kind, value);
-                last_seq = last_seq.max(first + i as u64);
-            }
-        }
-    }
-    {
-        let mut w = inner.write.lock();
-        w.next_seq = last_seq + 1;
-    }
-    inner.last_visible.store(last_seq, Ordering::Release);
-    *inner.current.write() = Arc::new(SuperVersion {
-        mem: Arc::new(MemTable::new(first_wal)),
-        imm: Vec::new(),
-        version: Arc::new(version),
-    });
+    let replayed = MemTable::new(0);
+    let replayed_last = replay_wals(fs.as_ref(), dir, &wals, options.wal_recovery, &replayed)?;
+    let last_seq = state.last_seq.max(replayed_last.unwrap_or(0));
 
-    // Make the recovered writes durable in a table, so the old WALs can go.
-    let mut state = state;
-    state.next_file_number = state.next_file_number.max(first_wal + 1);
-    if !recovered.is_empty() {
-        let mut entries = recovered.entries().map(Ok);
-        let tables = inner.write_tables(0, &mut entries, u64::MAX)?;
-        inner.install(&tables, &[], Some(first_wal))?;
-        Counters::add(&inner.counters.flushes, 1);
-    } else if state.wal_number < first_wal {
-        inner.install(&[], &[], Some(first_wal))?;
+    // Now the files of the running store. A new store's manifest comes
+    // first: a directory holding other store files but no manifest is not
+    // a store, so a crash right after this step must leave a manifest.
+    let wal_number = tables.new_file_number();
+    let manifest = |version: &Version| ManifestState {
+        next_file_number: tables.next_file_number(),
+        last_seq,
+        wal_number,
+        tables: version.all_metas(),
+    };
+    if fresh {
+        undo.files.push(manifest_path.clone());
+        manifest(&version).write(fs.as_ref(), dir)?;
+    }
+    let wal_path = names::wal(dir, wal_number);
+    let wal_file = fs.create(&wal_path).map_err(|e| Error::io(&wal_path, e))?;
+    undo.files.push(wal_path.clone());
+    let counters = Counters::new(num_levels);
+    if !replayed.is_empty() {
+        let bits = table_bits_per_key(&options.filter_policy, options, &version.levels, 0);
+        let mut entries = replayed.entries().map(Ok);
+        let flushed = tables.write(0, &mut entries, u64::MAX, bits, &counters)?;
+        version = version.edited(&flushed, &[]).map_err(Error::Internal)?;
+        Counters::add(&counters.flushes, 1);
+    }
+    let live = manifest(&version);
+    if !fresh {
+        // Tables are never undone: a failure past the manifest's rename
+        // leaves it naming them (the next open removes whichever it does
+        // not name).
+        live.write(fs.as_ref(), dir)?;
     }
 
-    // Orphans: tables not in the manifest, flushed WALs, temporary files.
+    // Orphans: tables the manifest does not name, replayed WALs, temps.
+    let named: HashSet<u64> = live.tables.iter().map(|t| t.number).collect();
     for name in &listing {
         let remove = match names::parse(name) {
-            FileType::Table(x) => !live.contains(&x),
-            FileType::Wal(x) => x != first_wal,
+            FileType::Table(x) => !named.contains(&x),
+            FileType::Wal(x) => x != wal_number,
             FileType::Temp => true,
             _ => false,
         };
@@ -207,18 +200,71 @@ pub(crate) fn open_inner(
         }
     }
     fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
-    Ok(inner)
+    let lock = undo
+        .lock
+        .take()
+        .ok_or_else(|| Error::Internal("lock lost".into()))?;
+    Ok(Recovered {
+        lock,
+        tables,
+        version,
+        wal: WalWriter::new(wal_file, wal_path),
+        wal_number,
+        last_seq,
+        counters,
+    })
 }
 
-/// Writes the manifest atomically: temp file, fsync, rename, fsync dir.
-pub(crate) fn write_manifest(fs: &dyn FileSystem, dir: &Path, state: &ManifestState) -> Result<()> {
-    let tmp = dir.join(names::MANIFEST_TMP);
-    let path = dir.join(names::MANIFEST);
-    let mut file = fs.create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    file.write_all(&state.encode())
-        .map_err(|e| Error::io(&tmp, e))?;
-    file.sync().map_err(|e| Error::io(&tmp, e))?;
-    drop(file);
-    fs.rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-    fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
+/// Creates `dir` and any missing parents, fsyncing each new entry's parent
+/// so the directory itself survives a power cut.
+fn create_store_dir(dir: &Path, fs: &dyn FileSystem, undo: &mut Undo) -> Result<()> {
+    if fs.exists(dir) {
+        if !dir.is_dir() {
+            return Err(Error::io(
+                dir,
+                std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+            ));
+        }
+        return Ok(());
+    }
+    let missing: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !fs.exists(d))
+        .map(Path::to_path_buf)
+        .collect();
+    fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    // Shallowest first: `undo` removes them deepest first.
+    for created in missing.iter().rev() {
+        undo.dirs.push(created.clone());
+        let parent = match created.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        fs.sync_dir(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    Ok(())
+}
+
+/// Files and directories a failing open created, removed on failure.
+#[derive(Default)]
+struct Undo {
+    files: Vec<PathBuf>,
+    /// Shallowest first.
+    dirs: Vec<PathBuf>,
+    /// The directory lock, released after the removals.
+    lock: Option<Box<dyn DirLock>>,
+}
+
+impl Undo {
+    /// Best effort: what cannot be removed is an orphan the next open
+    /// removes (or, for a LOCK, harmless).
+    fn run(self, fs: &dyn FileSystem) {
+        for file in self.files.iter().rev() {
+            let _ = fs.remove(file);
+        }
+        for dir in self.dirs.iter().rev() {
+            let _ = fs.remove_dir(dir);
+        }
+        drop(self.lock);
+    }
 }

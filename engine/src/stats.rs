@@ -7,7 +7,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bloomlsm_sstable::{BlockSource, FilterVerdict, Lookup};
+use std::sync::Arc;
+
+use bloomlsm_filter::Filter;
+use bloomlsm_sstable::{BlockSource, FilterStatus, FilterVerdict, Lookup};
+
+use crate::inner::DbInner;
 
 /// Counters of one level, updated with relaxed atomics.
 #[derive(Debug, Default)]
@@ -78,7 +83,7 @@ impl Counters {
 }
 
 /// Read-path figures of one level (or of all levels).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LevelStats {
     /// Tables in the level.
     pub tables: u64,
@@ -170,7 +175,7 @@ pub(crate) fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// A snapshot of the store's counters (`Db::stats`).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
     /// Gets served (plain, traced and snapshot gets).
     pub gets: u64,
@@ -196,4 +201,64 @@ pub struct Stats {
     pub write_stalls: u64,
     /// Block cache bytes in use.
     pub block_cache_used_bytes: u64,
+}
+
+impl DbInner {
+    /// Figures of the live tables beside the read-path counters.
+    pub(crate) fn stats(&self) -> Stats {
+        let sv = Arc::clone(&self.current.read());
+        let mut levels = Vec::new();
+        let mut total = LevelStats::default();
+        for (level, tables) in sv.version.levels.iter().enumerate() {
+            let mut s = LevelStats::default();
+            let mut weighted_fpr = 0.0;
+            let mut filtered_keys = 0u64;
+            for t in tables {
+                s.tables += 1;
+                s.entries += t.meta.entries;
+                s.file_bytes += t.meta.file_size;
+                if let FilterStatus::Unusable(_) = t.table.filter_status() {
+                    s.tables_without_usable_filter += 1;
+                }
+                if let Some(f) = t.table.filter() {
+                    s.filter_bytes += f.memory_bytes() as u64;
+                    weighted_fpr += f.theoretical_fpr() * f.len() as f64;
+                    filtered_keys += f.len();
+                }
+            }
+            let distinct: u64 = tables
+                .iter()
+                .map(|t| t.table.properties().distinct_keys)
+                .sum();
+            s.bits_per_key = if distinct > 0 {
+                s.filter_bytes as f64 * 8.0 / distinct as f64
+            } else {
+                0.0
+            };
+            s.theoretical_fpr = if filtered_keys > 0 {
+                weighted_fpr / filtered_keys as f64
+            } else {
+                0.0
+            };
+            s.fill_counters(&self.counters.levels[level]);
+            total.accumulate(&s);
+            levels.push(s);
+        }
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let gets = get(&self.counters.gets);
+        Stats {
+            gets,
+            memtable_hits: get(&self.counters.memtable_hits),
+            data_blocks_read_per_get: ratio(total.data_blocks_read, gets),
+            levels,
+            total,
+            flushes: get(&self.counters.flushes),
+            compactions: get(&self.counters.compactions),
+            filters_built: get(&self.counters.filters_built),
+            bytes_written: get(&self.counters.bytes_written),
+            bytes_compacted_read: get(&self.counters.bytes_compacted_read),
+            write_stalls: get(&self.counters.write_stalls),
+            block_cache_used_bytes: self.tables.cache().used_bytes(),
+        }
+    }
 }

@@ -4,7 +4,7 @@
 use bloomlsm_sstable::{BlockSource, FilterVerdict};
 
 /// Where a step of a lookup looked.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceSource {
     /// The active memtable.
     Memtable,
@@ -20,7 +20,7 @@ pub enum TraceSource {
 }
 
 /// What a step found.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceResult {
     /// Nothing visible here; the lookup went on.
     Missing,
@@ -31,30 +31,20 @@ pub enum TraceResult {
 }
 
 /// One step of a lookup.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceStep {
     /// Where it looked.
     pub source: TraceSource,
     /// The filter's verdict (`None` for memtables).
-    #[serde(serialize_with = "verdict_name")]
     pub filter: Option<FilterVerdict>,
     /// The data block read, if any.
-    #[serde(serialize_with = "block_name")]
     pub block: Option<BlockSource>,
     /// What it found.
     pub result: TraceResult,
 }
 
-fn verdict_name<S: serde::Serializer>(v: &Option<FilterVerdict>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&v.map_or("none".to_string(), |v| format!("{v:?}")))
-}
-
-fn block_name<S: serde::Serializer>(v: &Option<BlockSource>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&v.map_or("none".to_string(), |v| format!("{v:?}")))
-}
-
 /// Every step of one `get_traced`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LookupTrace {
     /// The key's XXH3-64 hash, computed once.
     pub key_hash: u64,

@@ -10,6 +10,20 @@ use bloomlsm_sstable::{BlockCache, Table};
 
 use crate::fs::FileSystem;
 use crate::manifest::TableMeta;
+use crate::memtable::MemTable;
+
+/// What readers see: the memtables and the tables, swapped as one.
+/// Invariant: every write with a sequence at or below the store's visible
+/// sequence when this view was installed is in it (a flush swaps a frozen
+/// memtable for its table in one step).
+#[derive(Debug)]
+pub(crate) struct SuperVersion {
+    /// The memtable taking writes.
+    pub(crate) mem: Arc<MemTable>,
+    /// Frozen memtables waiting for flush, newest first.
+    pub(crate) imm: Vec<Arc<MemTable>>,
+    pub(crate) version: Arc<Version>,
+}
 
 /// A live table: its manifest record and the open reader.
 #[derive(Debug)]
@@ -41,7 +55,9 @@ impl TableHandle {
         }
     }
 
-    /// REQUIRES: the manifest that drops this table is durable.
+    /// The file is deleted when the last handle drops.
+    /// REQUIRES: no manifest on disk names this table (the one that drops
+    /// it is durable, or it was never offered to an install).
     pub(crate) fn mark_obsolete(&self) {
         self.obsolete.store(true, Ordering::Release);
     }
@@ -58,8 +74,8 @@ impl Drop for TableHandle {
     }
 }
 
-/// Tables per level. L0 is newest first (may overlap); deeper levels are
-/// sorted by smallest key and do not overlap.
+/// Tables per level. L0 is newest first by sequence number (tables may
+/// overlap); deeper levels are sorted by smallest key and do not overlap.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Version {
     pub(crate) levels: Vec<Vec<Arc<TableHandle>>>,
@@ -72,11 +88,37 @@ impl Version {
         }
     }
 
-    /// Puts each level in its search order.
+    /// This version with `removed` tables out and `added` tables in, each
+    /// level in search order; refused if the result breaks an invariant.
+    pub(crate) fn edited(
+        &self,
+        added: &[Arc<TableHandle>],
+        removed: &[Arc<TableHandle>],
+    ) -> Result<Self, String> {
+        let mut version = self.clone();
+        for level in &mut version.levels {
+            level.retain(|t| !removed.iter().any(|r| Arc::ptr_eq(r, t)));
+        }
+        for t in added {
+            let level = version
+                .levels
+                .get_mut(t.meta.level)
+                .ok_or_else(|| format!("table {} at level {}", t.meta.number, t.meta.level))?;
+            level.push(Arc::clone(t));
+        }
+        version.sort();
+        version.check_invariants()?;
+        Ok(version)
+    }
+
+    /// Puts each level in its search order. L0 tables hold disjoint
+    /// sequence ranges (one memtable each), so newest first is largest
+    /// sequence first; the file number says nothing, since a table
+    /// rewritten in place (a filter rebuild) gets a new, higher one.
     pub(crate) fn sort(&mut self) {
         for (level, tables) in self.levels.iter_mut().enumerate() {
             if level == 0 {
-                tables.sort_by_key(|t| std::cmp::Reverse(t.meta.number));
+                tables.sort_by_key(|t| std::cmp::Reverse((t.meta.largest_seq, t.meta.number)));
             } else {
                 tables.sort_by(|a, b| a.meta.smallest_key.cmp(&b.meta.smallest_key));
             }
@@ -92,10 +134,6 @@ impl Version {
             .filter(|t| t.meta.smallest_key.as_slice() <= key)
     }
 
-    pub(crate) fn level_bytes(&self, level: usize) -> u64 {
-        self.levels[level].iter().map(|t| t.meta.file_size).sum()
-    }
-
     pub(crate) fn all_metas(&self) -> Vec<TableMeta> {
         self.levels
             .iter()
@@ -104,20 +142,36 @@ impl Version {
             .collect()
     }
 
-    /// Tables of `level` whose key range meets `[smallest, largest]`.
-    pub(crate) fn overlapping(
-        &self,
-        level: usize,
-        smallest: &[u8],
-        largest: &[u8],
-    ) -> Vec<Arc<TableHandle>> {
-        self.levels[level]
-            .iter()
-            .filter(|t| {
-                t.meta.smallest_key.as_slice() <= largest
-                    && t.meta.largest_key.as_slice() >= smallest
-            })
-            .cloned()
-            .collect()
+    /// Checks the invariants the read path relies on: L0 tables hold
+    /// disjoint sequence ranges, newest first; every deeper level is sorted
+    /// with no two tables sharing a key. A version that fails is never
+    /// installed: a lookup in it could return a wrong answer.
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
+        for pair in self.levels[0].windows(2) {
+            let (newer, older) = (&pair[0].meta, &pair[1].meta);
+            if newer.smallest_seq <= older.largest_seq {
+                return Err(format!(
+                    "L0 tables {} (seq {}..={}) and {} (seq {}..={}) are out of order or overlap",
+                    newer.number,
+                    newer.smallest_seq,
+                    newer.largest_seq,
+                    older.number,
+                    older.smallest_seq,
+                    older.largest_seq
+                ));
+            }
+        }
+        for (level, tables) in self.levels.iter().enumerate().skip(1) {
+            for pair in tables.windows(2) {
+                let (a, b) = (&pair[0].meta, &pair[1].meta);
+                if a.largest_key >= b.smallest_key {
+                    return Err(format!(
+                        "L{level} tables {} and {} overlap or are out of order",
+                        a.number, b.number
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -116,8 +116,8 @@ fn unrelated_directory_and_file_path_are_refused() {
     ));
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
-        2,
-        "only the LOCK file was added"
+        1,
+        "a refused open adds no file (not even LOCK)"
     );
     let file = dir.path().join("notes.txt");
     assert!(Db::open(&file, Options::default()).is_err());

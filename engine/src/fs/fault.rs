@@ -306,6 +306,11 @@ impl FileSystem for FaultFs {
         RealFs.create_dir_all(dir)
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.mutate()?;
+        RealFs.remove_dir(dir)
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.mutate()?;
         RealFs.sync_dir(dir)?;

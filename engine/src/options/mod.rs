@@ -4,56 +4,10 @@ use bloomlsm_filter::FilterKind;
 
 use crate::error::{Error, Result};
 
-/// How many bits per key each level's filters get.
-#[derive(Clone, Debug, PartialEq)]
-pub enum FilterPolicy {
-    /// The same bits per key everywhere (0 disables filters).
-    Uniform {
-        /// Bits per key (default 10.0; fractional values are fine).
-        bits_per_key: f64,
-    },
-    /// Bits per key per level, L0 first; levels past the end use the last.
-    PerLevel(Vec<f64>),
-    /// The same total filter memory as `Uniform { bits_per_key }`, spread
-    /// over levels to minimise the expected false positives of an absent
-    /// lookup (Monkey: larger levels get fewer bits per key). Recomputed
-    /// from the current level sizes whenever a table is written.
-    Optimized {
-        /// Average bits per key over all levels.
-        bits_per_key: f64,
-    },
-}
+mod filter_policy;
 
-impl FilterPolicy {
-    /// Bits per key for tables written to `level`. `shape` is the relative
-    /// size of each level in the tree's steady shape and `actual` the keys
-    /// each level holds now (both used by `Optimized` only).
-    pub fn bits_per_key(&self, level: usize, shape: &[u64], actual: &[u64]) -> f64 {
-        match self {
-            Self::Uniform { bits_per_key } => *bits_per_key,
-            Self::PerLevel(v) => v.get(level).or(v.last()).copied().unwrap_or(0.0),
-            Self::Optimized { bits_per_key } => optimized_bits(level, shape, actual, *bits_per_key),
-        }
-    }
-}
-
-/// Monkey's allocation for the steady shape gives each level's bits up to
-/// a common additive constant (b_i = c - ln(n_i) / (ln 2)^2); the constant
-/// is then chosen so the levels as they are now spend `bits_per_key` on
-/// average, which keeps total filter memory at uniform's while the tree
-/// grows into its shape.
-fn optimized_bits(level: usize, shape: &[u64], actual: &[u64], bits_per_key: f64) -> f64 {
-    let shape: Vec<u64> = shape.iter().map(|&n| n.max(1)).collect();
-    let base = bloomlsm_filter::math::optimized_bits_per_key(&shape, bits_per_key);
-    let total: u64 = actual.iter().sum();
-    let shift = if total > 0 {
-        let spent: f64 = actual.iter().zip(&base).map(|(&n, &b)| n as f64 * b).sum();
-        bits_per_key - spent / total as f64
-    } else {
-        0.0
-    };
-    (base.get(level).copied().unwrap_or(bits_per_key) + shift).max(0.0)
-}
+pub(crate) use filter_policy::table_bits_per_key;
+pub use filter_policy::{FilterPolicy, MIN_FILTER_BITS_PER_KEY};
 
 /// When the WAL is fsynced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,25 +131,39 @@ impl Options {
         budget
     }
 
+    /// Refuses options that could hang, overflow or divide by zero.
     pub(crate) fn validate(&self) -> Result<()> {
         let bad = |m: &str| Err(Error::InvalidOptions(m.to_string()));
-        if self.num_levels < 2 {
-            return bad("num_levels must be at least 2");
+        if !(2..=MAX_LEVELS).contains(&self.num_levels) {
+            return bad("num_levels must be in 2..=64");
         }
-        if self.block_size < 64 {
-            return bad("block_size must be at least 64 bytes");
+        if !(64..=MAX_BLOCK_SIZE).contains(&self.block_size) {
+            return bad("block_size must be in 64 bytes..=64 MiB");
         }
-        if self.l0_compaction_trigger == 0 || self.l0_slowdown_trigger < self.l0_compaction_trigger
+        if self.memtable_bytes == 0 {
+            return bad("memtable_bytes must be at least 1");
+        }
+        if self.max_immutable_memtables == 0 {
+            // With no room for a frozen memtable every write would wait
+            // for a flush that has nothing to flush.
+            return bad("max_immutable_memtables must be at least 1");
+        }
+        if self.l0_compaction_trigger == 0
+            || self.l0_slowdown_trigger < self.l0_compaction_trigger
+            || self.l0_stop_trigger < self.l0_slowdown_trigger
         {
             return bad(
                 "need 1 <= l0_compaction_trigger <= l0_slowdown_trigger <= l0_stop_trigger",
             );
         }
-        if self.l0_stop_trigger < self.l0_slowdown_trigger {
-            return bad("l0_stop_trigger must be >= l0_slowdown_trigger");
+        if self.l1_bytes == 0 {
+            return bad("l1_bytes must be at least 1");
         }
         if self.level_size_ratio < 2 {
             return bad("level_size_ratio must be at least 2");
+        }
+        if self.target_file_bytes == 0 {
+            return bad("target_file_bytes must be at least 1");
         }
         if self.max_key_bytes == 0 || self.max_key_bytes > bloomlsm_sstable::DEFAULT_MAX_KEY_BYTES {
             return bad("max_key_bytes must be in 1..=65536");
@@ -203,18 +171,14 @@ impl Options {
         if self.max_value_bytes > bloomlsm_sstable::DEFAULT_MAX_VALUE_BYTES {
             return bad("max_value_bytes must be at most 64 MiB");
         }
-        let bpk_ok = |b: f64| b.is_finite() && (0.0..=100.0).contains(&b);
-        match &self.filter_policy {
-            FilterPolicy::Uniform { bits_per_key } if !bpk_ok(*bits_per_key) => {
-                bad("bits_per_key must be in 0..=100")
-            }
-            FilterPolicy::PerLevel(v) if v.is_empty() || !v.iter().all(|b| bpk_ok(*b)) => {
-                bad("per-level bits per key must be a non-empty list of values in 0..=100")
-            }
-            _ if self.filter_kind == FilterKind::Counting => {
-                bad("counting filters are not table filters")
-            }
-            _ => Ok(()),
+        if self.filter_kind == FilterKind::Counting {
+            return bad("counting filters are not table filters");
         }
+        self.filter_policy.validate()
     }
 }
+
+/// Most levels a store may have.
+pub const MAX_LEVELS: usize = 64;
+/// Largest data block size accepted.
+pub const MAX_BLOCK_SIZE: usize = 64 << 20;

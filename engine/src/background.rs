@@ -1,0 +1,84 @@
+//! The two background threads (flushes never wait behind a long
+//! compaction), and the same work run inline when `background_work` is off.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::inner::DbInner;
+use crate::options::CorruptFilterPolicy;
+
+/// Which background thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Worker {
+    Flush,
+    Compaction,
+}
+
+impl Worker {
+    pub(crate) const ALL: [(Worker, &'static str); 2] = [
+        (Worker::Flush, "bloomlsm-flush"),
+        (Worker::Compaction, "bloomlsm-compact"),
+    ];
+}
+
+impl DbInner {
+    /// Wakes both background threads.
+    pub(crate) fn schedule_work(&self) {
+        let mut bg = self.bg.lock();
+        bg.flush_pending = true;
+        bg.compaction_pending = true;
+        self.bg_cv.notify_all();
+    }
+
+    /// A background thread's life: wait for work, do it, repeat until
+    /// shutdown. A failure stops writes (reads go on).
+    pub(crate) fn background_loop(self: Arc<Self>, worker: Worker) {
+        loop {
+            {
+                let mut bg = self.bg.lock();
+                loop {
+                    if bg.shutdown {
+                        return;
+                    }
+                    let pending = match worker {
+                        Worker::Flush => &mut bg.flush_pending,
+                        Worker::Compaction => &mut bg.compaction_pending,
+                    };
+                    if *pending {
+                        *pending = false;
+                        break;
+                    }
+                    self.bg_cv.wait(&mut bg);
+                }
+            }
+            if self.write_error.lock().is_some() {
+                continue;
+            }
+            let result = match worker {
+                Worker::Flush => self.flush_all_immutable().map(|()| {
+                    // New L0 tables may call for a compaction.
+                    self.bg.lock().compaction_pending = true;
+                    self.bg_cv.notify_all();
+                }),
+                Worker::Compaction => self.compact_and_repair(),
+            };
+            let _ = self.stopping_writes_on_error("background work", || result);
+            self.stall_cv.notify_all();
+        }
+    }
+
+    /// Rebuilds damaged filters (when asked to), then compacts while any
+    /// level needs it.
+    pub(crate) fn compact_and_repair(&self) -> Result<()> {
+        if self.options.on_corrupt_filter == CorruptFilterPolicy::Rebuild {
+            self.rebuild_damaged_filters()?;
+        }
+        self.compact_while_needed()
+    }
+
+    /// Flushes and compactions inline (when `background_work` is off).
+    pub(crate) fn do_background_work(&self) -> Result<()> {
+        self.flush_all_immutable()?;
+        self.compact_and_repair()
+    }
+}

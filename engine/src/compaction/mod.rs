@@ -1,0 +1,115 @@
+//! Compactions: pick (a pure function of the tree, `pick.rs`), merge and
+//! write (here), install (`install.rs`). Each output table gets a NEW filter
+//! built from exactly the keys it holds; nothing is ever removed from a
+//! filter. Inputs are deleted only after the manifest that drops them is
+//! durable and the last reader holding them lets go (`version.rs`).
+
+mod pick;
+mod retain;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use bloomlsm_sstable::TableIter;
+
+use crate::error::{Error, Result};
+use crate::inner::DbInner;
+use crate::install::VersionEdit;
+use crate::merge::{MergingIter, Source};
+use crate::options::table_bits_per_key;
+use crate::stats::Counters;
+use crate::version::TableHandle;
+
+pub(crate) use pick::Compaction;
+use retain::RetainIter;
+
+impl DbInner {
+    /// Runs compactions until no level needs one, the store shuts down, or
+    /// writes stop. Picks under the compaction lock, so the input set is
+    /// exactly the tables live when the merge starts.
+    pub(crate) fn compact_while_needed(&self) -> Result<()> {
+        loop {
+            if self.bg.lock().shutdown {
+                return Ok(());
+            }
+            let _compaction = self.compaction_lock.lock();
+            self.check_writable()?;
+            let sv = Arc::clone(&self.current.read());
+            let picked = {
+                let mut pointers = self.compact_pointer.lock();
+                let picked = pick::pick(&sv.version.levels, &self.options, &pointers);
+                if let Some(c) = &picked
+                    && let Some(p) = &c.next_pointer
+                {
+                    pointers[c.level] = p.clone();
+                }
+                picked
+            };
+            let Some(c) = picked else {
+                return Ok(());
+            };
+            self.merge(&c)?;
+            self.stall_cv.notify_all();
+        }
+    }
+
+    /// Merges every table of every level into the deepest level in use.
+    pub(crate) fn compact_all(&self) -> Result<()> {
+        let _compaction = self.compaction_lock.lock();
+        self.check_writable()?;
+        let sv = Arc::clone(&self.current.read());
+        match pick::pick_all(&sv.version.levels) {
+            Some(c) => self.merge(&c),
+            None => Ok(()),
+        }
+    }
+
+    /// The path of one compaction, top to bottom: read the inputs, keep
+    /// what readers and snapshots can still see (tombstones dropped only
+    /// where no deeper level can hold the key), write new tables with new
+    /// filters, install them in place of the inputs (which are deleted when
+    /// the last reader holding them lets go).
+    /// REQUIRES: the compaction lock is held and every input is live.
+    fn merge(&self, c: &Compaction<Arc<TableHandle>>) -> Result<()> {
+        let inputs: Vec<Arc<TableHandle>> = c.all_inputs().cloned().collect();
+        let sources: Vec<Source> = inputs
+            .iter()
+            .map(|t| {
+                Counters::add(&self.counters.bytes_compacted_read, t.meta.file_size);
+                Box::new(
+                    TableIter::new(Arc::clone(&t.table), false).map(|r| r.map_err(Error::from)),
+                ) as Source
+            })
+            .collect();
+        // Read after the inputs were chosen: a snapshot registered later has
+        // a sequence at or above every entry of the inputs, so the newest
+        // version of each key, always kept, is the one it sees.
+        let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();
+        let mut stream = RetainIter::new(MergingIter::new(sources), snapshots, c.deeper.checker());
+        let bits = {
+            let sv = self.current.read();
+            table_bits_per_key(
+                &self.filter_policy.read(),
+                &self.options,
+                &sv.version.levels,
+                c.output_level,
+            )
+        };
+        let outputs = self.tables.write(
+            c.output_level,
+            &mut stream,
+            self.options.target_file_bytes,
+            bits,
+            &self.counters,
+        )?;
+        self.install(VersionEdit {
+            added: &outputs,
+            removed: &inputs,
+            flushed: None,
+        })?;
+        Counters::add(&self.counters.compactions, 1);
+        Ok(())
+    }
+}

@@ -1,0 +1,234 @@
+//! Choosing the next compaction: a pure function of the tree's shape, so
+//! the whole input set and the tombstone decision can be tested on
+//! hand-built trees without any file.
+
+use crate::manifest::TableMeta;
+use crate::options::Options;
+
+/// Anything that carries a table's manifest record (live handles in the
+/// store, bare records in tests).
+pub(crate) trait TableRef {
+    fn meta(&self) -> &TableMeta;
+}
+
+impl TableRef for TableMeta {
+    fn meta(&self) -> &TableMeta {
+        self
+    }
+}
+
+impl TableRef for std::sync::Arc<crate::version::TableHandle> {
+    fn meta(&self) -> &TableMeta {
+        &self.meta
+    }
+}
+
+/// A chosen compaction. `inputs` (from `level`) and `overlapping` (every
+/// table of `output_level` whose key range meets the inputs' range) are
+/// merged into new tables at `output_level`; `deeper` says, per key, whether
+/// a level below the output can still hold an older version.
+#[derive(Debug, Clone)]
+pub(crate) struct Compaction<T> {
+    /// The level the inputs come from.
+    pub(crate) level: usize,
+    /// Tables picked from `level`.
+    pub(crate) inputs: Vec<T>,
+    /// Where the merged tables go (`level + 1`, or the deepest level for a
+    /// full compaction).
+    pub(crate) output_level: usize,
+    /// Tables of `output_level` that meet the inputs' key range.
+    pub(crate) overlapping: Vec<T>,
+    /// Key ranges below `output_level` that meet the compaction's range.
+    pub(crate) deeper: DeeperRanges,
+    /// The round-robin pointer of `level` after this compaction, if it moves.
+    pub(crate) next_pointer: Option<Vec<u8>>,
+}
+
+impl<T> Compaction<T> {
+    /// Every table the compaction reads (and removes when it installs).
+    pub(crate) fn all_inputs(&self) -> impl Iterator<Item = &T> {
+        self.inputs.iter().chain(&self.overlapping)
+    }
+}
+
+/// Key ranges `(smallest, largest)` of the tables below a compaction's
+/// output level that meet its key range: one list per level, each sorted
+/// and non-overlapping (levels below L0 never overlap).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct DeeperRanges {
+    levels: Vec<Vec<(Vec<u8>, Vec<u8>)>>,
+}
+
+impl DeeperRanges {
+    /// Nothing below: every key is at its base level (a full compaction).
+    pub(crate) fn none() -> Self {
+        Self::default()
+    }
+
+    /// REQUIRES: each level's ranges sorted and non-overlapping.
+    pub(crate) fn new(levels: Vec<Vec<(Vec<u8>, Vec<u8>)>>) -> Self {
+        Self { levels }
+    }
+
+    /// A per-key checker (LevelDB's `Compaction::IsBaseLevelForKey`).
+    pub(crate) fn checker(&self) -> BaseLevelCheck<'_> {
+        BaseLevelCheck {
+            levels: &self.levels,
+            cursors: vec![0; self.levels.len()],
+        }
+    }
+}
+
+/// Answers "can any level below the output hold `key`?" for keys asked in
+/// ascending order, in amortized constant time per key.
+#[derive(Debug)]
+pub(crate) struct BaseLevelCheck<'a> {
+    levels: &'a [Vec<(Vec<u8>, Vec<u8>)>],
+    cursors: Vec<usize>,
+}
+
+impl BaseLevelCheck<'_> {
+    /// True when no table below the output level has `key` in its range:
+    /// then a tombstone for `key` hides nothing and may be dropped.
+    /// REQUIRES: successive calls pass ascending keys.
+    pub(crate) fn is_base_level_for(&mut self, key: &[u8]) -> bool {
+        for (ranges, cursor) in self.levels.iter().zip(self.cursors.iter_mut()) {
+            while let Some((smallest, largest)) = ranges.get(*cursor) {
+                if key <= largest.as_slice() {
+                    if key >= smallest.as_slice() {
+                        return false;
+                    }
+                    break;
+                }
+                *cursor += 1;
+            }
+        }
+        true
+    }
+}
+
+/// The most urgent compaction of the tree `levels` (L0 newest first, deeper
+/// levels sorted by smallest key), or `None` when no level is over budget.
+/// `pointers[level]` is the largest key of the last table compacted out of
+/// that level (round robin over the key space, as LevelDB does).
+pub(crate) fn pick<T: TableRef + Clone>(
+    levels: &[Vec<T>],
+    options: &Options,
+    pointers: &[Vec<u8>],
+) -> Option<Compaction<T>> {
+    if levels.len() < 2 {
+        return None;
+    }
+    if levels[0].len() >= options.l0_compaction_trigger {
+        return Some(expand(levels, 0, levels[0].clone(), None));
+    }
+    let last = levels.len() - 1;
+    let (mut best, mut best_score) = (None, 1.0f64);
+    for (level, tables) in levels.iter().enumerate().take(last).skip(1) {
+        let bytes: u64 = tables.iter().map(|t| t.meta().file_size).sum();
+        let score = bytes as f64 / options.level_budget(level).max(1) as f64;
+        if score > best_score {
+            best = Some(level);
+            best_score = score;
+        }
+    }
+    let level = best?;
+    let tables = &levels[level];
+    let pointer = pointers.get(level).map_or(&[][..], Vec::as_slice);
+    let pick = tables
+        .iter()
+        .find(|t| t.meta().smallest_key.as_slice() > pointer)
+        .or_else(|| tables.first())?
+        .clone();
+    let next_pointer = Some(pick.meta().largest_key.clone());
+    Some(expand(levels, level, vec![pick], next_pointer))
+}
+
+/// A compaction of every table into the deepest level in use (at least L1).
+pub(crate) fn pick_all<T: TableRef + Clone>(levels: &[Vec<T>]) -> Option<Compaction<T>> {
+    let deepest = (1..levels.len()).rev().find(|&l| !levels[l].is_empty());
+    let output_level = deepest.unwrap_or(1);
+    let inputs: Vec<T> = levels[..output_level].iter().flatten().cloned().collect();
+    let overlapping = levels.get(output_level).cloned().unwrap_or_default();
+    if inputs.is_empty() && overlapping.is_empty() {
+        return None;
+    }
+    Some(Compaction {
+        level: 0,
+        inputs,
+        output_level,
+        overlapping,
+        deeper: DeeperRanges::none(),
+        next_pointer: None,
+    })
+}
+
+/// Adds the overlapping tables of the next level and the ranges below it.
+fn expand<T: TableRef + Clone>(
+    levels: &[Vec<T>],
+    level: usize,
+    inputs: Vec<T>,
+    next_pointer: Option<Vec<u8>>,
+) -> Compaction<T> {
+    let output_level = level + 1;
+    let next_level = match key_range(&inputs) {
+        Some((smallest, largest)) => overlapping(&levels[output_level], smallest, largest),
+        None => Vec::new(),
+    };
+    let all: Vec<&T> = inputs.iter().chain(&next_level).collect();
+    let deeper = match key_range(all.iter().copied()) {
+        Some((smallest, largest)) => DeeperRanges::new(
+            levels[output_level + 1..]
+                .iter()
+                .map(|tables| {
+                    overlapping(tables, smallest, largest)
+                        .iter()
+                        .map(|t| {
+                            let m = t.meta();
+                            (m.smallest_key.clone(), m.largest_key.clone())
+                        })
+                        .collect()
+                })
+                .collect(),
+        ),
+        None => DeeperRanges::none(),
+    };
+    Compaction {
+        level,
+        inputs,
+        output_level,
+        overlapping: next_level,
+        deeper,
+        next_pointer,
+    }
+}
+
+/// The smallest and largest user key over `tables`.
+fn key_range<'a, T: TableRef + 'a>(
+    tables: impl IntoIterator<Item = &'a T>,
+) -> Option<(&'a [u8], &'a [u8])> {
+    tables.into_iter().fold(None, |range, t| {
+        let m = t.meta();
+        let (s, l) = (m.smallest_key.as_slice(), m.largest_key.as_slice());
+        Some(match range {
+            None => (s, l),
+            Some((rs, rl)) => (rs.min(s), rl.max(l)),
+        })
+    })
+}
+
+/// Tables of one level whose key range meets `[smallest, largest]`.
+pub(crate) fn overlapping<T: TableRef + Clone>(
+    tables: &[T],
+    smallest: &[u8],
+    largest: &[u8],
+) -> Vec<T> {
+    tables
+        .iter()
+        .filter(|t| {
+            let m = t.meta();
+            m.smallest_key.as_slice() <= largest && m.largest_key.as_slice() >= smallest
+        })
+        .cloned()
+        .collect()
+}

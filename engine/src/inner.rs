@@ -1,0 +1,193 @@
+//! The shared state of an open store, which lock guards what, and the
+//! lock order.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::error::{Error, Result};
+use crate::fs::{DirLock, FileSystem};
+use crate::memtable::MemTable;
+use crate::options::{FilterPolicy, Options};
+use crate::recovery::Recovered;
+use crate::stats::Counters;
+use crate::table_files::TableFiles;
+use crate::version::SuperVersion;
+use crate::wal::WalWriter;
+
+/// The write path's state. Guarded by `DbInner::write`.
+#[derive(Debug)]
+pub(crate) struct WriteState {
+    /// The WAL of the active memtable.
+    pub(crate) wal: WalWriter,
+    /// WALs of frozen memtables not yet known flushed, oldest first: kept
+    /// open so `close` can make every acknowledged write durable.
+    pub(crate) frozen_wals: Vec<(u64, WalWriter)>,
+    /// The sequence number the next write gets.
+    pub(crate) next_seq: u64,
+}
+
+/// What the background threads are asked to do. Guarded by `DbInner::bg`.
+#[derive(Debug, Default)]
+pub(crate) struct BackgroundState {
+    pub(crate) flush_pending: bool,
+    pub(crate) compaction_pending: bool,
+    pub(crate) shutdown: bool,
+}
+
+/// Shared state of an open store.
+///
+/// Locks, taken in this order (a thread holding one may take only those
+/// below it): `compaction_lock` (compactions and filter rebuilds: they
+/// remove tables), `flush_lock` (flushes), `install_lock` (manifest write
+/// and view swap), `write` (the WAL and sequence numbers), `current` (the
+/// view; held only to clone or swap the `Arc`), then the leaves
+/// `filter_policy`, `snapshots`, `compact_pointer`, `write_error`, `bg`,
+/// `stall`, `dir_lock`, each held for a few instructions and never while
+/// taking another. `last_visible` and `closed` are atomics.
+#[derive(Debug)]
+pub(crate) struct DbInner {
+    pub(crate) dir: PathBuf,
+    /// As given to `open`; the live filter policy is `filter_policy`.
+    pub(crate) options: Options,
+    pub(crate) fs: Arc<dyn FileSystem>,
+    pub(crate) tables: TableFiles,
+    /// The LOCK file's lock; released by `shutdown`.
+    dir_lock: Mutex<Option<Box<dyn DirLock>>>,
+    pub(crate) write: Mutex<WriteState>,
+    pub(crate) current: RwLock<Arc<SuperVersion>>,
+    /// Largest sequence number whose write is complete and visible.
+    /// Readers load it AFTER cloning `current`.
+    pub(crate) last_visible: AtomicU64,
+    pub(crate) flush_lock: Mutex<()>,
+    pub(crate) compaction_lock: Mutex<()>,
+    pub(crate) install_lock: Mutex<()>,
+    pub(crate) bg: Mutex<BackgroundState>,
+    pub(crate) bg_cv: Condvar,
+    /// Writers waiting for room in L0 or for a flush wait on `stall_cv`.
+    pub(crate) stall: Mutex<()>,
+    pub(crate) stall_cv: Condvar,
+    /// Live snapshots: sequence -> count. A snapshot's sequence is read
+    /// while this lock is held, and compactions read the set under it.
+    pub(crate) snapshots: Mutex<BTreeMap<u64, usize>>,
+    pub(crate) counters: Counters,
+    /// Set when a write or background job failed: writes are refused.
+    pub(crate) write_error: Mutex<Option<String>>,
+    pub(crate) closed: AtomicBool,
+    /// The filter policy tables are written with (set by `rebuild_filters`
+    /// once it succeeds).
+    pub(crate) filter_policy: RwLock<FilterPolicy>,
+    /// Where the next level-n compaction starts (round robin by key).
+    pub(crate) compact_pointer: Mutex<Vec<Vec<u8>>>,
+    /// Test-only pause point in the read path (see `read.rs`).
+    #[cfg(test)]
+    pub(crate) read_pause: crate::read::ReadPause,
+}
+
+impl DbInner {
+    /// The store as recovery left it: every replayed write is in a table,
+    /// a fresh WAL takes new writes.
+    pub(crate) fn new(
+        dir: PathBuf,
+        options: Options,
+        fs: Arc<dyn FileSystem>,
+        recovered: Recovered,
+    ) -> Self {
+        let num_levels = options.num_levels;
+        Self {
+            dir,
+            fs,
+            tables: recovered.tables,
+            dir_lock: Mutex::new(Some(recovered.lock)),
+            write: Mutex::new(WriteState {
+                wal: recovered.wal,
+                frozen_wals: Vec::new(),
+                next_seq: recovered.last_seq + 1,
+            }),
+            current: RwLock::new(Arc::new(SuperVersion {
+                mem: Arc::new(MemTable::new(recovered.wal_number)),
+                imm: Vec::new(),
+                version: Arc::new(recovered.version),
+            })),
+            last_visible: AtomicU64::new(recovered.last_seq),
+            flush_lock: Mutex::new(()),
+            compaction_lock: Mutex::new(()),
+            install_lock: Mutex::new(()),
+            bg: Mutex::new(BackgroundState::default()),
+            bg_cv: Condvar::new(),
+            stall: Mutex::new(()),
+            stall_cv: Condvar::new(),
+            snapshots: Mutex::new(BTreeMap::new()),
+            counters: recovered.counters,
+            write_error: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            filter_policy: RwLock::new(options.filter_policy.clone()),
+            compact_pointer: Mutex::new(vec![Vec::new(); num_levels]),
+            options,
+            #[cfg(test)]
+            read_pause: crate::read::ReadPause::default(),
+        }
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        match &*self.write_error.lock() {
+            Some(reason) => Err(Error::WritesStopped(reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses every later write, flush, compaction and rebuild (the first
+    /// reason is kept). Reads go on.
+    pub(crate) fn stop_writes(&self, reason: String) {
+        let mut e = self.write_error.lock();
+        if e.is_none() {
+            *e = Some(reason);
+        }
+        drop(e);
+        self.stall_cv.notify_all();
+    }
+
+    /// Runs `f`; an error other than "already stopped" or "closed" stops
+    /// writes (as a failed background job does), and is returned.
+    pub(crate) fn stopping_writes_on_error<T>(
+        &self,
+        what: &str,
+        f: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        f().inspect_err(|e| {
+            if !matches!(e, Error::WritesStopped(_) | Error::Closed) {
+                self.stop_writes(format!("{what} failed: {e}"));
+            }
+        })
+    }
+
+    /// Makes every acknowledged write durable (every live WAL, oldest
+    /// first) and gives up the directory lock. REQUIRES: background threads
+    /// have stopped. Later reads through snapshots and iterators fail with
+    /// `Closed`.
+    pub(crate) fn shutdown(&self) -> Result<()> {
+        self.closed.store(true, Ordering::SeqCst);
+        let synced = {
+            let mut w = self.write.lock();
+            let mut result = Ok(());
+            for (_, wal) in &mut w.frozen_wals {
+                result = result.and(wal.sync());
+            }
+            result.and(w.wal.sync())
+        };
+        self.dir_lock.lock().take();
+        synced
+    }
+}

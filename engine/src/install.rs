@@ -1,0 +1,85 @@
+//! Installing a new version: the one place that changes which tables are
+//! live. Flushes, compactions and filter rebuilds all end here.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::error::{Error, Result};
+use crate::fs::names;
+use crate::inner::DbInner;
+use crate::manifest::ManifestState;
+use crate::memtable::MemTable;
+use crate::version::{SuperVersion, TableHandle};
+
+/// One change to the live tables.
+#[derive(Default)]
+pub(crate) struct VersionEdit<'a> {
+    /// New tables (each knows its level).
+    pub(crate) added: &'a [Arc<TableHandle>],
+    /// Tables they replace; deleted once no reader holds them.
+    pub(crate) removed: &'a [Arc<TableHandle>],
+    /// The frozen memtable whose contents `added` now holds: it leaves the
+    /// view in the same swap, and its WAL is deleted.
+    pub(crate) flushed: Option<&'a Arc<MemTable>>,
+}
+
+impl DbInner {
+    /// Makes `edit` durable (manifest), then visible (one swap of the view),
+    /// then retires what it replaced. Installs are serialized here; callers
+    /// hold the flush or compaction lock that owns their inputs.
+    pub(crate) fn install(&self, edit: VersionEdit<'_>) -> Result<()> {
+        let _install = self.install_lock.lock();
+        let sv = Arc::clone(&self.current.read());
+        let version = sv
+            .version
+            .edited(edit.added, edit.removed)
+            .map_err(Error::Internal)?;
+        let flushed = |m: &Arc<MemTable>| edit.flushed.is_some_and(|f| Arc::ptr_eq(f, m));
+        // WALs below the oldest memtable still in memory are fully in tables.
+        // A rotation meanwhile only adds newer memtables, so this minimum
+        // can only be older than the true one: never a WAL too few.
+        let oldest_needed = sv
+            .imm
+            .iter()
+            .filter(|m| !flushed(m))
+            .chain(std::iter::once(&sv.mem))
+            .map(|m| m.wal_number)
+            .min()
+            .unwrap_or(sv.mem.wal_number);
+        let state = ManifestState {
+            next_file_number: self.tables.next_file_number(),
+            last_seq: self.last_visible.load(Ordering::Acquire),
+            wal_number: oldest_needed,
+            tables: version.all_metas(),
+        };
+        if let Err(e) = state.write(self.fs.as_ref(), &self.dir) {
+            // The manifest on disk may now be the old or the new one: stop
+            // building on a state that is not known to be durable.
+            self.stop_writes(format!("manifest write failed: {e}"));
+            return Err(e);
+        }
+        {
+            let mut current = self.current.write();
+            let imm = current
+                .imm
+                .iter()
+                .filter(|m| !flushed(m))
+                .cloned()
+                .collect();
+            *current = Arc::new(SuperVersion {
+                mem: Arc::clone(&current.mem),
+                imm,
+                version: Arc::new(version),
+            });
+        }
+        for t in edit.removed {
+            t.mark_obsolete();
+        }
+        if let Some(mem) = edit.flushed {
+            // The manifest no longer needs it; a failure leaves an orphan
+            // that the next open removes.
+            let _ = self.fs.remove(&names::wal(&self.dir, mem.wal_number));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,204 @@
+//! The read path: point lookups through the filters, and scans.
+//!
+//! A reader clones the view FIRST and loads its sequence AFTER: then every
+//! version the sequence can see is in the view or newer than the view, and
+//! no compaction can have dropped it (a compaction only drops a version
+//! shadowed by a newer one that no snapshot needs, and the view still holds
+//! the tables from before any later compaction).
+
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bloomlsm_filter::KeyHash;
+use bloomlsm_sstable::TableIter;
+
+use crate::answer::Answer;
+use crate::db::DbIter;
+use crate::error::{Error, Result};
+use crate::inner::DbInner;
+use crate::merge::{MergingIter, Source, VisibleIter};
+use crate::stats::Counters;
+use crate::trace::{LookupTrace, TraceResult, TraceSource, TraceStep};
+use crate::version::SuperVersion;
+
+/// Receives the steps of a lookup. `()` discards them, so an untraced get
+/// builds nothing.
+pub(crate) trait StepSink {
+    fn start(&mut self, key_hash: KeyHash, seq: u64);
+    fn step(&mut self, step: impl FnOnce() -> TraceStep);
+}
+
+impl StepSink for () {
+    fn start(&mut self, _: KeyHash, _: u64) {}
+    fn step(&mut self, _: impl FnOnce() -> TraceStep) {}
+}
+
+impl StepSink for LookupTrace {
+    fn start(&mut self, key_hash: KeyHash, seq: u64) {
+        self.key_hash = key_hash.raw();
+        self.snapshot_seq = seq;
+    }
+    fn step(&mut self, step: impl FnOnce() -> TraceStep) {
+        self.steps.push(step());
+    }
+}
+
+fn trace_result(answer: &Answer) -> TraceResult {
+    match answer {
+        Answer::Value(_) => TraceResult::Value,
+        Answer::Deleted => TraceResult::Deleted,
+        Answer::Missing => TraceResult::Missing,
+    }
+}
+
+impl DbInner {
+    /// The view readers use now.
+    fn view(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.current.read())
+    }
+
+    /// The sequence to read at: the snapshot's, or the latest visible one.
+    /// REQUIRES: the caller took its view before calling this.
+    fn read_sequence(&self, snapshot: Option<u64>) -> u64 {
+        #[cfg(test)]
+        self.read_pause.pause();
+        snapshot.unwrap_or_else(|| self.last_visible.load(Ordering::Acquire))
+    }
+
+    /// Reads `key` at `snapshot` (default: the latest), recording stats and
+    /// giving every step to `sink`.
+    pub(crate) fn get(
+        &self,
+        key: &[u8],
+        snapshot: Option<u64>,
+        sink: &mut impl StepSink,
+    ) -> Result<Option<Vec<u8>>> {
+        Counters::add(&self.counters.gets, 1);
+        if key.is_empty() || key.len() > self.options.max_key_bytes {
+            return Ok(None);
+        }
+        let sv = self.view();
+        let seq = self.read_sequence(snapshot);
+        let hash = KeyHash::of(key);
+        sink.start(hash, seq);
+        let memtables = std::iter::once((TraceSource::Memtable, &sv.mem)).chain(
+            sv.imm
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (TraceSource::ImmutableMemtable(i), m)),
+        );
+        for (source, mem) in memtables {
+            let answer = mem.get(key, seq);
+            sink.step(|| TraceStep {
+                source,
+                filter: None,
+                block: None,
+                result: trace_result(&answer),
+            });
+            if let Some(found) = answer.into_final() {
+                Counters::add(&self.counters.memtable_hits, 1);
+                return Ok(found);
+            }
+        }
+        let version = &sv.version;
+        let l0 = version.levels[0].iter();
+        let deeper = (1..version.levels.len()).filter_map(|level| version.candidate(level, key));
+        for handle in l0.chain(deeper) {
+            let level = handle.meta.level;
+            let lookup = handle.table.get(key, hash, seq)?;
+            self.counters.levels[level].record(&lookup);
+            let (verdict, block) = (lookup.verdict(), lookup.block);
+            let answer = Answer::from_outcome(lookup.outcome);
+            sink.step(|| TraceStep {
+                source: TraceSource::Table {
+                    level,
+                    number: handle.meta.number,
+                },
+                filter: Some(verdict),
+                block,
+                result: trace_result(&answer),
+            });
+            if let Some(found) = answer.into_final() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Pairs with keys in `[start, end]` as of `snapshot` (default: now).
+    pub(crate) fn scan(
+        self: &Arc<Self>,
+        (start, end): (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        snapshot: Option<u64>,
+    ) -> Result<DbIter> {
+        let sv = self.view();
+        let seq = self.read_sequence(snapshot);
+        let from: Vec<u8> = match &start {
+            Bound::Included(k) | Bound::Excluded(k) => k.clone(),
+            Bound::Unbounded => Vec::new(),
+        };
+        let mem_end = match &end {
+            Bound::Included(k) => {
+                let mut k = k.clone();
+                k.push(0);
+                Some(k)
+            }
+            Bound::Excluded(k) => Some(k.clone()),
+            Bound::Unbounded => None,
+        };
+        let mut sources: Vec<Source> = Vec::new();
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            sources.push(Box::new(
+                mem.range_entries(&from, mem_end.as_deref())
+                    .into_iter()
+                    .map(Ok),
+            ));
+        }
+        for handle in sv.version.levels.iter().flatten() {
+            let t = &handle.meta;
+            if t.largest_key.as_slice() < from.as_slice()
+                || mem_end
+                    .as_deref()
+                    .is_some_and(|e| t.smallest_key.as_slice() >= e)
+            {
+                continue;
+            }
+            let mut it = TableIter::new(Arc::clone(&handle.table), true);
+            it.seek(&from)?;
+            sources.push(Box::new(it.map(|r| r.map_err(Error::from))));
+        }
+        Ok(DbIter::new(
+            VisibleIter::new(MergingIter::new(sources), seq, (start, end)),
+            sv,
+            Arc::clone(self),
+        ))
+    }
+}
+
+/// A test-only pause point between a reader's view and its sequence: a
+/// test stops a reader there and changes the tree under it.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct ReadPause(parking_lot::Mutex<Option<Arc<dyn Fn() + Send + Sync>>>);
+
+#[cfg(test)]
+impl ReadPause {
+    pub(crate) fn set(&self, hook: Option<Arc<dyn Fn() + Send + Sync>>) {
+        *self.0.lock() = hook;
+    }
+
+    pub(crate) fn pause(&self) {
+        let hook = self.0.lock().clone();
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+}
+
+#[cfg(test)]
+impl std::fmt::Debug for ReadPause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadPause")
+    }
+}

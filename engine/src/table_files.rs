@@ -1,0 +1,263 @@
+//! The store's table files: numbering, writing, opening and filter
+//! rebuilds. Every table written gets a new filter built from exactly the
+//! keys it holds.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bloomlsm_sstable::{
+    BlockCache, Entry, FilterStatus, Table, TableBuilder, TableOptions, TableSummary, WritableFile,
+};
+
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, names};
+use crate::manifest::TableMeta;
+use crate::options::{CorruptFilterPolicy, Options};
+use crate::stats::Counters;
+use crate::version::TableHandle;
+
+/// Where the tables of one `TableFiles::write` go.
+#[derive(Clone, Copy, Debug)]
+struct OutputSpec {
+    level: usize,
+    /// A table is cut once it reaches this size (between user keys).
+    cut_bytes: u64,
+    bits_per_key: f64,
+}
+
+/// Where tables live and how they are written and read.
+#[derive(Debug)]
+pub(crate) struct TableFiles {
+    dir: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    cache: Arc<BlockCache>,
+    /// The next file number to hand out (tables and WALs share numbers).
+    next_file: AtomicU64,
+    options: Options,
+}
+
+impl TableFiles {
+    pub(crate) fn new(
+        dir: &Path,
+        fs: Arc<dyn FileSystem>,
+        options: &Options,
+        next_file: u64,
+    ) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            fs,
+            cache: Arc::new(BlockCache::new(options.block_cache_bytes)),
+            next_file: AtomicU64::new(next_file),
+            options: options.clone(),
+        }
+    }
+
+    pub(crate) fn cache(&self) -> &BlockCache {
+        &self.cache
+    }
+
+    /// A file number never handed out before in this store.
+    pub(crate) fn new_file_number(&self) -> u64 {
+        self.next_file.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The number the next `new_file_number` returns (for the manifest).
+    pub(crate) fn next_file_number(&self) -> u64 {
+        self.next_file.load(Ordering::SeqCst)
+    }
+
+    fn table_options(&self, bits_per_key: f64) -> TableOptions {
+        TableOptions {
+            block_size: self.options.block_size,
+            filter_kind: self.options.filter_kind,
+            bits_per_key,
+            max_key_bytes: self.options.max_key_bytes,
+            max_value_bytes: self.options.max_value_bytes,
+        }
+    }
+
+    /// Writes entries (in table order) to new tables for `level`, cutting a
+    /// table past `cut_bytes` only between user keys (so tables of a sorted
+    /// level never share a user key). Tables and the directory are fsynced.
+    /// On error, the tables this call created are removed.
+    pub(crate) fn write(
+        &self,
+        level: usize,
+        entries: &mut dyn Iterator<Item = Result<Entry>>,
+        cut_bytes: u64,
+        bits_per_key: f64,
+        counters: &Counters,
+    ) -> Result<Vec<Arc<TableHandle>>> {
+        let mut created = Vec::new();
+        let spec = OutputSpec {
+            level,
+            cut_bytes,
+            bits_per_key,
+        };
+        let written = self.write_into(&spec, entries, counters, &mut created);
+        if written.is_err() {
+            // The finished tables' handles were dropped without being marked
+            // obsolete: remove every file created here by path.
+            for path in &created {
+                let _ = self.fs.remove(path);
+            }
+        }
+        written
+    }
+
+    fn write_into(
+        &self,
+        spec: &OutputSpec,
+        entries: &mut dyn Iterator<Item = Result<Entry>>,
+        counters: &Counters,
+        created: &mut Vec<PathBuf>,
+    ) -> Result<Vec<Arc<TableHandle>>> {
+        let OutputSpec {
+            level,
+            cut_bytes,
+            bits_per_key,
+        } = *spec;
+        let mut out = Vec::new();
+        let mut current: Option<(u64, TableBuilder<Box<dyn WritableFile>>)> = None;
+        let mut last_key: Option<Vec<u8>> = None;
+        for entry in entries {
+            let entry = entry?;
+            let new_key = last_key.as_deref() != Some(entry.user_key.as_slice());
+            if new_key
+                && let Some((_, builder)) = &current
+                && builder.estimated_file_size() >= cut_bytes
+                && let Some((number, builder)) = current.take()
+            {
+                out.push(self.finish(level, number, builder.finish()?, counters)?);
+            }
+            if current.is_none() {
+                let number = self.new_file_number();
+                let path = names::table(&self.dir, number);
+                let file = self.fs.create(&path).map_err(|e| Error::io(&path, e))?;
+                created.push(path.clone());
+                current = Some((
+                    number,
+                    TableBuilder::new(file, &path, self.table_options(bits_per_key)),
+                ));
+            }
+            if let Some((_, builder)) = &mut current {
+                builder.add(&entry.user_key, entry.seq, entry.kind, &entry.value)?;
+            }
+            if new_key {
+                last_key = Some(entry.user_key);
+            }
+        }
+        if let Some((number, builder)) = current.take() {
+            out.push(self.finish(level, number, builder.finish()?, counters)?);
+        }
+        if !out.is_empty() {
+            self.sync_dir()?;
+        }
+        Ok(out)
+    }
+
+    /// Counts a finished table and opens it.
+    fn finish(
+        &self,
+        level: usize,
+        number: u64,
+        summary: TableSummary,
+        counters: &Counters,
+    ) -> Result<Arc<TableHandle>> {
+        Counters::add(&counters.bytes_written, summary.file_size);
+        if summary.properties.filter_kind.is_some() {
+            Counters::add(&counters.filters_built, 1);
+        }
+        let p = &summary.properties;
+        self.open(TableMeta {
+            level,
+            number,
+            file_size: summary.file_size,
+            entries: p.entries,
+            smallest_seq: p.smallest_seq,
+            largest_seq: p.largest_seq,
+            smallest_key: p.smallest_key.clone(),
+            largest_key: p.largest_key.clone(),
+        })
+    }
+
+    /// Opens the table a manifest record names, checking its size.
+    pub(crate) fn open(&self, meta: TableMeta) -> Result<Arc<TableHandle>> {
+        let path = names::table(&self.dir, meta.number);
+        let file =
+            crate::fs::open_table_file(self.fs.as_ref(), &path, self.options.use_direct_reads)
+                .map_err(|e| Error::io(&path, e))?;
+        let size = file.len().map_err(|e| Error::io(&path, e))?;
+        if size != meta.file_size {
+            return Err(Error::Corruption {
+                path: path.clone(),
+                offset: size,
+                reason: format!(
+                    "table is {size} bytes; the manifest recorded {}",
+                    meta.file_size
+                ),
+            });
+        }
+        let table = Table::open(file, &path, meta.number, Some(Arc::clone(&self.cache)))?;
+        if let FilterStatus::Unusable(reason) = table.filter_status()
+            && self.options.on_corrupt_filter == CorruptFilterPolicy::Fail
+        {
+            return Err(Error::Corruption {
+                path,
+                offset: table.footer().filter.offset,
+                reason: reason.to_string(),
+            });
+        }
+        Ok(Arc::new(TableHandle::new(
+            meta,
+            Arc::new(table),
+            path,
+            Arc::clone(&self.fs),
+            Arc::clone(&self.cache),
+        )))
+    }
+
+    /// A copy of `old` under a new number with a new filter at
+    /// `bits_per_key` (data blocks copied unchanged). The caller syncs the
+    /// directory and installs it in place of `old`.
+    pub(crate) fn rebuild(
+        &self,
+        old: &TableHandle,
+        bits_per_key: f64,
+        counters: &Counters,
+    ) -> Result<Arc<TableHandle>> {
+        let number = self.new_file_number();
+        let path = names::table(&self.dir, number);
+        let file = self.fs.create(&path).map_err(|e| Error::io(&path, e))?;
+        let rebuilt = bloomlsm_sstable::rebuild_filter(
+            &old.table,
+            file,
+            &path,
+            self.options.filter_kind,
+            bits_per_key,
+        )
+        .map_err(Error::from)
+        .and_then(|summary| {
+            Counters::add(&counters.bytes_written, summary.file_size);
+            if summary.properties.filter_kind.is_some() {
+                Counters::add(&counters.filters_built, 1);
+            }
+            self.open(TableMeta {
+                number,
+                file_size: summary.file_size,
+                ..old.meta.clone()
+            })
+        });
+        if rebuilt.is_err() {
+            let _ = self.fs.remove(&path);
+        }
+        rebuilt
+    }
+
+    pub(crate) fn sync_dir(&self) -> Result<()> {
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))
+    }
+}

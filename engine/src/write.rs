@@ -1,0 +1,178 @@
+//! The write path: validate, make room, log, apply, rotate.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bloomlsm_sstable::{EntryKind, MAX_SEQUENCE};
+
+use crate::batch::{MAX_BATCH_BYTES, WriteBatch};
+use crate::error::{Error, Result};
+use crate::fs::names;
+use crate::inner::{DbInner, WriteState};
+use crate::memtable::MemTable;
+use crate::options::SyncMode;
+use crate::stats::Counters;
+use crate::version::SuperVersion;
+use crate::wal::WalWriter;
+
+impl DbInner {
+    /// Refuses a batch that could not be stored whole, before anything is
+    /// written.
+    fn validate(&self, batch: &WriteBatch) -> Result<()> {
+        for (kind, key, value) in &batch.ops {
+            if key.is_empty() || key.len() > self.options.max_key_bytes {
+                return Err(Error::InvalidKey {
+                    len: key.len(),
+                    max: self.options.max_key_bytes,
+                });
+            }
+            if *kind == EntryKind::Put && value.len() > self.options.max_value_bytes {
+                return Err(Error::ValueTooLarge {
+                    len: value.len(),
+                    max: self.options.max_value_bytes,
+                });
+            }
+        }
+        let bytes = batch.encoded_len();
+        if bytes > MAX_BATCH_BYTES {
+            return Err(Error::BatchTooLarge {
+                bytes,
+                max: MAX_BATCH_BYTES,
+            });
+        }
+        Ok(())
+    }
+
+    /// Applies `batch` atomically. Returns `Ok` exactly when the batch was
+    /// applied (logged and in the memtable); a failure after that point
+    /// (a rotation or inline flush) stops later writes instead.
+    pub(crate) fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.validate(&batch)?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.check_writable()?;
+        self.make_room()?;
+        let mut w = self.write.lock();
+        self.check_writable()?;
+        let first = w.next_seq;
+        let count = batch.ops.len() as u64;
+        if first
+            .checked_add(count - 1)
+            .is_none_or(|last| last > MAX_SEQUENCE)
+        {
+            return Err(Error::SequenceExhausted);
+        }
+        let payload = batch.encode(first);
+        if let Err(e) = w
+            .wal
+            .append(&payload, self.options.sync == SyncMode::Always)
+        {
+            self.stop_writes(format!("WAL append failed: {e}"));
+            return Err(e);
+        }
+        let mem = Arc::clone(&self.current.read().mem);
+        for (i, (kind, key, value)) in batch.ops.into_iter().enumerate() {
+            mem.insert(key, first + i as u64, kind, value);
+        }
+        w.next_seq = first + count;
+        self.last_visible
+            .store(first + count - 1, Ordering::Release);
+        if mem.approximate_bytes() >= self.options.memtable_bytes {
+            // On failure writes are stopped; this write stands.
+            let _ = self.rotate_memtable(&mut w);
+        }
+        drop(w);
+        if !self.options.background_work {
+            let _ = self.stopping_writes_on_error("inline flush or compaction", || {
+                self.do_background_work()
+            });
+        }
+        Ok(())
+    }
+
+    /// Waits (or slows down) while L0 or the frozen memtables are full.
+    fn make_room(&self) -> Result<()> {
+        let mut slowed = false;
+        loop {
+            self.check_writable()?;
+            let sv = Arc::clone(&self.current.read());
+            let l0 = sv.version.levels[0].len();
+            let full = sv.imm.len() >= self.options.max_immutable_memtables
+                || l0 >= self.options.l0_stop_trigger;
+            if !full {
+                if l0 >= self.options.l0_slowdown_trigger && !slowed {
+                    Counters::add(&self.counters.write_stalls, 1);
+                    std::thread::sleep(Duration::from_millis(1));
+                    slowed = true;
+                    continue;
+                }
+                return Ok(());
+            }
+            Counters::add(&self.counters.write_stalls, 1);
+            if !self.options.background_work {
+                self.stopping_writes_on_error("inline flush or compaction", || {
+                    self.do_background_work()
+                })?;
+                continue;
+            }
+            self.schedule_work();
+            let mut guard = self.stall.lock();
+            self.stall_cv
+                .wait_for(&mut guard, Duration::from_millis(50));
+        }
+    }
+
+    /// Freezes the active memtable and starts a new one with a new WAL.
+    /// The frozen memtable's WAL stays open (and is synced first in
+    /// `SyncMode::Always`) until its flush is installed. A failure stops
+    /// writes.
+    pub(crate) fn rotate_memtable(&self, w: &mut WriteState) -> Result<()> {
+        let number = self.tables.new_file_number();
+        let path = names::wal(&self.dir, number);
+        let created = self
+            .fs
+            .create(&path)
+            .map_err(|e| Error::io(&path, e))
+            .and_then(|f| {
+                self.tables.sync_dir()?;
+                Ok(f)
+            });
+        let synced = created.and_then(|f| {
+            if self.options.sync == SyncMode::Always {
+                w.wal.sync()?;
+            }
+            Ok(f)
+        });
+        let file = match synced {
+            Ok(f) => f,
+            Err(e) => {
+                self.stop_writes(format!("cannot start a new WAL: {e}"));
+                return Err(e);
+            }
+        };
+        let frozen = std::mem::replace(&mut w.wal, WalWriter::new(file, path));
+        let mut current = self.current.write();
+        w.frozen_wals.push((current.mem.wal_number, frozen));
+        // WALs older than every memtable still in the view are flushed.
+        let oldest_live = current
+            .imm
+            .iter()
+            .map(|m| m.wal_number)
+            .chain(std::iter::once(current.mem.wal_number))
+            .min()
+            .unwrap_or(number);
+        w.frozen_wals.retain(|(n, _)| *n >= oldest_live);
+        let mut imm = vec![Arc::clone(&current.mem)];
+        imm.extend(current.imm.iter().cloned());
+        *current = Arc::new(SuperVersion {
+            mem: Arc::new(MemTable::new(number)),
+            imm,
+            version: Arc::clone(&current.version),
+        });
+        drop(current);
+        self.schedule_work();
+        Ok(())
+    }
+}
