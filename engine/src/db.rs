@@ -13,11 +13,10 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs};
 use crate::inner::DbInner;
-use crate::merge::{MergingIter, VisibleIter};
+use crate::iter::DbIter;
 use crate::options::{FilterPolicy, Options};
 use crate::stats::Stats;
 use crate::trace::LookupTrace;
-use crate::version::SuperVersion;
 
 /// An embeddable LSM-tree key-value store. `Send + Sync`: share it through
 /// `&Db` or `Arc<Db>` between threads.
@@ -273,49 +272,4 @@ fn bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(range: &R) -> (Bound<Vec<u8>>, Boun
         Bound::Unbounded => Bound::Unbounded,
     };
     (own(range.start_bound()), own(range.end_bound()))
-}
-
-/// Pairs of a scan, in key order. Holds the tables it reads alive; yields
-/// [`Error::Closed`] once the store is closed.
-pub struct DbIter {
-    inner: VisibleIter<MergingIter>,
-    _view: Arc<SuperVersion>,
-    store: Arc<DbInner>,
-    done: bool,
-}
-
-impl DbIter {
-    pub(crate) fn new(
-        inner: VisibleIter<MergingIter>,
-        view: Arc<SuperVersion>,
-        store: Arc<DbInner>,
-    ) -> Self {
-        Self {
-            inner,
-            _view: view,
-            store,
-            done: false,
-        }
-    }
-}
-
-impl std::fmt::Debug for DbIter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DbIter").finish_non_exhaustive()
-    }
-}
-
-impl Iterator for DbIter {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        if let Err(e) = self.store.check_open() {
-            self.done = true;
-            return Some(Err(e));
-        }
-        self.inner.next()
-    }
 }

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
+use crate::counters::Counters;
 use crate::error::Result;
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
 use crate::options::table_bits_per_key;
-use crate::stats::Counters;
 
 impl DbInner {
     /// Writes every frozen memtable to an L0 table, oldest first, each

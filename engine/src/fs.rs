@@ -15,36 +15,73 @@ pub mod fault;
 /// A held directory lock; released on drop.
 pub trait DirLock: Send + Sync + Debug {}
 
-/// The file-system operations the store uses.
+/// A file-system call that failed, and the path it concerned.
+#[derive(Debug, thiserror::Error)]
+#[error("I/O error on {}: {source}", path.display())]
+pub struct FsError {
+    /// The file or directory.
+    pub path: PathBuf,
+    /// The OS error.
+    #[source]
+    pub source: io::Error,
+}
+
+impl FsError {
+    /// The OS error's kind.
+    pub fn kind(&self) -> io::ErrorKind {
+        self.source.kind()
+    }
+}
+
+/// Result of a [`FileSystem`] call.
+pub type FsResult<T> = Result<T, FsError>;
+
+/// Attaches the path an I/O result concerns.
+pub trait AtPath<T> {
+    /// `self` with `path` on its error.
+    fn at(self, path: &Path) -> FsResult<T>;
+}
+
+impl<T> AtPath<T> for io::Result<T> {
+    fn at(self, path: &Path) -> FsResult<T> {
+        self.map_err(|source| FsError {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+/// The file-system operations the store uses. Every error names the path
+/// it concerns ([`FsError`]), so callers never attach it themselves.
 pub trait FileSystem: Send + Sync + Debug {
     /// Creates (truncating) a file for sequential writing.
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>>;
     /// Opens a file for positioned reads.
-    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>>;
     /// Opens a file for positioned reads that bypass the page cache
     /// (`O_DIRECT`, for `Options::use_direct_reads`); an error of kind
     /// `Unsupported` where the file system refuses direct I/O, never a
     /// silent fallback to cached reads.
-    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    fn open_read_direct(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>>;
     /// Reads a whole file.
-    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>>;
+    fn read_all(&self, path: &Path) -> FsResult<Vec<u8>>;
     /// Renames a file, replacing the target.
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    fn rename(&self, from: &Path, to: &Path) -> FsResult<()>;
     /// Removes a file.
-    fn remove(&self, path: &Path) -> io::Result<()>;
+    fn remove(&self, path: &Path) -> FsResult<()>;
     /// File names in a directory.
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    fn list(&self, dir: &Path) -> FsResult<Vec<String>>;
     /// Creates a directory and its parents.
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    fn create_dir_all(&self, dir: &Path) -> FsResult<()>;
     /// Removes an empty directory.
-    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
+    fn remove_dir(&self, dir: &Path) -> FsResult<()>;
     /// fsyncs a directory, making created, renamed and removed entries durable.
-    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    fn sync_dir(&self, dir: &Path) -> FsResult<()>;
     /// True if the path exists.
     fn exists(&self, path: &Path) -> bool;
     /// Takes an exclusive lock on `path` (created if missing); `Ok(None)`
     /// when another holder has it.
-    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn DirLock>>>;
+    fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>>;
 }
 
 /// The operating system's file system.
@@ -76,72 +113,77 @@ impl WritableFile for PlainFile {
 }
 
 impl FileSystem for RealFs {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+    fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
         let file = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
-            .open(path)?;
+            .open(path)
+            .at(path)?;
         Ok(Box::new(PlainFile(file)))
     }
 
-    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        Ok(Arc::new(File::open(path)?))
+    fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(File::open(path).at(path)?))
     }
 
-    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        Ok(Arc::new(direct::DirectFile::open(path)?))
+    fn open_read_direct(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(direct::DirectFile::open(path).at(path)?))
     }
 
-    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
-        fs::read(path)
+    fn read_all(&self, path: &Path) -> FsResult<Vec<u8>> {
+        fs::read(path).at(path)
     }
 
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        fs::rename(from, to)
+    fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
+        fs::rename(from, to).at(to)
     }
 
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        fs::remove_file(path)
+    fn remove(&self, path: &Path) -> FsResult<()> {
+        fs::remove_file(path).at(path)
     }
 
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        let mut names = Vec::new();
-        for entry in fs::read_dir(dir)? {
-            names.push(entry?.file_name().to_string_lossy().into_owned());
-        }
-        Ok(names)
+    fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
+        let list = || -> io::Result<Vec<String>> {
+            let mut names = Vec::new();
+            for entry in fs::read_dir(dir)? {
+                names.push(entry?.file_name().to_string_lossy().into_owned());
+            }
+            Ok(names)
+        };
+        list().at(dir)
     }
 
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        fs::create_dir_all(dir)
+    fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
+        fs::create_dir_all(dir).at(dir)
     }
 
-    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        fs::remove_dir(dir)
+    fn remove_dir(&self, dir: &Path) -> FsResult<()> {
+        fs::remove_dir(dir).at(dir)
     }
 
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        File::open(dir)?.sync_all()
+    fn sync_dir(&self, dir: &Path) -> FsResult<()> {
+        File::open(dir).and_then(|d| d.sync_all()).at(dir)
     }
 
     fn exists(&self, path: &Path) -> bool {
         path.exists()
     }
 
-    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn DirLock>>> {
+    fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .open(path)?;
+            .open(path)
+            .at(path)?;
         // flock: exclusive per open file description, so a second open in
         // the same process is refused as well as one in another process.
         match file.try_lock() {
             Ok(()) => Ok(Some(Box::new(FlockGuard(file)))),
             Err(fs::TryLockError::WouldBlock) => Ok(None),
-            Err(fs::TryLockError::Error(e)) => Err(e),
+            Err(fs::TryLockError::Error(e)) => Err(e).at(path),
         }
     }
 }
@@ -152,7 +194,7 @@ pub(crate) fn open_table_file(
     fs: &dyn FileSystem,
     path: &Path,
     direct: bool,
-) -> io::Result<Arc<dyn RandomAccessFile>> {
+) -> FsResult<Arc<dyn RandomAccessFile>> {
     if direct {
         fs.open_read_direct(path)
     } else {
@@ -165,15 +207,15 @@ pub(crate) fn open_table_file(
 /// so a store on a file system that refuses `O_DIRECT` fails at `Db::open`
 /// with an error naming the path, even before it holds any table.
 pub(crate) fn check_direct_reads(fs: &dyn FileSystem, path: &Path) -> crate::error::Result<()> {
-    let probe = || -> io::Result<()> {
-        let file = fs.open_read_direct(path)?;
-        let mut first = [0u8; 1];
+    let file = fs.open_read_direct(path)?;
+    let mut first = [0u8; 1];
+    let mut read = || -> io::Result<()> {
         if !file.is_empty()? {
             file.read_exact_at(&mut first, 0)?;
         }
         Ok(())
     };
-    probe().map_err(|e| crate::error::Error::io(path, e))
+    Ok(read().at(path)?)
 }
 
 /// Names of the files in a store directory.

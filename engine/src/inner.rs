@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use crate::counters::Counters;
 use crate::error::{Error, Result};
 use crate::fs::{DirLock, FileSystem};
 use crate::memtable::MemTable;
 use crate::options::{FilterPolicy, Options};
 use crate::recovery::Recovered;
-use crate::stats::Counters;
 use crate::table_files::TableFiles;
 use crate::version::SuperVersion;
 use crate::wal::WalWriter;
@@ -84,7 +84,7 @@ pub(crate) struct DbInner {
     pub(crate) compact_pointer: Mutex<Vec<Vec<u8>>>,
     /// Test-only pause point in the read path (see `read.rs`).
     #[cfg(test)]
-    pub(crate) read_pause: crate::read::ReadPause,
+    pub(crate) read_pause: crate::test_hooks::ReadPause,
 }
 
 impl DbInner {
@@ -128,7 +128,7 @@ impl DbInner {
             compact_pointer: Mutex::new(vec![Vec::new(); num_levels]),
             options,
             #[cfg(test)]
-            read_pause: crate::read::ReadPause::default(),
+            read_pause: crate::test_hooks::ReadPause::default(),
         }
     }
 

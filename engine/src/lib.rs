@@ -26,6 +26,7 @@ mod answer;
 mod background;
 mod batch;
 mod compaction;
+mod counters;
 mod db;
 mod error;
 mod flush;
@@ -34,6 +35,7 @@ pub mod fs;
 pub mod fuzzing;
 mod inner;
 mod install;
+mod iter;
 mod manifest;
 mod memtable;
 mod merge;
@@ -46,6 +48,8 @@ mod recovery;
 mod replay;
 mod stats;
 mod table_files;
+#[cfg(test)]
+mod test_hooks;
 mod trace;
 mod version;
 mod wal;
@@ -53,8 +57,9 @@ mod write;
 
 pub use batch::{BatchError, MAX_BATCH_BYTES, WriteBatch};
 pub use bloomlsm_filter::FilterKind;
-pub use db::{Db, DbIter, Snapshot};
+pub use db::{Db, Snapshot};
 pub use error::{Error, Result};
+pub use iter::DbIter;
 pub use manifest::{STORE_FORMAT_VERSION, TableMeta};
 pub use options::{
     CorruptFilterPolicy, FilterPolicy, MAX_BLOCK_SIZE, MAX_LEVELS, MIN_FILTER_BITS_PER_KEY,

@@ -204,13 +204,13 @@ impl ManifestState {
     pub(crate) fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
         let tmp = dir.join(names::MANIFEST_TMP);
         let path = dir.join(names::MANIFEST);
-        let mut file = fs.create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let mut file = fs.create(&tmp)?;
         file.write_all(&self.encode())
             .map_err(|e| Error::io(&tmp, e))?;
         file.sync().map_err(|e| Error::io(&tmp, e))?;
         drop(file);
-        fs.rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
+        fs.rename(&tmp, &path)?;
+        Ok(fs.sync_dir(dir)?)
     }
 }
 

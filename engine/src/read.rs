@@ -14,11 +14,11 @@ use bloomlsm_filter::KeyHash;
 use bloomlsm_sstable::TableIter;
 
 use crate::answer::Answer;
-use crate::db::DbIter;
+use crate::counters::Counters;
 use crate::error::{Error, Result};
 use crate::inner::DbInner;
+use crate::iter::DbIter;
 use crate::merge::{MergingIter, Source, VisibleIter};
-use crate::stats::Counters;
 use crate::trace::{LookupTrace, TraceResult, TraceSource, TraceStep};
 use crate::version::SuperVersion;
 
@@ -173,32 +173,5 @@ impl DbInner {
             sv,
             Arc::clone(self),
         ))
-    }
-}
-
-/// A test-only pause point between a reader's view and its sequence: a
-/// test stops a reader there and changes the tree under it.
-#[cfg(test)]
-#[derive(Default)]
-pub(crate) struct ReadPause(parking_lot::Mutex<Option<Arc<dyn Fn() + Send + Sync>>>);
-
-#[cfg(test)]
-impl ReadPause {
-    pub(crate) fn set(&self, hook: Option<Arc<dyn Fn() + Send + Sync>>) {
-        *self.0.lock() = hook;
-    }
-
-    pub(crate) fn pause(&self) {
-        let hook = self.0.lock().clone();
-        if let Some(hook) = hook {
-            hook();
-        }
-    }
-}
-
-#[cfg(test)]
-impl std::fmt::Debug for ReadPause {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ReadPause")
     }
 }

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::counters::Counters;
 use crate::error::{Error, Result};
 use crate::fs::names::{self, FileType};
 use crate::fs::{DirLock, FileSystem};
@@ -16,7 +17,6 @@ use crate::manifest::ManifestState;
 use crate::memtable::MemTable;
 use crate::options::{Options, table_bits_per_key};
 use crate::replay::replay_wals;
-use crate::stats::Counters;
 use crate::table_files::TableFiles;
 use crate::version::Version;
 use crate::wal::WalWriter;
@@ -53,7 +53,7 @@ fn recover_into(
     undo: &mut Undo,
 ) -> Result<Recovered> {
     create_store_dir(dir, fs.as_ref(), undo)?;
-    let listing = fs.list(dir).map_err(|e| Error::io(dir, e))?;
+    let listing = fs.list(dir)?;
     let manifest_path = dir.join(names::MANIFEST);
     let fresh = !fs.exists(&manifest_path);
     if fresh
@@ -67,12 +67,9 @@ fn recover_into(
         });
     }
     let lock_path = dir.join(names::LOCK);
-    let lock = fs
-        .lock(&lock_path)
-        .map_err(|e| Error::io(&lock_path, e))?
-        .ok_or_else(|| Error::Locked {
-            path: dir.to_path_buf(),
-        })?;
+    let lock = fs.lock(&lock_path)?.ok_or_else(|| Error::Locked {
+        path: dir.to_path_buf(),
+    })?;
     // Held until the undo has run: a LOCK this open created is removed
     // while still locked, so no other opener can hold a file we unlink.
     undo.lock = Some(lock);
@@ -87,9 +84,7 @@ fn recover_into(
             tables: Vec::new(),
         }
     } else {
-        let bytes = fs
-            .read_all(&manifest_path)
-            .map_err(|e| Error::io(&manifest_path, e))?;
+        let bytes = fs.read_all(&manifest_path)?;
         ManifestState::decode(&manifest_path, &bytes)?
     };
     if options.use_direct_reads {
@@ -161,7 +156,7 @@ fn recover_into(
         manifest(&version).write(fs.as_ref(), dir)?;
     }
     let wal_path = names::wal(dir, wal_number);
-    let wal_file = fs.create(&wal_path).map_err(|e| Error::io(&wal_path, e))?;
+    let wal_file = fs.create(&wal_path)?;
     undo.files.push(wal_path.clone());
     let counters = Counters::new(num_levels);
     if !replayed.is_empty() {
@@ -193,13 +188,13 @@ fn recover_into(
             match fs.remove(&path) {
                 // A temporary manifest from the listing may have been renamed since.
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(Error::io(&path, e));
+                    return Err(e.into());
                 }
                 _ => {}
             }
         }
     }
-    fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+    fs.sync_dir(dir)?;
     let lock = undo
         .lock
         .take()
@@ -232,7 +227,7 @@ fn create_store_dir(dir: &Path, fs: &dyn FileSystem, undo: &mut Undo) -> Result<
         .take_while(|d| !d.as_os_str().is_empty() && !fs.exists(d))
         .map(Path::to_path_buf)
         .collect();
-    fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    fs.create_dir_all(dir)?;
     // Shallowest first: `undo` removes them deepest first.
     for created in missing.iter().rev() {
         undo.dirs.push(created.clone());
@@ -240,7 +235,7 @@ fn create_store_dir(dir: &Path, fs: &dyn FileSystem, undo: &mut Undo) -> Result<
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        fs.sync_dir(parent).map_err(|e| Error::io(parent, e))?;
+        fs.sync_dir(parent)?;
     }
     Ok(())
 }

@@ -34,7 +34,7 @@ pub(crate) fn replay_wals(
     let mut last = None;
     for (i, &number) in numbers.iter().enumerate() {
         let path = names::wal(dir, number);
-        let bytes = fs.read_all(&path).map_err(|e| Error::io(&path, e))?;
+        let bytes = fs.read_all(&path)?;
         let replay = wal::replay(&path, &bytes, mode)?;
         for record in replay.records {
             let (first, batch) = match checked_batch(&record.payload, next) {
@@ -61,9 +61,7 @@ pub(crate) fn replay_wals(
         if mode == WalRecovery::TolerateTornTail {
             for &newer in &numbers[i + 1..] {
                 let newer_path = names::wal(dir, newer);
-                let newer_bytes = fs
-                    .read_all(&newer_path)
-                    .map_err(|e| Error::io(&newer_path, e))?;
+                let newer_bytes = fs.read_all(&newer_path)?;
                 let found = wal::replay(&newer_path, &newer_bytes, WalRecovery::PointInTime)?;
                 if !found.records.is_empty() {
                     return Err(Error::Corruption {

@@ -1,86 +1,15 @@
-//! Read-path counters (docs/DESIGN.md, "Stats: words with one meaning").
-//!
-//! Per filter probe of a key really absent from that table: a *negative*
-//! (filter said no: a read saved) or a *false positive* (filter said maybe,
-//! block read, key not there). For a key present: a *true positive*.
-//! Observed FPR = false positives / (false positives + negatives).
-
-use std::sync::atomic::{AtomicU64, Ordering};
+//! `Db::stats`: the live tables' figures beside the counters, per level
+//! (docs/DESIGN.md, "Stats: words with one meaning"). Observed FPR = false
+//! positives / (false positives + negatives).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bloomlsm_filter::Filter;
-use bloomlsm_sstable::{BlockSource, FilterStatus, FilterVerdict, Lookup};
+use bloomlsm_sstable::FilterStatus;
 
+use crate::counters::LevelCounters;
 use crate::inner::DbInner;
-
-/// Counters of one level, updated with relaxed atomics.
-#[derive(Debug, Default)]
-pub(crate) struct LevelCounters {
-    probes: AtomicU64,
-    negatives: AtomicU64,
-    true_positives: AtomicU64,
-    false_positives: AtomicU64,
-    no_filter_probes: AtomicU64,
-    blocks_from_file: AtomicU64,
-    cache_hits: AtomicU64,
-}
-
-impl LevelCounters {
-    pub(crate) fn record(&self, lookup: &Lookup) {
-        let verdict = lookup.verdict();
-        if verdict == FilterVerdict::NotAsked {
-            return;
-        }
-        self.probes.fetch_add(1, Ordering::Relaxed);
-        let counter = match verdict {
-            FilterVerdict::Negative => &self.negatives,
-            FilterVerdict::TruePositive => &self.true_positives,
-            FilterVerdict::FalsePositive => &self.false_positives,
-            FilterVerdict::NoFilter | FilterVerdict::NotAsked => &self.no_filter_probes,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        match lookup.block {
-            Some(BlockSource::File) => self.blocks_from_file.fetch_add(1, Ordering::Relaxed),
-            Some(BlockSource::Cache) => self.cache_hits.fetch_add(1, Ordering::Relaxed),
-            None => 0,
-        };
-    }
-}
-
-/// Store-wide counters.
-#[derive(Debug)]
-pub(crate) struct Counters {
-    pub(crate) gets: AtomicU64,
-    pub(crate) memtable_hits: AtomicU64,
-    pub(crate) levels: Vec<LevelCounters>,
-    pub(crate) flushes: AtomicU64,
-    pub(crate) compactions: AtomicU64,
-    pub(crate) filters_built: AtomicU64,
-    pub(crate) bytes_written: AtomicU64,
-    pub(crate) bytes_compacted_read: AtomicU64,
-    pub(crate) write_stalls: AtomicU64,
-}
-
-impl Counters {
-    pub(crate) fn new(levels: usize) -> Self {
-        Self {
-            gets: AtomicU64::new(0),
-            memtable_hits: AtomicU64::new(0),
-            levels: (0..levels).map(|_| LevelCounters::default()).collect(),
-            flushes: AtomicU64::new(0),
-            compactions: AtomicU64::new(0),
-            filters_built: AtomicU64::new(0),
-            bytes_written: AtomicU64::new(0),
-            bytes_compacted_read: AtomicU64::new(0),
-            write_stalls: AtomicU64::new(0),
-        }
-    }
-
-    pub(crate) fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
-    }
-}
 
 /// Read-path figures of one level (or of all levels).
 #[derive(Clone, Debug, Default, PartialEq)]

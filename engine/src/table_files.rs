@@ -10,11 +10,11 @@ use bloomlsm_sstable::{
     BlockCache, Entry, FilterStatus, Table, TableBuilder, TableOptions, TableSummary, WritableFile,
 };
 
+use crate::counters::Counters;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, names};
 use crate::manifest::TableMeta;
 use crate::options::{CorruptFilterPolicy, Options};
-use crate::stats::Counters;
 use crate::version::TableHandle;
 
 /// Where the tables of one `TableFiles::write` go.
@@ -134,7 +134,7 @@ impl TableFiles {
             if current.is_none() {
                 let number = self.new_file_number();
                 let path = names::table(&self.dir, number);
-                let file = self.fs.create(&path).map_err(|e| Error::io(&path, e))?;
+                let file = self.fs.create(&path)?;
                 created.push(path.clone());
                 current = Some((
                     number,
@@ -186,8 +186,7 @@ impl TableFiles {
     pub(crate) fn open(&self, meta: TableMeta) -> Result<Arc<TableHandle>> {
         let path = names::table(&self.dir, meta.number);
         let file =
-            crate::fs::open_table_file(self.fs.as_ref(), &path, self.options.use_direct_reads)
-                .map_err(|e| Error::io(&path, e))?;
+            crate::fs::open_table_file(self.fs.as_ref(), &path, self.options.use_direct_reads)?;
         let size = file.len().map_err(|e| Error::io(&path, e))?;
         if size != meta.file_size {
             return Err(Error::Corruption {
@@ -229,7 +228,7 @@ impl TableFiles {
     ) -> Result<Arc<TableHandle>> {
         let number = self.new_file_number();
         let path = names::table(&self.dir, number);
-        let file = self.fs.create(&path).map_err(|e| Error::io(&path, e))?;
+        let file = self.fs.create(&path)?;
         let rebuilt = bloomlsm_sstable::rebuild_filter(
             &old.table,
             file,
@@ -256,8 +255,6 @@ impl TableFiles {
     }
 
     pub(crate) fn sync_dir(&self) -> Result<()> {
-        self.fs
-            .sync_dir(&self.dir)
-            .map_err(|e| Error::io(&self.dir, e))
+        Ok(self.fs.sync_dir(&self.dir)?)
     }
 }

@@ -7,12 +7,12 @@ use std::time::Duration;
 use bloomlsm_sstable::{EntryKind, MAX_SEQUENCE};
 
 use crate::batch::{MAX_BATCH_BYTES, WriteBatch};
+use crate::counters::Counters;
 use crate::error::{Error, Result};
 use crate::fs::names;
 use crate::inner::{DbInner, WriteState};
 use crate::memtable::MemTable;
 use crate::options::SyncMode;
-use crate::stats::Counters;
 use crate::version::SuperVersion;
 use crate::wal::WalWriter;
 
@@ -131,14 +131,10 @@ impl DbInner {
     pub(crate) fn rotate_memtable(&self, w: &mut WriteState) -> Result<()> {
         let number = self.tables.new_file_number();
         let path = names::wal(&self.dir, number);
-        let created = self
-            .fs
-            .create(&path)
-            .map_err(|e| Error::io(&path, e))
-            .and_then(|f| {
-                self.tables.sync_dir()?;
-                Ok(f)
-            });
+        let created = self.fs.create(&path).map_err(Error::from).and_then(|f| {
+            self.tables.sync_dir()?;
+            Ok(f)
+        });
         let synced = created.and_then(|f| {
             if self.options.sync == SyncMode::Always {
                 w.wal.sync()?;

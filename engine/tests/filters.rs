@@ -3,16 +3,11 @@
 //! compaction; reads saved as the FPR predicts.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
+
 use bloomlsm::{Db, FilterKind, Options, Stats};
 use bloomlsm_filter::Filter;
-
-fn key(i: u64) -> Vec<u8> {
-    format!("user{i:010}").into_bytes()
-}
-
-fn absent(i: u64) -> Vec<u8> {
-    format!("user{i:010}-gone").into_bytes()
-}
+use common::{absent, all_present, fill, key};
 
 fn options(bits: f64, kind: FilterKind) -> Options {
     let mut o = Options {
@@ -24,22 +19,6 @@ fn options(bits: f64, kind: FilterKind) -> Options {
     };
     o.filter_kind = kind;
     o
-}
-
-fn fill(db: &Db, n: u64) {
-    for i in 0..n {
-        db.put(&key(i), format!("v{i}").as_bytes()).unwrap();
-    }
-}
-
-fn all_present(db: &Db, n: u64) {
-    for i in 0..n {
-        assert_eq!(
-            db.get(&key(i)).unwrap(),
-            Some(format!("v{i}").into_bytes()),
-            "key {i}"
-        );
-    }
 }
 
 #[test]

@@ -1,17 +1,10 @@
 //! Filter budgets per level, filter rebuilds, and damaged filter handling.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
+
 use bloomlsm::{CorruptFilterPolicy, Db, FilterPolicy, Options};
-
-fn key(i: u64) -> Vec<u8> {
-    format!("k{:012}", i.wrapping_mul(2_654_435_761) % 1_000_000_007).into_bytes()
-}
-
-fn absent(i: u64) -> Vec<u8> {
-    let mut k = key(i);
-    k.push(b'x');
-    k
-}
+use common::{scattered_absent as absent, scattered_key as key};
 
 fn multi_level(policy: FilterPolicy) -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().unwrap();

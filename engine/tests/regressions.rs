@@ -2,7 +2,10 @@
 //! fix, in the shape a user reaches it.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
+
 use bloomlsm::{CorruptFilterPolicy, Db, FilterPolicy, Options};
+use common::{listing, newest_wal, wal_record};
 
 fn no_compaction() -> Options {
     Options {
@@ -91,15 +94,6 @@ fn tables_rebuilt_for_a_damaged_filter_keep_their_order() {
     db.close().unwrap();
     let db = Db::open(dir.path(), options).unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"v3".to_vec()), "after reopen");
-}
-
-fn listing(dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 fn tiny_inline() -> Options {
@@ -354,34 +348,6 @@ fn a_batch_over_the_wal_record_limit_is_refused_and_writes_nothing() {
     let db = Db::open(dir.path(), Options::default()).unwrap();
     assert_eq!(db.get(&0u32.to_be_bytes()).unwrap(), None);
     assert_eq!(db.get(b"after").unwrap(), Some(b"ok".to_vec()));
-}
-
-/// A checksummed WAL record holding one put at `first_seq` with `count` ops
-/// claimed (only one encoded when `count` is 1).
-fn wal_record(first_seq: u64, key: &[u8]) -> Vec<u8> {
-    let mut payload = Vec::new();
-    payload.extend_from_slice(&first_seq.to_le_bytes());
-    payload.extend_from_slice(&1u32.to_le_bytes());
-    payload.push(1);
-    payload.extend_from_slice(&(key.len() as u32).to_le_bytes());
-    payload.extend_from_slice(key);
-    payload.extend_from_slice(&1u32.to_le_bytes());
-    payload.push(b'v');
-    let mut record = Vec::new();
-    record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    record.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    record.extend_from_slice(&payload);
-    record
-}
-
-/// The store's newest WAL after a clean close.
-fn newest_wal(dir: &std::path::Path) -> std::path::PathBuf {
-    let name = listing(dir)
-        .into_iter()
-        .filter(|n| n.ends_with(".wal"))
-        .max()
-        .unwrap();
-    dir.join(name)
 }
 
 #[test]

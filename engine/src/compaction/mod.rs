@@ -14,12 +14,12 @@ use std::sync::Arc;
 
 use bloomlsm_sstable::TableIter;
 
+use crate::counters::Counters;
 use crate::error::{Error, Result};
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
 use crate::merge::{MergingIter, Source};
 use crate::options::table_bits_per_key;
-use crate::stats::Counters;
 use crate::version::TableHandle;
 
 pub(crate) use pick::Compaction;

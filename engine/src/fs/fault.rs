@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bloomlsm_sstable::{RandomAccessFile, WritableFile};
 use parking_lot::Mutex;
 
-use super::{DirLock, FileSystem, RealFs};
+use super::{AtPath, DirLock, FileSystem, FsResult, RealFs};
 
 #[derive(Debug, Default)]
 struct FileState {
@@ -226,14 +226,15 @@ impl RandomAccessFile for FaultReader {
 }
 
 impl FileSystem for FaultFs {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.check_table_file(path)?;
-        self.mutate()?;
+    fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
+        self.check_table_file(path).at(path)?;
+        self.mutate().at(path)?;
         let file = fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
-            .open(path)?;
+            .open(path)
+            .at(path)?;
         self.state
             .lock()
             .files
@@ -246,21 +247,22 @@ impl FileSystem for FaultFs {
         }))
     }
 
-    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+    fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(FaultReader {
             inner: RealFs.open_read(path)?,
             fs: self.clone(),
         }))
     }
 
-    fn open_read_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+    fn open_read_direct(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
         {
             let mut s = self.state.lock();
             if s.refuse_direct_io {
                 s.faults_injected += 1;
                 return Err(super::direct::refused(io::Error::from_raw_os_error(
                     libc::EINVAL,
-                )));
+                )))
+                .at(path);
             }
         }
         Ok(Arc::new(FaultReader {
@@ -269,14 +271,14 @@ impl FileSystem for FaultFs {
         }))
     }
 
-    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+    fn read_all(&self, path: &Path) -> FsResult<Vec<u8>> {
         RealFs.read_all(path)
     }
 
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.mutate()?;
+    fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
+        self.mutate().at(to)?;
         let before = fs::read(to).ok();
-        fs::rename(from, to)?;
+        fs::rename(from, to).at(to)?;
         let mut s = self.state.lock();
         if let Some(st) = s.files.remove(from) {
             s.files.insert(
@@ -292,27 +294,27 @@ impl FileSystem for FaultFs {
         Ok(())
     }
 
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.mutate()?;
+    fn remove(&self, path: &Path) -> FsResult<()> {
+        self.mutate().at(path)?;
         self.state.lock().files.remove(path);
-        fs::remove_file(path)
+        fs::remove_file(path).at(path)
     }
 
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+    fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
         RealFs.list(dir)
     }
 
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+    fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
         RealFs.create_dir_all(dir)
     }
 
-    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        self.mutate()?;
+    fn remove_dir(&self, dir: &Path) -> FsResult<()> {
+        self.mutate().at(dir)?;
         RealFs.remove_dir(dir)
     }
 
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.mutate()?;
+    fn sync_dir(&self, dir: &Path) -> FsResult<()> {
+        self.mutate().at(dir)?;
         RealFs.sync_dir(dir)?;
         let mut s = self.state.lock();
         for (path, st) in s.files.iter_mut() {
@@ -329,7 +331,7 @@ impl FileSystem for FaultFs {
         path.exists()
     }
 
-    fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn DirLock>>> {
+    fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
         RealFs.lock(path)
     }
 }
