@@ -19,7 +19,7 @@ pub enum Error {
     /// A table file is damaged or unreadable.
     #[error(transparent)]
     Table(#[from] bloomlsm_sstable::Error),
-    /// The WAL or manifest is damaged.
+    /// The WAL or manifest is damaged, or a table does not match it.
     #[error("corrupt {path} at offset {offset}: {reason}")]
     Corruption {
         /// The file.
@@ -27,7 +27,8 @@ pub enum Error {
         /// Byte offset of the damaged record.
         offset: u64,
         /// What is wrong.
-        reason: String,
+        #[source]
+        reason: crate::damage::Damage,
     },
     /// Another `Db` (in this or another process) has the directory open.
     #[error("{path} is locked by another open store (LOCK held)")]
@@ -109,6 +110,18 @@ impl From<crate::fs::FsError> for Error {
 }
 
 impl Error {
+    pub(crate) fn corruption(
+        path: impl Into<PathBuf>,
+        offset: u64,
+        reason: impl Into<crate::damage::Damage>,
+    ) -> Self {
+        Self::Corruption {
+            path: path.into(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             path: path.into(),

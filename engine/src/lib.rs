@@ -27,6 +27,7 @@ mod background;
 mod batch;
 mod compaction;
 mod counters;
+mod damage;
 mod db;
 mod error;
 mod flush;
@@ -57,6 +58,7 @@ mod write;
 
 pub use batch::{BatchError, MAX_BATCH_BYTES, WriteBatch};
 pub use bloomlsm_filter::FilterKind;
+pub use damage::{Damage, ManifestDamage, WalDamage};
 pub use db::{Db, Snapshot};
 pub use error::{Error, Result};
 pub use iter::DbIter;

@@ -16,6 +16,7 @@ use std::path::Path;
 
 use bloomlsm_sstable::MAX_SEQUENCE;
 
+use crate::damage::ManifestDamage;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, names};
 
@@ -91,30 +92,39 @@ impl ManifestState {
 
     /// Decodes a manifest file's bytes. Never panics.
     pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Self> {
-        let corrupt = |offset: usize, reason: &str| Error::Corruption {
-            path: path.to_path_buf(),
-            offset: offset as u64,
-            reason: reason.to_string(),
-        };
-        let mut r = Reader { bytes, at: 0 };
-        let magic = r
-            .u64()
-            .ok_or_else(|| corrupt(0, "shorter than a manifest header"))?;
-        if magic != MANIFEST_MAGIC {
-            return Err(corrupt(0, "bad manifest magic"));
+        let corrupt =
+            |offset: usize, reason: ManifestDamage| Error::corruption(path, offset as u64, reason);
+        if bytes.len() < HEADER_LEN {
+            return Err(corrupt(0, ManifestDamage::TooShort));
         }
-        let version = r.u32().ok_or_else(|| corrupt(8, "truncated header"))?;
-        let len = r.u32().ok_or_else(|| corrupt(12, "truncated header"))? as usize;
-        let crc = r.u32().ok_or_else(|| corrupt(16, "truncated header"))?;
+        let mut r = Reader { bytes, at: 0 };
+        let short = || corrupt(0, ManifestDamage::TooShort);
+        let magic = r.u64().ok_or_else(short)?;
+        if magic != MANIFEST_MAGIC {
+            return Err(corrupt(0, ManifestDamage::BadMagic { found: magic }));
+        }
+        let version = r.u32().ok_or_else(short)?;
+        let len = r.u32().ok_or_else(short)? as usize;
+        let crc = r.u32().ok_or_else(short)?;
         let payload = bytes.get(HEADER_LEN..).unwrap_or(&[]);
         if payload.len() != len {
             return Err(corrupt(
                 HEADER_LEN,
-                "payload length does not match the header",
+                ManifestDamage::Length {
+                    header: len,
+                    actual: payload.len(),
+                },
             ));
         }
-        if checksum(&bytes[8..16], payload) != crc {
-            return Err(corrupt(HEADER_LEN, "manifest checksum mismatch"));
+        let computed = checksum(&bytes[8..16], payload);
+        if computed != crc {
+            return Err(corrupt(
+                HEADER_LEN,
+                ManifestDamage::Checksum {
+                    stored: crc,
+                    computed,
+                },
+            ));
         }
         if version > STORE_FORMAT_VERSION {
             return Err(Error::UnsupportedFormat {
@@ -127,7 +137,7 @@ impl ManifestState {
             bytes: payload,
             at: 0,
         };
-        let bad = || corrupt(HEADER_LEN, "payload does not decode");
+        let bad = || corrupt(HEADER_LEN, ManifestDamage::Undecodable);
         let next_file_number = r.u64().ok_or_else(bad)?;
         let last_seq = r.u64().ok_or_else(bad)?;
         let wal_number = r.u64().ok_or_else(bad)?;
@@ -164,25 +174,19 @@ impl ManifestState {
         };
         state
             .check()
-            .map_err(|reason| corrupt(HEADER_LEN, &reason))?;
+            .map_err(|reason| corrupt(HEADER_LEN, reason))?;
         Ok(state)
     }
 
     /// What every manifest this code writes satisfies; a checksummed but
     /// crafted one that does not would overflow counters or break the
     /// read path's order.
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ManifestDamage> {
         if self.last_seq > MAX_SEQUENCE {
-            return Err(format!(
-                "last sequence {} exceeds the largest sequence {MAX_SEQUENCE}",
-                self.last_seq
-            ));
+            return Err(ManifestDamage::LastSequence(self.last_seq));
         }
         if self.next_file_number > MAX_FILE_NUMBER {
-            return Err(format!(
-                "next file number {} is implausibly large",
-                self.next_file_number
-            ));
+            return Err(ManifestDamage::FileNumber(self.next_file_number));
         }
         for t in &self.tables {
             let fits = t.smallest_seq <= t.largest_seq
@@ -190,10 +194,11 @@ impl ManifestState {
                 && t.smallest_key <= t.largest_key
                 && t.number < self.next_file_number;
             if !fits {
-                return Err(format!(
-                    "table {} has sequences {}..={}, keys out of order or a number at or above {}",
-                    t.number, t.smallest_seq, t.largest_seq, self.next_file_number
-                ));
+                return Err(ManifestDamage::Table {
+                    number: t.number,
+                    smallest: t.smallest_seq,
+                    largest: t.largest_seq,
+                });
             }
         }
         Ok(())
@@ -282,6 +287,69 @@ mod tests {
             b[i] ^= 0x01;
             assert!(ManifestState::decode(p, &b).is_err(), "flip at {i}");
         }
+    }
+
+    #[test]
+    fn every_refusal_names_its_reason() {
+        let p = Path::new("MANIFEST");
+        let reason = |bytes: &[u8]| match ManifestState::decode(p, bytes) {
+            Err(Error::Corruption {
+                reason: crate::damage::Damage::Manifest(m),
+                ..
+            }) => m,
+            other => panic!("{other:?}"),
+        };
+        let good = ManifestState {
+            next_file_number: 9,
+            last_seq: 100,
+            wal_number: 7,
+            tables: Vec::new(),
+        };
+        let bytes = good.encode();
+        assert_eq!(reason(&bytes[..5]), ManifestDamage::TooShort);
+        let mut magic = bytes.clone();
+        magic[0] ^= 1;
+        assert!(matches!(reason(&magic), ManifestDamage::BadMagic { .. }));
+        assert!(matches!(
+            reason(&bytes[..bytes.len() - 1]),
+            ManifestDamage::Length { .. }
+        ));
+        let mut flipped = bytes.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        assert!(matches!(reason(&flipped), ManifestDamage::Checksum { .. }));
+        let crafted = |state: ManifestState| reason(&state.encode());
+        assert_eq!(
+            crafted(ManifestState {
+                last_seq: MAX_SEQUENCE + 1,
+                ..good.clone()
+            }),
+            ManifestDamage::LastSequence(MAX_SEQUENCE + 1)
+        );
+        assert_eq!(
+            crafted(ManifestState {
+                next_file_number: u64::MAX,
+                ..good.clone()
+            }),
+            ManifestDamage::FileNumber(u64::MAX)
+        );
+        let table = TableMeta {
+            level: 1,
+            number: 3,
+            file_size: 1,
+            entries: 1,
+            smallest_seq: 5,
+            largest_seq: 101,
+            smallest_key: b"a".to_vec(),
+            largest_key: b"b".to_vec(),
+        };
+        assert!(matches!(
+            crafted(ManifestState {
+                tables: vec![table],
+                ..good
+            }),
+            ManifestDamage::Table { number: 3, .. }
+        ));
     }
 
     proptest! {

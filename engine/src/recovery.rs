@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::counters::Counters;
+use crate::damage::{Damage, ManifestDamage};
 use crate::error::{Error, Result};
 use crate::fs::names::{self, FileType};
 use crate::fs::{DirLock, FileSystem};
@@ -110,25 +111,22 @@ fn recover_into(
     let mut version = Version::new(num_levels);
     for meta in &state.tables {
         if meta.level >= num_levels {
-            return Err(Error::Corruption {
-                path: manifest_path.clone(),
-                offset: 0,
-                reason: format!(
-                    "table {} at level {} but the store has {num_levels} levels",
-                    meta.number, meta.level
-                ),
-            });
+            return Err(Error::corruption(
+                &manifest_path,
+                0,
+                ManifestDamage::Level {
+                    number: meta.number,
+                    level: meta.level,
+                    levels: num_levels,
+                },
+            ));
         }
         version.levels[meta.level].push(tables.open(meta.clone())?);
     }
     version.sort();
     version
         .check_invariants()
-        .map_err(|reason| Error::Corruption {
-            path: manifest_path.clone(),
-            offset: 0,
-            reason,
-        })?;
+        .map_err(|reason| Error::corruption(&manifest_path, 0, Damage::TreeOrder(reason)))?;
     let mut wals: Vec<u64> = listing
         .iter()
         .filter_map(|n| match names::parse(n) {

@@ -15,6 +15,7 @@ use std::path::Path;
 use bloomlsm_sstable::MAX_SEQUENCE;
 
 use crate::batch::WriteBatch;
+use crate::damage::WalDamage;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, names};
 use crate::memtable::MemTable;
@@ -40,13 +41,7 @@ pub(crate) fn replay_wals(
             let (first, batch) = match checked_batch(&record.payload, next) {
                 Ok(b) => b,
                 Err(_) if mode == WalRecovery::PointInTime => return Ok(last),
-                Err(reason) => {
-                    return Err(Error::Corruption {
-                        path,
-                        offset: record.offset,
-                        reason,
-                    });
-                }
+                Err(reason) => return Err(Error::corruption(path, record.offset, reason)),
             };
             let count = batch.len() as u64;
             for (j, (kind, key, value)) in batch.ops.into_iter().enumerate() {
@@ -64,14 +59,11 @@ pub(crate) fn replay_wals(
                 let newer_bytes = fs.read_all(&newer_path)?;
                 let found = wal::replay(&newer_path, &newer_bytes, WalRecovery::PointInTime)?;
                 if !found.records.is_empty() {
-                    return Err(Error::Corruption {
+                    return Err(Error::corruption(
                         path,
                         offset,
-                        reason: format!(
-                            "damaged WAL record, and the newer WAL {} holds intact records",
-                            newer_path.display()
-                        ),
-                    });
+                        WalDamage::BeforeNewerWal { newer: newer_path },
+                    ));
                 }
             }
         }
@@ -83,29 +75,28 @@ pub(crate) fn replay_wals(
 /// Decodes a record as a batch whose sequence numbers could have been
 /// written: at least one op, starting at `next` (when a record came
 /// before), all within 1..=MAX_SEQUENCE.
-fn checked_batch(payload: &[u8], next: Option<u64>) -> Result<(u64, WriteBatch), String> {
-    let (first, batch) = WriteBatch::decode(payload).map_err(|e| e.to_string())?;
+fn checked_batch(payload: &[u8], next: Option<u64>) -> Result<(u64, WriteBatch), WalDamage> {
+    let (first, batch) = WriteBatch::decode(payload)?;
     let count = batch.len() as u64;
     if count == 0 {
-        return Err("empty batch (a batch is never logged empty)".into());
+        return Err(WalDamage::EmptyBatch);
     }
     if first == 0 {
-        return Err("batch starts at sequence 0 (sequences start at 1)".into());
+        return Err(WalDamage::ZeroSequence);
     }
     let fits = first
         .checked_add(count - 1)
         .is_some_and(|last| last <= MAX_SEQUENCE);
     if !fits {
-        return Err(format!(
-            "batch of {count} ops at sequence {first} runs past the largest sequence {MAX_SEQUENCE}"
-        ));
+        return Err(WalDamage::PastLargest { first, count });
     }
     if let Some(expected) = next
         && first != expected
     {
-        return Err(format!(
-            "batch starts at sequence {first}, the previous record ended before {expected}: writes are missing"
-        ));
+        return Err(WalDamage::Gap {
+            expected,
+            found: first,
+        });
     }
     Ok((first, batch))
 }

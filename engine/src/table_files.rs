@@ -11,6 +11,7 @@ use bloomlsm_sstable::{
 };
 
 use crate::counters::Counters;
+use crate::damage::Damage;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, names};
 use crate::manifest::TableMeta;
@@ -189,24 +190,24 @@ impl TableFiles {
             crate::fs::open_table_file(self.fs.as_ref(), &path, self.options.use_direct_reads)?;
         let size = file.len().map_err(|e| Error::io(&path, e))?;
         if size != meta.file_size {
-            return Err(Error::Corruption {
-                path: path.clone(),
-                offset: size,
-                reason: format!(
-                    "table is {size} bytes; the manifest recorded {}",
-                    meta.file_size
-                ),
-            });
+            return Err(Error::corruption(
+                &path,
+                size,
+                Damage::TableSize {
+                    found: size,
+                    recorded: meta.file_size,
+                },
+            ));
         }
         let table = Table::open(file, &path, meta.number, Some(Arc::clone(&self.cache)))?;
         if let FilterStatus::Unusable(reason) = table.filter_status()
             && self.options.on_corrupt_filter == CorruptFilterPolicy::Fail
         {
-            return Err(Error::Corruption {
+            return Err(Error::corruption(
                 path,
-                offset: table.footer().filter.offset,
-                reason: reason.to_string(),
-            });
+                table.footer().filter.offset,
+                Damage::Filter(reason.to_string()),
+            ));
         }
         Ok(Arc::new(TableHandle::new(
             meta,

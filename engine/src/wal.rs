@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use bloomlsm_sstable::WritableFile;
 
+use crate::damage::WalDamage;
 use crate::error::{Error, Result};
 use crate::options::WalRecovery;
 
@@ -132,15 +133,11 @@ pub(crate) fn replay(path: &Path, bytes: &[u8], mode: WalRecovery) -> Result<Rep
             let budget = 4 * bytes.len() + (1 << 20);
             let reason = match intact_record_follows(bytes, at + 1, budget) {
                 Some(false) => None,
-                Some(true) => Some("damaged WAL record followed by intact records"),
-                None => Some("damaged WAL record; too much damage to tell a torn tail"),
+                Some(true) => Some(WalDamage::BeforeIntact),
+                None => Some(WalDamage::Undecidable),
             };
             if let Some(reason) = reason {
-                return Err(Error::Corruption {
-                    path: path.to_path_buf(),
-                    offset: at as u64,
-                    reason: reason.into(),
-                });
+                return Err(Error::corruption(path, at as u64, reason));
             }
         }
         out.damage = Some(at as u64);

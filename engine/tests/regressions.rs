@@ -353,10 +353,24 @@ fn a_batch_over_the_wal_record_limit_is_refused_and_writes_nothing() {
 #[test]
 fn crafted_wal_sequence_numbers_are_refused_naming_file_and_offset() {
     let max_sequence = (1u64 << 56) - 1;
-    for (first, what) in [
-        (0, "zero"),
-        (max_sequence + 1, "past 2^56"),
-        (u64::MAX, "near 2^64"),
+    for (first, what, expected) in [
+        (0, "zero", bloomlsm::WalDamage::ZeroSequence),
+        (
+            max_sequence + 1,
+            "past 2^56",
+            bloomlsm::WalDamage::PastLargest {
+                first: max_sequence + 1,
+                count: 1,
+            },
+        ),
+        (
+            u64::MAX,
+            "near 2^64",
+            bloomlsm::WalDamage::PastLargest {
+                first: u64::MAX,
+                count: 1,
+            },
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), Options::default()).unwrap();
@@ -370,10 +384,16 @@ fn crafted_wal_sequence_numbers_are_refused_naming_file_and_offset() {
         let err = Db::open(dir.path(), Options::default()).unwrap_err();
         match &err {
             bloomlsm::Error::Corruption {
-                path, offset: at, ..
+                path,
+                offset: at,
+                reason,
             } => {
                 assert_eq!(path, &wal, "{what}");
                 assert_eq!(*at, offset as u64, "{what}");
+                assert!(
+                    matches!(reason, bloomlsm::Damage::Wal(w) if *w == expected),
+                    "{what}: {reason}"
+                );
             }
             other => panic!("{what}: {other}"),
         }
@@ -440,7 +460,14 @@ fn a_gap_between_wals_is_a_hole_never_replayed_past() {
     std::fs::write(&older, &older_bytes[..first_record]).unwrap();
     let err = Db::open(dir.path(), options.clone()).unwrap_err();
     assert!(
-        matches!(&err, bloomlsm::Error::Corruption { path, offset: 0, .. } if *path == newer),
+        matches!(
+            &err,
+            bloomlsm::Error::Corruption {
+                path,
+                offset: 0,
+                reason: bloomlsm::Damage::Wal(bloomlsm::WalDamage::Gap { expected: 2, found: 3 }),
+            } if *path == newer
+        ),
         "{err}"
     );
     let pit = Options {

@@ -1,0 +1,144 @@
+//! What is wrong with a damaged store file: the typed reason carried by
+//! [`crate::Error::Corruption`] (its `source`), beside the file and offset.
+
+use std::path::PathBuf;
+
+use crate::batch::BatchError;
+
+/// Why a manifest, WAL or table was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Damage {
+    /// The manifest does not decode, or names an impossible state.
+    #[error(transparent)]
+    Manifest(#[from] ManifestDamage),
+    /// A WAL record is damaged where a torn tail cannot explain it.
+    #[error(transparent)]
+    Wal(#[from] WalDamage),
+    /// A table's size differs from the size its manifest record gives.
+    #[error("table is {found} bytes; the manifest recorded {recorded}")]
+    TableSize {
+        /// Bytes of the file.
+        found: u64,
+        /// Bytes the manifest recorded.
+        recorded: u64,
+    },
+    /// A table's filter block is unusable and the store was opened with
+    /// `CorruptFilterPolicy::Fail`.
+    #[error("filter block unusable: {0}")]
+    Filter(String),
+    /// The manifest's tables break the order the read path relies on.
+    #[error("the tables break the tree's order: {0}")]
+    TreeOrder(String),
+}
+
+/// Why a manifest was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ManifestDamage {
+    /// Fewer bytes than a header.
+    #[error("shorter than a manifest header")]
+    TooShort,
+    /// The first 8 bytes are not the manifest magic.
+    #[error("bad manifest magic {found:#018x}")]
+    BadMagic {
+        /// What was there.
+        found: u64,
+    },
+    /// The payload's length differs from the header's.
+    #[error("payload of {actual} bytes; the header says {header}")]
+    Length {
+        /// Length in the header.
+        header: usize,
+        /// Bytes after the header.
+        actual: usize,
+    },
+    /// The checksum over version, length and payload does not match.
+    #[error("checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    Checksum {
+        /// The stored crc32.
+        stored: u32,
+        /// The computed crc32.
+        computed: u32,
+    },
+    /// The checksummed payload does not decode.
+    #[error("payload does not decode")]
+    Undecodable,
+    /// The last sequence number is beyond the largest one.
+    #[error("last sequence {0} exceeds the largest sequence (2^56 - 1)")]
+    LastSequence(u64),
+    /// The next file number is implausibly large.
+    #[error("next file number {0} is implausibly large")]
+    FileNumber(u64),
+    /// A table record that no store writes.
+    #[error(
+        "table {number}: sequences {smallest}..={largest} (beyond the last sequence?), \
+         keys out of order, or a number at or above the next file number"
+    )]
+    Table {
+        /// Its file number.
+        number: u64,
+        /// Its smallest sequence.
+        smallest: u64,
+        /// Its largest sequence.
+        largest: u64,
+    },
+    /// A table at a level the store does not have.
+    #[error("table {number} at level {level} but the store has {levels} levels")]
+    Level {
+        /// Its file number.
+        number: u64,
+        /// Its level.
+        level: usize,
+        /// Levels of the store.
+        levels: usize,
+    },
+}
+
+/// Why WAL replay refused a store.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WalDamage {
+    /// A damaged record with an intact one after it in the same WAL.
+    #[error("damaged WAL record followed by intact records")]
+    BeforeIntact,
+    /// So much damage that telling a torn tail would cost more than a
+    /// linear budget of checksumming (damage crafted to be quadratic).
+    #[error("damaged WAL record; too much damage to tell a torn tail")]
+    Undecidable,
+    /// A damaged record at the end of a WAL that is not the newest one
+    /// holding records.
+    #[error("damaged WAL record, and the newer WAL {} holds intact records", .newer.display())]
+    BeforeNewerWal {
+        /// The newer WAL.
+        newer: PathBuf,
+    },
+    /// A checksummed record that is not a batch.
+    #[error("record is not a batch: {0}")]
+    Batch(#[from] BatchError),
+    /// A batch with no operation (never logged).
+    #[error("empty batch (a batch is never logged empty)")]
+    EmptyBatch,
+    /// A batch at sequence 0 (sequences start at 1).
+    #[error("batch starts at sequence 0 (sequences start at 1)")]
+    ZeroSequence,
+    /// A batch whose sequences run past the largest one.
+    #[error("batch of {count} ops at sequence {first} runs past the largest sequence (2^56 - 1)")]
+    PastLargest {
+        /// Its first sequence.
+        first: u64,
+        /// Its operations.
+        count: u64,
+    },
+    /// A batch that does not continue the record before it.
+    #[error(
+        "batch starts at sequence {found}, the previous record ended before {expected}: \
+         writes are missing"
+    )]
+    Gap {
+        /// The sequence the previous record ends before.
+        expected: u64,
+        /// The batch's first sequence.
+        found: u64,
+    },
+}
