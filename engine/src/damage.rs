@@ -25,11 +25,56 @@ pub enum Damage {
     },
     /// A table's filter block is unusable and the store was opened with
     /// `CorruptFilterPolicy::Fail`.
-    #[error("filter block unusable: {0}")]
-    Filter(String),
+    #[error(transparent)]
+    Filter(bloomlsm_sstable::FilterLoadError),
     /// The manifest's tables break the order the read path relies on.
-    #[error("the tables break the tree's order: {0}")]
-    TreeOrder(String),
+    #[error(transparent)]
+    TreeOrder(TreeOrderError),
+}
+
+/// How a set of tables breaks the order the read path relies on: L0
+/// newest first by disjoint sequence ranges, every deeper level sorted with
+/// no two tables sharing a key.
+#[derive(Debug, thiserror::Error, PartialEq, Eq, Clone)]
+#[non_exhaustive]
+pub enum TreeOrderError {
+    /// Two adjacent L0 tables whose sequence ranges overlap or are not
+    /// newest first.
+    #[error(
+        "L0 tables {newer} (seq {newer_seqs:?}) and {older} (seq {older_seqs:?}) \
+         are out of order or overlap"
+    )]
+    L0Sequences {
+        /// The table searched first.
+        newer: u64,
+        /// Its sequence range.
+        newer_seqs: std::ops::RangeInclusive<u64>,
+        /// The table searched after it.
+        older: u64,
+        /// Its sequence range.
+        older_seqs: std::ops::RangeInclusive<u64>,
+    },
+    /// Two adjacent tables of a sorted level that share a key or are out
+    /// of key order.
+    #[error("L{level} tables {first} and {second} overlap or are out of order")]
+    LevelKeys {
+        /// The level.
+        level: usize,
+        /// The table before.
+        first: u64,
+        /// The table after it.
+        second: u64,
+    },
+    /// A table at a level the tree does not have.
+    #[error("table {number} at level {level}, past the tree's {levels} levels")]
+    NoSuchLevel {
+        /// Its file number.
+        number: u64,
+        /// Its level.
+        level: usize,
+        /// Levels of the tree.
+        levels: usize,
+    },
 }
 
 /// Why a manifest was refused.

@@ -33,7 +33,7 @@ impl DbInner {
         let version = sv
             .version
             .edited(edit.added, edit.removed)
-            .map_err(Error::Internal)?;
+            .map_err(|e| Error::Internal(e.to_string()))?;
         let flushed = |m: &Arc<MemTable>| edit.flushed.is_some_and(|f| Arc::ptr_eq(f, m));
         // WALs below the oldest memtable still in memory are fully in tables.
         // A rotation meanwhile only adds newer memtables, so this minimum

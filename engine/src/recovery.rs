@@ -161,7 +161,9 @@ fn recover_into(
         let bits = table_bits_per_key(&options.filter_policy, options, &version.levels, 0);
         let mut entries = replayed.entries().map(Ok);
         let flushed = tables.write(0, &mut entries, u64::MAX, bits, &counters)?;
-        version = version.edited(&flushed, &[]).map_err(Error::Internal)?;
+        version = version
+            .edited(&flushed, &[])
+            .map_err(|e| Error::Internal(e.to_string()))?;
         Counters::add(&counters.flushes, 1);
     }
     let live = manifest(&version);

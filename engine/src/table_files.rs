@@ -206,7 +206,7 @@ impl TableFiles {
             return Err(Error::corruption(
                 path,
                 table.footer().filter.offset,
-                Damage::Filter(reason.to_string()),
+                Damage::Filter(reason.clone()),
             ));
         }
         Ok(Arc::new(TableHandle::new(

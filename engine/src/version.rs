@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bloomlsm_sstable::{BlockCache, Table};
 
+use crate::damage::TreeOrderError;
 use crate::fs::FileSystem;
 use crate::manifest::TableMeta;
 use crate::memtable::MemTable;
@@ -94,16 +95,22 @@ impl Version {
         &self,
         added: &[Arc<TableHandle>],
         removed: &[Arc<TableHandle>],
-    ) -> Result<Self, String> {
+    ) -> Result<Self, TreeOrderError> {
         let mut version = self.clone();
+        let levels = version.levels.len();
         for level in &mut version.levels {
             level.retain(|t| !removed.iter().any(|r| Arc::ptr_eq(r, t)));
         }
         for t in added {
-            let level = version
-                .levels
-                .get_mut(t.meta.level)
-                .ok_or_else(|| format!("table {} at level {}", t.meta.number, t.meta.level))?;
+            let level =
+                version
+                    .levels
+                    .get_mut(t.meta.level)
+                    .ok_or(TreeOrderError::NoSuchLevel {
+                        number: t.meta.number,
+                        level: t.meta.level,
+                        levels,
+                    })?;
             level.push(Arc::clone(t));
         }
         version.sort();
@@ -146,29 +153,27 @@ impl Version {
     /// disjoint sequence ranges, newest first; every deeper level is sorted
     /// with no two tables sharing a key. A version that fails is never
     /// installed: a lookup in it could return a wrong answer.
-    pub(crate) fn check_invariants(&self) -> Result<(), String> {
+    pub(crate) fn check_invariants(&self) -> Result<(), TreeOrderError> {
         for pair in self.levels[0].windows(2) {
             let (newer, older) = (&pair[0].meta, &pair[1].meta);
             if newer.smallest_seq <= older.largest_seq {
-                return Err(format!(
-                    "L0 tables {} (seq {}..={}) and {} (seq {}..={}) are out of order or overlap",
-                    newer.number,
-                    newer.smallest_seq,
-                    newer.largest_seq,
-                    older.number,
-                    older.smallest_seq,
-                    older.largest_seq
-                ));
+                return Err(TreeOrderError::L0Sequences {
+                    newer: newer.number,
+                    newer_seqs: newer.smallest_seq..=newer.largest_seq,
+                    older: older.number,
+                    older_seqs: older.smallest_seq..=older.largest_seq,
+                });
             }
         }
         for (level, tables) in self.levels.iter().enumerate().skip(1) {
             for pair in tables.windows(2) {
                 let (a, b) = (&pair[0].meta, &pair[1].meta);
                 if a.largest_key >= b.smallest_key {
-                    return Err(format!(
-                        "L{level} tables {} and {} overlap or are out of order",
-                        a.number, b.number
-                    ));
+                    return Err(TreeOrderError::LevelKeys {
+                        level,
+                        first: a.number,
+                        second: b.number,
+                    });
                 }
             }
         }

@@ -126,6 +126,22 @@ fn corrupt_filter_policies() {
     };
     let err = Db::open(dir.path(), fail).unwrap_err();
     assert!(err.is_corruption(), "{err}");
+    match &err {
+        bloomlsm::Error::Corruption {
+            path,
+            offset,
+            reason: bloomlsm::Damage::Filter(reason),
+        } => {
+            assert!(path.extension().is_some_and(|x| x == "sst"), "{err}");
+            assert_eq!(*offset, reason.offset(), "{err}");
+            // The flip is inside the block: its checksum catches it.
+            assert!(
+                matches!(reason, bloomlsm_sstable::FilterLoadError::Block { .. }),
+                "{err}"
+            );
+        }
+        other => panic!("expected a filter refusal, got {other}"),
+    }
 
     let ignore = Db::open(dir.path(), Options::default()).unwrap();
     assert!(ignore.stats().total.tables_without_usable_filter > 0);

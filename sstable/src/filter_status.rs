@@ -52,6 +52,27 @@ pub enum FilterLoadError {
     },
 }
 
+/// A copy keeps the read error's kind and message (an OS error is not
+/// `Clone`), so the engine can carry the reason in its own error.
+impl Clone for FilterLoadError {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Read { offset, source } => Self::Read {
+                offset: *offset,
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Self::Block { offset, source } => Self::Block {
+                offset: *offset,
+                source: source.clone(),
+            },
+            Self::Decode { offset, source } => Self::Decode {
+                offset: *offset,
+                source: source.clone(),
+            },
+        }
+    }
+}
+
 impl FilterLoadError {
     /// Offset of the filter block in the table file.
     pub fn offset(&self) -> u64 {
