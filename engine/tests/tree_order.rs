@@ -1,6 +1,7 @@
 //! A manifest whose tables break the tree's order (checksummed, so only a
 //! bug or a hand edit makes one) is refused at open with a typed reason:
 //! a lookup in such a tree could return an older version of a key.
+#![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
 mod common;
 
