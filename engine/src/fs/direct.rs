@@ -2,12 +2,16 @@
 //! (`O_DIRECT`), for `Options::use_direct_reads`.
 //!
 //! `O_DIRECT` requires the buffer address, the file offset and the length of
-//! every read to be multiples of the device's logical block size. Callers
-//! (the table reader) ask for arbitrary byte ranges, so [`DirectFile`] reads
-//! the enclosing aligned range into an aligned bounce buffer and copies the
-//! asked-for bytes out. [`ALIGN`] (4096) is a multiple of every logical block
-//! size Linux supports up to the page size, so one constant serves all
-//! devices a store is likely to sit on.
+//! every read to be multiples of what the file's file system and device
+//! allow (usually the device's logical block size, 512 or 4096 bytes).
+//! Callers (the table reader) ask for arbitrary byte ranges, so
+//! [`DirectFile`] reads the enclosing aligned range into an aligned bounce
+//! buffer and copies the asked-for bytes out. The alignment is asked of the
+//! kernel per file (`statx` with `STATX_DIOALIGN`, Linux 6.1 and later), so a
+//! 4 KiB block at an arbitrary offset on a 512-byte device costs 4.5 KiB of
+//! device reads, not the 8 KiB that page alignment would; where the kernel
+//! cannot say, [`ALIGN`] (4096, a multiple of every logical block size up to
+//! the page size) is used.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -16,7 +20,8 @@ use std::path::Path;
 
 use bloomlsm_sstable::RandomAccessFile;
 
-/// Alignment of the buffer address, offset and length of every direct read.
+/// Alignment of the buffer address, offset and length of direct reads where
+/// the kernel does not report the file's own.
 pub const ALIGN: usize = 4096;
 
 /// Largest aligned range read by one system call; longer reads (a table's
@@ -33,14 +38,16 @@ struct AlignedBuf {
 }
 
 impl AlignedBuf {
-    /// An aligned window of exactly `len` bytes.
-    /// REQUIRES: `len` is a multiple of `ALIGN`.
-    fn window(&mut self, len: usize) -> &mut [u8] {
+    /// A window of exactly `len` bytes starting at a multiple of `align`.
+    /// REQUIRES: `align` is a power of two of at most [`ALIGN`].
+    fn window(&mut self, len: usize, align: usize) -> &mut [u8] {
+        // Room for `len` bytes after any start a window of alignment up to
+        // ALIGN may need, so the storage is reused across alignments.
         if self.storage.len() < len + ALIGN {
             self.storage = vec![0; len + ALIGN];
         }
-        // `align_offset` on a u8 pointer is always computable (< ALIGN).
-        let start = self.storage.as_ptr().align_offset(ALIGN);
+        // `align_offset` on a u8 pointer is always computable (< align).
+        let start = self.storage.as_ptr().align_offset(align);
         &mut self.storage[start..start + len]
     }
 }
@@ -56,6 +63,46 @@ thread_local! {
 #[derive(Debug)]
 pub struct DirectFile {
     file: File,
+    /// Offset, length and buffer address of every read are multiples of
+    /// this power of two (at most [`ALIGN`]).
+    align: usize,
+}
+
+/// The alignment direct reads of `file` need, as the kernel reports it
+/// (the larger of its offset and memory alignments), or [`ALIGN`] where it
+/// does not (kernels before 6.1, other systems) or reports something this
+/// reader does not use (not a power of two, or above [`ALIGN`]).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn direct_alignment(file: &File) -> usize {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `statx` is a plain value struct of integers; all zeroes is a
+    // valid value of it.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: the fd is open for the life of `file`; the empty path with
+    // AT_EMPTY_PATH names that fd; `stx` is a valid, writable statx.
+    let rc = unsafe {
+        libc::statx(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN,
+            &mut stx,
+        )
+    };
+    if rc != 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 {
+        return ALIGN;
+    }
+    let align = stx.stx_dio_offset_align.max(stx.stx_dio_mem_align) as usize;
+    if align.is_power_of_two() && align <= ALIGN {
+        align
+    } else {
+        ALIGN
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn direct_alignment(_file: &File) -> usize {
+    ALIGN
 }
 
 /// The error for a file system that will not do direct I/O: its kind is
@@ -97,7 +144,13 @@ impl DirectFile {
             .custom_flags(libc::O_DIRECT)
             .open(path)
             .map_err(|e| if is_refusal(&e) { refused(e) } else { e })?;
-        Ok(Self { file })
+        let align = direct_alignment(&file);
+        Ok(Self { file, align })
+    }
+
+    /// The alignment of this file's reads (see [`direct_alignment`]).
+    pub fn alignment(&self) -> usize {
+        self.align
     }
 
     /// Direct reads are implemented for Linux only.
@@ -111,8 +164,8 @@ impl DirectFile {
 
     /// Reads the aligned range `[start, start + window.len())` into
     /// `window`; returns the bytes read, fewer only at the end of the file.
-    /// REQUIRES: `start` and `window.len()` are multiples of `ALIGN` and
-    /// `window` starts at an `ALIGN`-aligned address.
+    /// REQUIRES: `start` and `window.len()` are multiples of `self.align`
+    /// and `window` starts at a `self.align`-aligned address.
     fn read_aligned(&self, window: &mut [u8], start: u64) -> io::Result<usize> {
         use std::os::unix::fs::FileExt;
         let mut filled = 0;
@@ -126,7 +179,7 @@ impl DirectFile {
                     filled += n;
                     // Only the last block of a file can be partial; past
                     // it a further read would be unaligned.
-                    if filled % ALIGN != 0 {
+                    if filled % self.align != 0 {
                         break;
                     }
                 }
@@ -141,14 +194,14 @@ impl DirectFile {
     /// Fills `buf` from `offset` through `bounce`, one aligned chunk of at
     /// most `MAX_CHUNK` bytes at a time.
     fn read_through(&self, bounce: &mut AlignedBuf, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let align = ALIGN as u64;
+        let align = self.align as u64;
         let mut done = 0;
         while done < buf.len() {
             let pos = offset + done as u64;
             let start = pos / align * align;
             let end = (offset + buf.len() as u64).div_ceil(align) * align;
             let len = (end - start).min(MAX_CHUNK as u64) as usize;
-            let window = bounce.window(len);
+            let window = bounce.window(len, self.align);
             let got = self.read_aligned(window, start)?;
             // Bytes of `buf` this chunk can supply, and where they start.
             let skip = (pos - start) as usize;
@@ -269,10 +322,68 @@ mod tests {
     #[test]
     fn the_bounce_window_is_aligned_and_sized() {
         let mut b = AlignedBuf::default();
-        for len in [ALIGN, 3 * ALIGN, ALIGN, MAX_CHUNK] {
-            let w = b.window(len);
+        for (len, align) in [
+            (ALIGN, ALIGN),
+            (3 * ALIGN, 512),
+            (512, 512),
+            (ALIGN, ALIGN),
+            (MAX_CHUNK, 1024),
+        ] {
+            let w = b.window(len, align);
             assert_eq!(w.len(), len);
-            assert_eq!(w.as_ptr() as usize % ALIGN, 0);
+            assert_eq!(w.as_ptr() as usize % align, 0);
+        }
+    }
+
+    #[test]
+    fn the_alignment_is_the_kernels_and_divides_a_page() {
+        let (_dir, path) = file_of(10);
+        let f = DirectFile::open(&path).unwrap();
+        let align = f.alignment();
+        assert!(
+            align.is_power_of_two() && (512..=ALIGN).contains(&align),
+            "{align}"
+        );
+    }
+
+    /// Bytes this thread has had read from storage (`read_bytes` of
+    /// /proc/thread-self/io), where the kernel accounts them.
+    fn thread_read_bytes() -> Option<u64> {
+        let text = std::fs::read_to_string("/proc/thread-self/io").ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("read_bytes:"))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    #[test]
+    fn a_read_costs_the_device_its_aligned_range_only() {
+        let len = 64 * ALIGN;
+        let (_dir, path) = file_of(len);
+        let f = DirectFile::open(&path).unwrap();
+        let align = f.alignment();
+        // A 4 KiB block at an offset that is not a multiple of any
+        // alignment: the device reads the aligned range around it, no more.
+        for (offset, n) in [(1000, 4096), (5 * ALIGN + 7, 4200), (3 * ALIGN, 100)] {
+            let Some(before) = thread_read_bytes() else {
+                return; // no I/O accounting in this kernel or container
+            };
+            let got = read(&f, offset, n).unwrap();
+            let after = thread_read_bytes().unwrap();
+            if after == before {
+                // Not a block device (tmpfs serves O_DIRECT from memory):
+                // nothing is read from storage to count.
+                eprintln!("{} is not on a block device", path.display());
+                return;
+            }
+            let want: Vec<u8> = (offset..offset + n).map(byte).collect();
+            assert!(got == want, "range {offset}+{n}");
+            let start = offset / align * align;
+            let end = (offset + n).div_ceil(align) * align;
+            assert_eq!(
+                after - before,
+                (end - start) as u64,
+                "{offset}+{n} at {align}"
+            );
         }
     }
 
