@@ -1,0 +1,155 @@
+//! Direct reads: any range, the tail, alignment, and what the device reads.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+use super::*;
+
+/// Byte i of the test file.
+fn byte(i: usize) -> u8 {
+    (i.wrapping_mul(31) ^ (i >> 8)) as u8
+}
+
+fn file_of(len: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    std::fs::write(&path, (0..len).map(byte).collect::<Vec<u8>>()).unwrap();
+    (dir, path)
+}
+
+fn read(f: &DirectFile, offset: usize, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0xAA; len];
+    f.read_exact_at(&mut buf, offset as u64)?;
+    Ok(buf)
+}
+
+#[test]
+fn reads_any_range_at_unaligned_offsets_and_the_tail() {
+    // Not a multiple of ALIGN, and longer than one chunk.
+    let len = MAX_CHUNK + 3 * ALIGN + 123;
+    let (_dir, path) = file_of(len);
+    let f = DirectFile::open(&path).unwrap();
+    assert_eq!(f.len().unwrap(), len as u64);
+    let ranges = [
+        (0, 1),
+        (0, ALIGN),
+        (1, ALIGN),
+        (ALIGN - 1, 2),
+        (4093, 4101),
+        (12_345, 7),
+        (ALIGN, MAX_CHUNK),
+        (17, MAX_CHUNK + 2 * ALIGN),
+        (0, len),
+        (len - 1, 1),
+        (len - 48, 48),
+        (len - 123, 123),
+        (len - 5000, 5000),
+    ];
+    for (offset, n) in ranges {
+        let got = read(&f, offset, n).unwrap();
+        let want: Vec<u8> = (offset..offset + n).map(byte).collect();
+        assert!(got == want, "range {offset}+{n}");
+    }
+    assert!(read(&f, len, 0).unwrap().is_empty());
+}
+
+#[test]
+fn a_read_past_the_end_is_an_error_not_short_data() {
+    let len = 2 * ALIGN + 10;
+    let (_dir, path) = file_of(len);
+    let f = DirectFile::open(&path).unwrap();
+    for (offset, n) in [(len - 9, 10), (len, 1), (len + ALIGN, 3), (0, len + 1)] {
+        let e = read(&f, offset, n).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{offset}+{n}");
+    }
+}
+
+#[test]
+fn the_file_is_open_with_o_direct() {
+    use std::os::fd::AsRawFd;
+    let (_dir, path) = file_of(10);
+    let f = DirectFile::open(&path).unwrap();
+    let fdinfo =
+        std::fs::read_to_string(format!("/proc/self/fdinfo/{}", f.file.as_raw_fd())).unwrap();
+    let flags = fdinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .map(|v| i32::from_str_radix(v.trim(), 8).unwrap())
+        .unwrap();
+    assert_ne!(flags & libc::O_DIRECT, 0, "{fdinfo}");
+}
+
+#[test]
+fn the_bounce_window_is_aligned_and_sized() {
+    let mut b = AlignedBuf::default();
+    for (len, align) in [
+        (ALIGN, ALIGN),
+        (3 * ALIGN, 512),
+        (512, 512),
+        (ALIGN, ALIGN),
+        (MAX_CHUNK, 1024),
+    ] {
+        let w = b.window(len, align);
+        assert_eq!(w.len(), len);
+        assert_eq!(w.as_ptr() as usize % align, 0);
+    }
+}
+
+#[test]
+fn the_alignment_is_the_kernels_and_divides_a_page() {
+    let (_dir, path) = file_of(10);
+    let f = DirectFile::open(&path).unwrap();
+    let align = f.alignment();
+    assert!(
+        align.is_power_of_two() && (512..=ALIGN).contains(&align),
+        "{align}"
+    );
+}
+
+/// Bytes this thread has had read from storage (`read_bytes` of
+/// /proc/thread-self/io), where the kernel accounts them.
+fn thread_read_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/io").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("read_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[test]
+fn a_read_costs_the_device_its_aligned_range_only() {
+    let len = 64 * ALIGN;
+    let (_dir, path) = file_of(len);
+    let f = DirectFile::open(&path).unwrap();
+    let align = f.alignment();
+    // A 4 KiB block at an offset that is not a multiple of any
+    // alignment: the device reads the aligned range around it, no more.
+    for (offset, n) in [(1000, 4096), (5 * ALIGN + 7, 4200), (3 * ALIGN, 100)] {
+        let Some(before) = thread_read_bytes() else {
+            return; // no I/O accounting in this kernel or container
+        };
+        let got = read(&f, offset, n).unwrap();
+        let after = thread_read_bytes().unwrap();
+        if after == before {
+            // Not a block device (tmpfs serves O_DIRECT from memory):
+            // nothing is read from storage to count.
+            eprintln!("{} is not on a block device", path.display());
+            return;
+        }
+        let want: Vec<u8> = (offset..offset + n).map(byte).collect();
+        assert!(got == want, "range {offset}+{n}");
+        let start = offset / align * align;
+        let end = (offset + n).div_ceil(align) * align;
+        assert_eq!(
+            after - before,
+            (end - start) as u64,
+            "{offset}+{n} at {align}"
+        );
+    }
+}
+
+#[test]
+fn refusal_names_the_cause_and_is_unsupported() {
+    let e = refused(io::Error::from_raw_os_error(libc::EINVAL));
+    assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+    assert!(e.to_string().contains("O_DIRECT"), "{e}");
+    assert!(is_refusal(&io::Error::from_raw_os_error(libc::EINVAL)));
+    assert!(!is_refusal(&io::Error::from_raw_os_error(libc::ENOENT)));
+}
