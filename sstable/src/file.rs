@@ -10,6 +10,14 @@ use std::os::unix::fs::FileExt;
 pub trait RandomAccessFile: Send + Sync + std::fmt::Debug {
     /// Fills `buf` from `offset`; an error if the file ends first.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// [`Self::read_exact_at`] for a pass over a whole table (compaction, a
+    /// filter rebuild) rather than a point read. A file whose point reads
+    /// bypass the page cache may serve these through it, as RocksDB's
+    /// `use_direct_reads` leaves compaction reads buffered: the pass reads
+    /// each block once, in order, and readahead serves it well.
+    fn read_exact_at_bulk(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.read_exact_at(buf, offset)
+    }
     /// The file's length in bytes.
     fn len(&self) -> io::Result<u64>;
     /// True for an empty file.

@@ -125,7 +125,7 @@ impl Table {
         handle: BlockHandle,
         kind: BlockKind,
     ) -> Result<Vec<u8>> {
-        let mut block = self.file.read_verified(handle, kind)?;
+        let mut block = self.file.read_verified_bulk(handle, kind)?;
         block.extend_from_slice(&crate::format::block_trailer(kind, &block));
         Ok(block)
     }
@@ -208,7 +208,9 @@ impl Table {
     }
 
     /// The data block at `handle`, from the cache or the file (verified and
-    /// then cached when `fill_cache`).
+    /// then cached when `fill_cache`). `fill_cache == false` is a pass over
+    /// the whole table (compaction, filter rebuild): its reads are bulk reads
+    /// ([`crate::RandomAccessFile::read_exact_at_bulk`]).
     pub(crate) fn data_block(
         &self,
         handle: BlockHandle,
@@ -219,7 +221,11 @@ impl Table {
         {
             return Ok((block, BlockSource::Cache));
         }
-        let bytes = self.file.read_verified(handle, BlockKind::Data)?;
+        let bytes = if fill_cache {
+            self.file.read_verified(handle, BlockKind::Data)?
+        } else {
+            self.file.read_verified_bulk(handle, BlockKind::Data)?
+        };
         let block = Arc::new(
             Block::new(bytes)
                 .map_err(|r| self.file.corruption(BlockKind::Data, handle.offset, r))?,
@@ -327,7 +333,26 @@ impl TableFile {
 
     /// Reads a block and its trailer, checks type and checksum, returns the block.
     pub(crate) fn read_verified(&self, handle: BlockHandle, kind: BlockKind) -> Result<Vec<u8>> {
-        self.read_block(handle, kind)
+        self.read_verified_as(handle, kind, false)
+    }
+
+    /// [`Self::read_verified`] through the file's bulk reads, for a pass
+    /// over the whole table.
+    pub(crate) fn read_verified_bulk(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+    ) -> Result<Vec<u8>> {
+        self.read_verified_as(handle, kind, true)
+    }
+
+    fn read_verified_as(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        bulk: bool,
+    ) -> Result<Vec<u8>> {
+        self.read_block(handle, kind, bulk)
             .map_err(|source| Error::Io {
                 path: self.path.clone(),
                 source,
@@ -341,13 +366,18 @@ impl TableFile {
         &self,
         handle: BlockHandle,
         kind: BlockKind,
+        bulk: bool,
     ) -> std::io::Result<std::result::Result<Vec<u8>, BlockError>> {
         let limit = self.blocks_end();
         if !handle.fits_before(limit) {
             return Ok(Err(BlockError::PastEnd { handle, limit }));
         }
         let mut bytes = vec![0u8; handle.size as usize + TRAILER_LEN];
-        self.file.read_exact_at(&mut bytes, handle.offset)?;
+        if bulk {
+            self.file.read_exact_at_bulk(&mut bytes, handle.offset)?;
+        } else {
+            self.file.read_exact_at(&mut bytes, handle.offset)?;
+        }
         let len = match verify_block(kind, &bytes) {
             Ok(block) => block.len(),
             Err(reason) => return Ok(Err(reason)),
@@ -416,7 +446,7 @@ impl TableFile {
     fn load_filter(&self, handle: BlockHandle) -> (Option<AnyFilter>, FilterStatus) {
         let offset = handle.offset;
         let unusable = |reason| (None, FilterStatus::Unusable(reason));
-        match self.read_block(handle, BlockKind::Filter) {
+        match self.read_block(handle, BlockKind::Filter, false) {
             Ok(Ok(bytes)) => match AnyFilter::from_bytes(&bytes) {
                 Ok(filter) => (Some(filter), FilterStatus::Loaded),
                 Err(source) => unusable(FilterLoadError::Decode { offset, source }),

@@ -58,11 +58,16 @@ thread_local! {
     static BOUNCE: RefCell<AlignedBuf> = RefCell::new(AlignedBuf::default());
 }
 
-/// A file opened with `O_DIRECT`: every read goes to the device, whether or
-/// not the page cache holds the bytes.
+/// A file opened with `O_DIRECT`: every point read goes to the device,
+/// whether or not the page cache holds the bytes. Bulk reads (a compaction's
+/// or a filter rebuild's pass over the table) go through a second,
+/// buffered descriptor of the same file, as RocksDB's `use_direct_reads`
+/// leaves compaction reads buffered: they read each block once, in order.
 #[derive(Debug)]
 pub struct DirectFile {
     file: File,
+    /// The same file without `O_DIRECT`, for bulk reads.
+    buffered: File,
     /// Offset, length and buffer address of every read are multiples of
     /// this power of two (at most [`ALIGN`]).
     align: usize,
@@ -145,7 +150,12 @@ impl DirectFile {
             .open(path)
             .map_err(|e| if is_refusal(&e) { refused(e) } else { e })?;
         let align = direct_alignment(&file);
-        Ok(Self { file, align })
+        let buffered = File::open(path)?;
+        Ok(Self {
+            file,
+            buffered,
+            align,
+        })
     }
 
     /// The alignment of this file's reads (see [`direct_alignment`]).
@@ -233,6 +243,10 @@ impl RandomAccessFile for DirectFile {
             // but a fresh buffer is correct either way.
             Err(_) => self.read_through(&mut AlignedBuf::default(), buf, offset),
         })
+    }
+
+    fn read_exact_at_bulk(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.buffered, buf, offset)
     }
 
     fn len(&self) -> io::Result<u64> {

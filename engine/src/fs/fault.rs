@@ -220,6 +220,19 @@ impl RandomAccessFile for FaultReader {
         self.inner.read_exact_at(buf, offset)
     }
 
+    fn read_exact_at_bulk(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        if self.fs.state.lock().short_reads && buf.len() > 1 {
+            let half = buf.len() / 2;
+            self.inner.read_exact_at_bulk(&mut buf[..half], offset)?;
+            self.fs.state.lock().faults_injected += 1;
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "injected short read",
+            ));
+        }
+        self.inner.read_exact_at_bulk(buf, offset)
+    }
+
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
     }
