@@ -32,6 +32,8 @@ struct State {
     ops: u64,
     /// Fail every mutating operation once `ops` reaches this.
     fail_from_op: Option<u64>,
+    /// Fail only the mutating operation with this number (a transient fault).
+    fail_only_op: Option<u64>,
     /// Reads return at most this many bytes less than asked (short reads).
     short_reads: bool,
     faults_injected: u64,
@@ -61,9 +63,18 @@ impl FaultFs {
         self.state.lock().fail_from_op = Some(n);
     }
 
+    /// Only the `n`-th write or sync (counting from 0) fails; every other
+    /// operation, before and after, works (a transient fault, so a
+    /// caller's clean-up after the failure reaches the disk).
+    pub fn fail_only_op(&self, n: u64) {
+        self.state.lock().fail_only_op = Some(n);
+    }
+
     /// Stops injecting failures.
     pub fn heal(&self) {
-        self.state.lock().fail_from_op = None;
+        let mut s = self.state.lock();
+        s.fail_from_op = None;
+        s.fail_only_op = None;
     }
 
     /// Positioned reads fail with `UnexpectedEof` after a partial read.
@@ -158,7 +169,7 @@ impl FaultFs {
         let mut s = self.state.lock();
         let op = s.ops;
         s.ops += 1;
-        if s.fail_from_op.is_some_and(|n| op >= n) {
+        if s.fail_from_op.is_some_and(|n| op >= n) || s.fail_only_op == Some(op) {
             s.faults_injected += 1;
             return Err(io::Error::other(format!(
                 "injected fault at operation {op}"
