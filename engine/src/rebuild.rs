@@ -16,16 +16,24 @@ impl DbInner {
     /// Rewrites every table's filter to `policy`, then makes it the policy
     /// future tables are written with. Tables flushed while the rebuild
     /// ran (under the old policy) are rebuilt in a second pass, after the
-    /// switch; compactions wait for the whole of it. On failure the policy
-    /// stays as it was.
+    /// switch; compactions wait for the whole of it, flushes for the switch
+    /// and the second pass (so no flush that read the old policy installs
+    /// after the second pass chose its tables). On failure the live policy
+    /// is the old one again (tables already rebuilt keep their new filters,
+    /// which answer for exactly their keys).
     pub(crate) fn rebuild_all_filters(&self, policy: FilterPolicy) -> Result<()> {
         let _compaction = self.compaction_lock.lock();
         self.check_writable()?;
         let first = self.rebuild_locked(&policy, |_| true)?;
-        *self.filter_policy.write() = policy.clone();
-        self.rebuild_locked(&policy, |t| {
+        let _flush = self.flush_lock.lock();
+        let old = std::mem::replace(&mut *self.filter_policy.write(), policy.clone());
+        let second = self.rebuild_locked(&policy, |t| {
             !first.iter().any(|done| done.meta.number == t.meta.number)
-        })?;
+        });
+        if let Err(e) = second {
+            *self.filter_policy.write() = old;
+            return Err(e);
+        }
         Ok(())
     }
 
