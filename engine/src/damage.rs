@@ -175,6 +175,21 @@ pub enum WalDamage {
         /// Its operations.
         count: u64,
     },
+    /// The first record of the log is not where the tables and the
+    /// manifest say the log starts (it re-uses sequences the tables hold,
+    /// or writes before it are missing).
+    #[error(
+        "the log starts at sequence {first}; the tables and manifest say it starts in \
+         {lowest}..={highest}"
+    )]
+    StartOutOfRange {
+        /// The first record's first sequence.
+        first: u64,
+        /// One past the largest sequence in a table.
+        lowest: u64,
+        /// One past the manifest's last sequence.
+        highest: u64,
+    },
     /// A batch that does not continue the record before it.
     #[error(
         "batch starts at sequence {found}, the previous record ended before {expected}: \

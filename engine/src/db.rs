@@ -92,8 +92,11 @@ impl Db {
     }
 
     /// Applies a batch atomically: after a crash, all of it or none of it.
-    /// `Ok` exactly when the batch was applied. A batch whose encoding is
-    /// over [`crate::MAX_BATCH_BYTES`] is refused up front.
+    /// `Ok` exactly when the batch was applied (visible to reads). A write
+    /// whose WAL append or fsync fails returns `Err`, is not visible, and
+    /// stops writes; its record may still have reached the device, so the
+    /// next open may recover it, as the last write. A batch whose encoding
+    /// is over [`crate::MAX_BATCH_BYTES`] is refused up front.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.inner.write(batch)
     }

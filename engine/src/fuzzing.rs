@@ -5,23 +5,23 @@ use std::path::Path;
 
 use crate::options::WalRecovery;
 
-/// Replays WAL bytes and decodes every record as a batch; returns the
-/// number of operations recovered, or why the bytes were refused.
+/// Replays WAL bytes as a store's only live WAL, with recovery's checks
+/// (torn tail or corruption, sequence continuity); returns the number of
+/// operations recovered, or why the bytes were refused.
 pub fn replay_wal(bytes: &[u8], point_in_time: bool) -> Result<usize, String> {
     let mode = if point_in_time {
         WalRecovery::PointInTime
     } else {
         WalRecovery::TolerateTornTail
     };
-    let replay =
-        crate::wal::replay(Path::new("fuzz.wal"), bytes, mode).map_err(|e| e.to_string())?;
-    let mut ops = 0;
-    for record in replay.records {
-        let (_, batch) =
-            crate::batch::WriteBatch::decode(&record.payload).map_err(|e| e.to_string())?;
-        ops += batch.len();
-    }
-    Ok(ops)
+    let logs = [crate::replay::WalBytes {
+        path: Path::new("fuzz.wal").to_path_buf(),
+        bytes: bytes.to_vec(),
+    }];
+    let mem = crate::memtable::MemTable::new(0);
+    crate::replay::replay_logs(&logs, mode, crate::replay::LogStart::ANY, &mem)
+        .map_err(|e| e.to_string())?;
+    Ok(mem.entries().count())
 }
 
 /// Decodes manifest bytes; returns the number of tables named.

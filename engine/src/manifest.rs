@@ -207,16 +207,39 @@ impl ManifestState {
     /// Makes this state the store's manifest atomically: written to a
     /// temporary file, fsynced, renamed over `MANIFEST`, directory fsynced.
     pub(crate) fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+        self.write_staged(fs, dir).map_err(|failure| match failure {
+            ManifestWriteFailure::BeforeRename(e) | ManifestWriteFailure::AfterRename(e) => e,
+        })
+    }
+
+    /// [`Self::write`], saying how far a failure got: before the rename the
+    /// previous manifest is still the store's, so files created for this
+    /// state may be removed; after it, this state may be the durable one.
+    pub(crate) fn write_staged(
+        &self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+    ) -> std::result::Result<(), ManifestWriteFailure> {
+        use ManifestWriteFailure::{AfterRename, BeforeRename};
         let tmp = dir.join(names::MANIFEST_TMP);
         let path = dir.join(names::MANIFEST);
-        let mut file = fs.create(&tmp)?;
+        let mut file = fs.create(&tmp).map_err(|e| BeforeRename(e.into()))?;
         file.write_all(&self.encode())
-            .map_err(|e| Error::io(&tmp, e))?;
-        file.sync().map_err(|e| Error::io(&tmp, e))?;
+            .map_err(|e| BeforeRename(Error::io(&tmp, e)))?;
+        file.sync().map_err(|e| BeforeRename(Error::io(&tmp, e)))?;
         drop(file);
-        fs.rename(&tmp, &path)?;
-        Ok(fs.sync_dir(dir)?)
+        fs.rename(&tmp, &path).map_err(|e| BeforeRename(e.into()))?;
+        fs.sync_dir(dir).map_err(|e| AfterRename(e.into()))
     }
+}
+
+/// How far a failed [`ManifestState::write_staged`] got.
+#[derive(Debug)]
+pub(crate) enum ManifestWriteFailure {
+    /// `MANIFEST` is unchanged (a `MANIFEST.tmp` may be left).
+    BeforeRename(Error),
+    /// `MANIFEST` was replaced; the directory fsync failed.
+    AfterRename(Error),
 }
 
 /// File numbers stay far from overflow (a store allocates a few per second).

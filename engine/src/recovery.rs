@@ -14,10 +14,10 @@ use crate::damage::{Damage, ManifestDamage};
 use crate::error::{Error, Result};
 use crate::fs::names::{self, FileType};
 use crate::fs::{DirLock, FileSystem};
-use crate::manifest::ManifestState;
+use crate::manifest::{ManifestState, ManifestWriteFailure};
 use crate::memtable::MemTable;
 use crate::options::{Options, table_bits_per_key};
-use crate::replay::replay_wals;
+use crate::replay::{LogStart, replay_wals};
 use crate::table_files::TableFiles;
 use crate::version::Version;
 use crate::wal::WalWriter;
@@ -136,7 +136,24 @@ fn recover_into(
         .collect();
     wals.sort_unstable();
     let replayed = MemTable::new(0);
-    let replayed_last = replay_wals(fs.as_ref(), dir, &wals, options.wal_recovery, &replayed)?;
+    let start = LogStart {
+        lowest: state
+            .tables
+            .iter()
+            .map(|t| t.largest_seq)
+            .max()
+            .unwrap_or(0)
+            + 1,
+        highest: state.last_seq + 1,
+    };
+    let replayed_last = replay_wals(
+        fs.as_ref(),
+        dir,
+        &wals,
+        options.wal_recovery,
+        start,
+        &replayed,
+    )?;
     let last_seq = state.last_seq.max(replayed_last.unwrap_or(0));
 
     // Now the files of the running store. A new store's manifest comes
@@ -157,10 +174,13 @@ fn recover_into(
     let wal_file = fs.create(&wal_path)?;
     undo.files.push(wal_path.clone());
     let counters = Counters::new(num_levels);
+    let mut replay_tables = Vec::new();
     if !replayed.is_empty() {
         let bits = table_bits_per_key(&options.filter_policy, options, &version.levels, 0);
         let mut entries = replayed.entries().map(Ok);
         let flushed = tables.write(0, &mut entries, u64::MAX, bits, &counters)?;
+        replay_tables.extend(flushed.iter().map(|t| names::table(dir, t.meta.number)));
+        undo.files.extend(replay_tables.iter().cloned());
         version = version
             .edited(&flushed, &[])
             .map_err(|e| Error::Internal(e.to_string()))?;
@@ -168,10 +188,19 @@ fn recover_into(
     }
     let live = manifest(&version);
     if !fresh {
-        // Tables are never undone: a failure past the manifest's rename
-        // leaves it naming them (the next open removes whichever it does
-        // not name).
-        live.write(fs.as_ref(), dir)?;
+        // Before the rename the old manifest is the store's: the replayed
+        // WALs are still there, and the replay's tables and the temporary
+        // manifest are undone. After it the new manifest may be durable and
+        // name those tables: they stay.
+        let written = live.write_staged(fs.as_ref(), dir);
+        if let Err(ManifestWriteFailure::BeforeRename(e)) = written {
+            undo.files.push(dir.join(names::MANIFEST_TMP));
+            return Err(e);
+        }
+        undo.files.retain(|f| !replay_tables.contains(f));
+        if let Err(ManifestWriteFailure::AfterRename(e)) = written {
+            return Err(e);
+        }
     }
 
     // Orphans: tables the manifest does not name, replayed WALs, temps.

@@ -1,16 +1,28 @@
 //! Replaying the WALs of a store that was not flushed when it stopped.
 //!
-//! Writes are numbered without gaps, and each WAL continues where the
-//! previous one ended, so what a store recovers must be a prefix of the
-//! writes. Replay stops at the first damage ACROSS ALL WALs: in
-//! point-in-time mode it ends there; in torn-tail mode damage is tolerated
-//! only at the very end of the log (no intact record after it in this or
-//! any newer WAL), and anything else is a corruption error naming the file
-//! and offset. A record whose checksum holds but whose sequence numbers
-//! are impossible (zero, past the largest, or not continuing the previous
-//! record) is damage too.
+//! Writes are numbered without gaps, each WAL continues where the previous
+//! one ended, and the oldest live WAL continues where the tables end, so
+//! what a store recovers must be a prefix of the writes. Replay stops at
+//! the first damage ACROSS ALL WALs: in point-in-time mode it ends there;
+//! in torn-tail mode damage is tolerated only at the very end of the log
+//! (no record of the log after it in this or any newer WAL), and anything
+//! else is a corruption error naming the file and offset.
+//!
+//! Damage is any byte range that is not an intact record, a checksummed
+//! record whose sequence numbers cannot continue the log (zero, past the
+//! largest, not continuing the record before, or for the first record not
+//! where the tables and manifest say the log starts), and a WAL with no
+//! record that is not the newest (a memtable is frozen only once it holds
+//! a write, so only the active WAL may be empty; a power cut can empty an
+//! older one).
+//!
+//! "A record of the log after the damage" is a checksummed record with a
+//! sequence number the log could hold there: exactly the successor of a
+//! torn record whose header survived, else any sequence from the damaged
+//! one on. Checksummed bytes inside a torn value, or random bytes, are not
+//! taken for one.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bloomlsm_sstable::MAX_SEQUENCE;
 
@@ -20,7 +32,33 @@ use crate::error::{Error, Result};
 use crate::fs::{FileSystem, names};
 use crate::memtable::MemTable;
 use crate::options::WalRecovery;
-use crate::wal;
+use crate::wal::{self, SeqFilter};
+
+/// Where the log must start: the first record of the oldest live WAL has
+/// a sequence in `lowest..=highest`. `lowest` is one past the largest
+/// sequence any table holds (a compaction may have dropped the very
+/// newest flushed entry, so the log may start later); `highest` is one
+/// past the manifest's last sequence (every write before the oldest live
+/// memtable's first was visible when the manifest was written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LogStart {
+    pub(crate) lowest: u64,
+    pub(crate) highest: u64,
+}
+
+impl LogStart {
+    /// Any start: for a WAL replayed on its own (fuzzing).
+    pub(crate) const ANY: Self = Self {
+        lowest: 1,
+        highest: MAX_SEQUENCE,
+    };
+}
+
+/// One WAL's name and bytes.
+pub(crate) struct WalBytes {
+    pub(crate) path: PathBuf,
+    pub(crate) bytes: Vec<u8>,
+}
 
 /// Replays the WALs `numbers` (ascending) into `mem`. Returns the last
 /// sequence number replayed, if any.
@@ -29,19 +67,35 @@ pub(crate) fn replay_wals(
     dir: &Path,
     numbers: &[u64],
     mode: WalRecovery,
+    start: LogStart,
+    mem: &MemTable,
+) -> Result<Option<u64>> {
+    let mut logs = Vec::with_capacity(numbers.len());
+    for &number in numbers {
+        let path = names::wal(dir, number);
+        let bytes = fs.read_all(&path)?;
+        logs.push(WalBytes { path, bytes });
+    }
+    replay_logs(&logs, mode, start, mem)
+}
+
+/// [`replay_wals`] over WALs already read, oldest first.
+pub(crate) fn replay_logs(
+    logs: &[WalBytes],
+    mode: WalRecovery,
+    start: LogStart,
     mem: &MemTable,
 ) -> Result<Option<u64>> {
     let mut next: Option<u64> = None;
     let mut last = None;
-    for (i, &number) in numbers.iter().enumerate() {
-        let path = names::wal(dir, number);
-        let bytes = fs.read_all(&path)?;
-        let replay = wal::replay(&path, &bytes, mode)?;
+    for (i, log) in logs.iter().enumerate() {
+        let replay = wal::records(&log.bytes);
+        let replayed_any = !replay.records.is_empty();
         for record in replay.records {
-            let (first, batch) = match checked_batch(&record.payload, next) {
+            let (first, batch) = match checked_batch(&record.payload, next, start) {
                 Ok(b) => b,
                 Err(_) if mode == WalRecovery::PointInTime => return Ok(last),
-                Err(reason) => return Err(Error::corruption(path, record.offset, reason)),
+                Err(reason) => return Err(Error::corruption(&log.path, record.offset, reason)),
             };
             let count = batch.len() as u64;
             for (j, (kind, key, value)) in batch.ops.into_iter().enumerate() {
@@ -50,32 +104,64 @@ pub(crate) fn replay_wals(
             next = Some(first + count);
             last = Some(first + count - 1);
         }
-        let Some(offset) = replay.damage else {
+        let newest = i + 1 == logs.len();
+        let damage = replay.damage.or((!newest && !replayed_any).then_some(0));
+        let Some(at) = damage else {
             continue;
         };
         if mode == WalRecovery::TolerateTornTail {
-            for &newer in &numbers[i + 1..] {
-                let newer_path = names::wal(dir, newer);
-                let newer_bytes = fs.read_all(&newer_path)?;
-                let found = wal::replay(&newer_path, &newer_bytes, WalRecovery::PointInTime)?;
-                if !found.records.is_empty() {
-                    return Err(Error::corruption(
-                        path,
-                        offset,
-                        WalDamage::BeforeNewerWal { newer: newer_path },
-                    ));
-                }
-            }
+            check_torn_tail(logs, i, at, next.unwrap_or(start.lowest))?;
         }
         return Ok(last);
     }
     Ok(last)
 }
 
+/// Refuses damage at `at` of `logs[i]` unless it is the end of the log:
+/// no record of the log (see the module comment) after it in that WAL or
+/// in any newer one. `expected` is the sequence the damaged record would
+/// have started at.
+fn check_torn_tail(logs: &[WalBytes], i: usize, at: u64, expected: u64) -> Result<()> {
+    let log = &logs[i];
+    let at_usize = at as usize;
+    let filter = match wal::successor_of_torn(&log.bytes, at_usize, expected) {
+        Some(successor) => SeqFilter::Exactly(successor),
+        None => SeqFilter::From(expected),
+    };
+    let budget = wal::search_budget(&log.bytes);
+    match wal::record_follows(&log.bytes, at_usize + 1, filter, budget) {
+        Some(false) => {}
+        Some(true) => return Err(Error::corruption(&log.path, at, WalDamage::BeforeIntact)),
+        None => return Err(Error::corruption(&log.path, at, WalDamage::Undecidable)),
+    }
+    for newer in &logs[i + 1..] {
+        let budget = wal::search_budget(&newer.bytes);
+        match wal::record_follows(&newer.bytes, 0, SeqFilter::From(expected), budget) {
+            Some(false) => {}
+            Some(true) => {
+                return Err(Error::corruption(
+                    &log.path,
+                    at,
+                    WalDamage::BeforeNewerWal {
+                        newer: newer.path.clone(),
+                    },
+                ));
+            }
+            None => return Err(Error::corruption(&newer.path, 0, WalDamage::Undecidable)),
+        }
+    }
+    Ok(())
+}
+
 /// Decodes a record as a batch whose sequence numbers could have been
 /// written: at least one op, starting at `next` (when a record came
-/// before), all within 1..=MAX_SEQUENCE.
-fn checked_batch(payload: &[u8], next: Option<u64>) -> Result<(u64, WriteBatch), WalDamage> {
+/// before) or where the log starts (the first record), all within
+/// 1..=MAX_SEQUENCE.
+fn checked_batch(
+    payload: &[u8],
+    next: Option<u64>,
+    start: LogStart,
+) -> Result<(u64, WriteBatch), WalDamage> {
     let (first, batch) = WriteBatch::decode(payload)?;
     let count = batch.len() as u64;
     if count == 0 {
@@ -90,13 +176,21 @@ fn checked_batch(payload: &[u8], next: Option<u64>) -> Result<(u64, WriteBatch),
     if !fits {
         return Err(WalDamage::PastLargest { first, count });
     }
-    if let Some(expected) = next
-        && first != expected
-    {
-        return Err(WalDamage::Gap {
+    match next {
+        Some(expected) if first != expected => Err(WalDamage::Gap {
             expected,
             found: first,
-        });
+        }),
+        None if !(start.lowest..=start.highest).contains(&first) => {
+            Err(WalDamage::StartOutOfRange {
+                first,
+                lowest: start.lowest,
+                highest: start.highest,
+            })
+        }
+        _ => Ok((first, batch)),
     }
-    Ok((first, batch))
 }
+
+#[cfg(test)]
+mod tests;

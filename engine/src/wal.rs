@@ -1,19 +1,18 @@
 //! The write-ahead log: one record per write batch, appended before the
 //! memtable is touched.
 //!
-//! Record: `length: u32 LE | crc32 of payload: u32 LE | payload`.
-//! A record that runs past the end of the file, or a damaged record after
-//! which no intact record follows, is a torn tail (a crash mid-append).
-//! A damaged record followed by intact ones is corruption. What recovery
-//! does across several WALs is in `replay.rs`.
+//! Record: `length: u32 LE | crc32 of payload: u32 LE | payload`, the
+//! payload a batch (`first sequence: u64 LE | op count: u32 LE | ops`).
+//! This module splits a WAL into its intact records up to the first damage
+//! and can look for a record of the log after it; whether damage is a torn
+//! tail (a crash mid-append) or corruption is decided across all WALs in
+//! `replay.rs`, which knows the sequence numbers the log must continue with.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use bloomlsm_sstable::WritableFile;
 
-use crate::damage::WalDamage;
 use crate::error::{Error, Result};
-use crate::options::WalRecovery;
 
 /// Bytes of a record header.
 pub(crate) const RECORD_HEADER_LEN: usize = 8;
@@ -69,14 +68,57 @@ pub(crate) struct Record {
     pub(crate) payload: Vec<u8>,
 }
 
-/// What replaying one WAL found.
+/// The intact records of one WAL up to its first damage.
 #[derive(Debug, Default)]
 pub(crate) struct Replay {
     /// Intact records, in order, up to the first damage.
     pub(crate) records: Vec<Record>,
-    /// Offset of the first byte that is not an intact record (a torn tail,
-    /// or in point-in-time mode any damage), if any.
+    /// Offset of the first byte that is not an intact record, if any.
     pub(crate) damage: Option<u64>,
+}
+
+/// Which first sequence numbers a record must carry to be a record of the
+/// log (rather than bytes that happen to checksum, such as a WAL record
+/// stored inside a value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SeqFilter {
+    /// Exactly this sequence: the successor of a torn record whose
+    /// header and batch header survived.
+    Exactly(u64),
+    /// Any sequence from this one on (within 2^32 of it: a store does not
+    /// lose four billion writes at once).
+    From(u64),
+}
+
+impl SeqFilter {
+    fn admits(self, seq: u64) -> bool {
+        match self {
+            Self::Exactly(s) => seq == s,
+            Self::From(s) => seq >= s && seq - s < 1 << 32,
+        }
+    }
+}
+
+/// The first sequence of a record's payload, when its header and the
+/// payload's first 8 bytes are in `bytes`.
+fn first_seq_at(bytes: &[u8], at: usize) -> Option<u64> {
+    let start = at.checked_add(RECORD_HEADER_LEN)?;
+    let seq = bytes.get(start..start.checked_add(8)?)?;
+    Some(u64::from_le_bytes(seq.try_into().ok()?))
+}
+
+/// For damage at `at` that begins as a record of sequence `expected` (its
+/// header and batch header intact, as a torn append leaves them): the
+/// first sequence of the record that would follow it. `None` when the
+/// bytes at `at` do not begin that way.
+pub(crate) fn successor_of_torn(bytes: &[u8], at: usize, expected: u64) -> Option<u64> {
+    if first_seq_at(bytes, at)? != expected {
+        return None;
+    }
+    let count_at = at + RECORD_HEADER_LEN + 8;
+    let count = bytes.get(count_at..count_at + 4)?;
+    let count = u32::from_le_bytes(count.try_into().ok()?);
+    (count > 0).then(|| expected.checked_add(u64::from(count)))?
 }
 
 /// Parses one record at `at`: `Some((payload end, payload))` when intact.
@@ -99,25 +141,42 @@ fn plausible_header(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
     (len >= crate::batch::BATCH_HEADER_LEN && len <= bytes.len() - start).then_some((len, start))
 }
 
-/// Whether an intact record starts anywhere in `bytes[from..]`: `Some(true)`
-/// or `Some(false)`, or `None` when deciding would cost more than
-/// `budget` bytes of checksumming (damage crafted to make the search
-/// quadratic; the caller treats it as corruption, never as a torn tail).
-fn intact_record_follows(bytes: &[u8], from: usize, mut budget: usize) -> Option<bool> {
+/// Whether an intact record whose first sequence `filter` admits starts
+/// anywhere in `bytes[from..]`: `Some(true)` or `Some(false)`, or `None`
+/// when deciding would cost more than `budget` bytes of checksumming
+/// (damage crafted to defeat the filter; the caller treats it as
+/// corruption, never as a torn tail). The filter is read before any
+/// checksum, so random bytes (a torn value) cost one comparison per offset.
+pub(crate) fn record_follows(
+    bytes: &[u8],
+    from: usize,
+    filter: SeqFilter,
+    mut budget: usize,
+) -> Option<bool> {
     for at in from..bytes.len().saturating_sub(RECORD_HEADER_LEN - 1) {
-        if let Some((len, _)) = plausible_header(bytes, at) {
-            budget = budget.checked_sub(len)?;
-            if record_at(bytes, at).is_some() {
-                return Some(true);
-            }
+        let Some((len, _)) = plausible_header(bytes, at) else {
+            continue;
+        };
+        if !first_seq_at(bytes, at).is_some_and(|seq| filter.admits(seq)) {
+            continue;
+        }
+        budget = budget.checked_sub(len)?;
+        if record_at(bytes, at).is_some() {
+            return Some(true);
         }
     }
     Some(false)
 }
 
-/// Splits one WAL's bytes into records. Never panics on any bytes; work is
-/// linear in the file's size.
-pub(crate) fn replay(path: &Path, bytes: &[u8], mode: WalRecovery) -> Result<Replay> {
+/// The checksumming budget of [`record_follows`] over `bytes`: linear in
+/// the file's size.
+pub(crate) fn search_budget(bytes: &[u8]) -> usize {
+    4 * bytes.len() + (1 << 20)
+}
+
+/// Splits one WAL's bytes into its intact records up to the first damage.
+/// Never panics on any bytes; work is linear in the file's size.
+pub(crate) fn records(bytes: &[u8]) -> Replay {
     let mut out = Replay::default();
     let mut at = 0usize;
     while at < bytes.len() {
@@ -129,21 +188,10 @@ pub(crate) fn replay(path: &Path, bytes: &[u8], mode: WalRecovery) -> Result<Rep
             at = end;
             continue;
         }
-        if mode == WalRecovery::TolerateTornTail {
-            let budget = 4 * bytes.len() + (1 << 20);
-            let reason = match intact_record_follows(bytes, at + 1, budget) {
-                Some(false) => None,
-                Some(true) => Some(WalDamage::BeforeIntact),
-                None => Some(WalDamage::Undecidable),
-            };
-            if let Some(reason) = reason {
-                return Err(Error::corruption(path, at as u64, reason));
-            }
-        }
         out.damage = Some(at as u64);
         break;
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -151,10 +199,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn batch(n: u8) -> Vec<u8> {
+    fn batch(seq: u64) -> Vec<u8> {
         let mut b = crate::WriteBatch::new();
-        b.put(&[n], &[n; 5]);
-        b.encode(u64::from(n) + 1)
+        b.put(&[seq as u8], &[seq as u8; 5]);
+        b.encode(seq)
     }
 
     fn encode(records: &[Vec<u8>]) -> Vec<u8> {
@@ -168,12 +216,11 @@ mod tests {
     }
 
     #[test]
-    fn torn_tail_is_dropped_mid_damage_is_an_error() {
-        let p = Path::new("x.wal");
-        let records = [batch(1), batch(2), batch(3)];
-        let bytes = encode(&records);
+    fn records_end_at_the_first_damage() {
+        let batches = [batch(1), batch(2), batch(3)];
+        let bytes = encode(&batches);
         for cut in 0..bytes.len() {
-            let r = replay(p, &bytes[..cut], WalRecovery::TolerateTornTail).unwrap();
+            let r = records(&bytes[..cut]);
             let covered: usize = r.records.iter().map(|x| x.payload.len() + 8).sum();
             assert_eq!(
                 r.damage,
@@ -183,43 +230,92 @@ mod tests {
         }
         let mut damaged = bytes.clone();
         damaged[9] ^= 1; // inside the first record
-        let err = replay(p, &damaged, WalRecovery::TolerateTornTail).unwrap_err();
-        assert!(matches!(err, Error::Corruption { offset: 0, .. }), "{err}");
-        let pit = replay(p, &damaged, WalRecovery::PointInTime).unwrap();
-        assert_eq!((pit.records.len(), pit.damage), (0, Some(0)));
-        let mut tail = bytes.clone();
-        let last = tail.len() - 1;
-        tail[last] ^= 1;
-        let r = replay(p, &tail, WalRecovery::TolerateTornTail).unwrap();
-        let payloads: Vec<_> = r.records.iter().map(|x| x.payload.clone()).collect();
-        assert_eq!(payloads, records[..2].to_vec());
-        assert_eq!(r.records[1].offset, (records[0].len() + 8) as u64);
+        let r = records(&damaged);
+        assert_eq!((r.records.len(), r.damage), (0, Some(0)));
         assert_eq!(
-            r.damage,
-            Some((records[0].len() + records[1].len() + 16) as u64)
+            records(&bytes).records[1].offset,
+            (batches[0].len() + 8) as u64
         );
     }
 
     #[test]
-    fn crafted_damage_cannot_make_the_torn_tail_search_quadratic() {
-        // After one damaged header, every 4th offset holds a length that
-        // reaches to the end of the file: a naive search checksums about
-        // n^2/8 bytes. The budget ends it, as corruption.
+    fn a_record_follows_only_with_a_sequence_the_filter_admits() {
+        let bytes = encode(&[batch(1), batch(2), batch(9)]);
+        let budget = search_budget(&bytes);
+        let follows = |from, filter| record_follows(&bytes, from, filter, budget);
+        assert_eq!(follows(1, SeqFilter::From(2)), Some(true));
+        assert_eq!(follows(1, SeqFilter::Exactly(9)), Some(true));
+        assert_eq!(follows(1, SeqFilter::Exactly(3)), Some(false));
+        assert_eq!(follows(1, SeqFilter::From(10)), Some(false));
+        // Four billion writes past the filter's start is not the same log.
+        assert_eq!(follows(1, SeqFilter::From(2 + (1 << 32))), Some(false));
+    }
+
+    #[test]
+    fn the_successor_of_a_torn_record_comes_from_its_batch_header() {
+        let mut b = crate::WriteBatch::new();
+        b.put(b"a", b"1").put(b"b", b"2").delete(b"c");
+        let bytes = encode(&[b.encode(40)]);
+        for cut in [RECORD_HEADER_LEN + 12, bytes.len() - 1] {
+            assert_eq!(
+                successor_of_torn(&bytes[..cut], 0, 40),
+                Some(43),
+                "cut {cut}"
+            );
+        }
+        // Too short to hold the count, or not the expected sequence.
+        assert_eq!(
+            successor_of_torn(&bytes[..RECORD_HEADER_LEN + 11], 0, 40),
+            None
+        );
+        assert_eq!(successor_of_torn(&bytes, 0, 41), None);
+    }
+
+    #[test]
+    fn crafted_damage_cannot_make_the_search_quadratic() {
+        // Every 16th offset holds a length reaching to the end of the file
+        // and a sequence the filter admits: a naive search checksums about
+        // n^2/32 bytes. The budget ends it, as "undecidable".
         let n = 1 << 20;
         let mut bytes = vec![0xffu8; 8];
         while bytes.len() < n {
             let rest = n.saturating_sub(bytes.len() + 8) as u32;
             bytes.extend_from_slice(&rest.to_le_bytes());
+            bytes.extend_from_slice(&[0xee; 4]);
+            bytes.extend_from_slice(&7u64.to_le_bytes());
         }
-        let err = replay(Path::new("x.wal"), &bytes, WalRecovery::TolerateTornTail).unwrap_err();
-        assert!(err.to_string().contains("too much damage"), "{err}");
+        let budget = search_budget(&bytes);
+        assert_eq!(record_follows(&bytes, 1, SeqFilter::From(7), budget), None);
+        // Random bytes under a filter cost one comparison per offset.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let random: Vec<u8> = (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let tiny_budget = 1 << 16;
+        assert_eq!(
+            record_follows(&random, 0, SeqFilter::Exactly(12), tiny_budget),
+            Some(false)
+        );
     }
 
     proptest! {
         #[test]
-        fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
-            let _ = replay(Path::new("x"), &bytes, WalRecovery::TolerateTornTail);
-            let _ = replay(Path::new("x"), &bytes, WalRecovery::PointInTime);
+        fn random_bytes_never_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..300),
+            seq in any::<u64>(),
+        ) {
+            let r = records(&bytes);
+            if let Some(at) = r.damage {
+                let _ = successor_of_torn(&bytes, at as usize, seq);
+            }
+            let budget = search_budget(&bytes);
+            let _ = record_follows(&bytes, 0, SeqFilter::From(seq), budget);
+            let _ = record_follows(&bytes, 1, SeqFilter::Exactly(seq), budget);
         }
     }
 }

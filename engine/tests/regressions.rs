@@ -412,7 +412,8 @@ fn crafted_wal_sequence_numbers_are_refused_naming_file_and_offset() {
             db.last_sequence()
         );
     }
-    // The last sequence itself is legal; the next write then has none left.
+    // The last sequence itself is legal where the manifest says the log
+    // reaches it; the next write then has none left.
     let dir = tempfile::tempdir().unwrap();
     Db::open(dir.path(), Options::default())
         .unwrap()
@@ -420,6 +421,21 @@ fn crafted_wal_sequence_numbers_are_refused_naming_file_and_offset() {
         .unwrap();
     let wal = newest_wal(dir.path());
     std::fs::write(&wal, wal_record(max_sequence, b"last")).unwrap();
+    // A fresh store's log starts at sequence 1: this one does not.
+    let err = Db::open(dir.path(), Options::default()).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            bloomlsm::Error::Corruption {
+                reason: bloomlsm::Damage::Wal(bloomlsm::WalDamage::StartOutOfRange { .. }),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let mut manifest = common::read_manifest(dir.path());
+    manifest.counters[1] = max_sequence - 1; // the manifest's last sequence
+    common::write_manifest(dir.path(), &manifest);
     let db = Db::open(dir.path(), Options::default()).unwrap();
     assert_eq!(db.get(b"last").unwrap(), Some(b"v".to_vec()));
     assert!(matches!(

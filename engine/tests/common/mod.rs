@@ -85,3 +85,89 @@ pub fn wal_record(first_seq: u64, key: &[u8]) -> Vec<u8> {
     record.extend_from_slice(&payload);
     record
 }
+
+/// One table record of the manifest, as its layout in `manifest.rs` says.
+pub struct Record {
+    pub level: u32,
+    pub numbers: [u64; 5], // number, file size, entries, smallest seq, largest seq
+    pub keys: [Vec<u8>; 2],
+}
+
+pub struct Manifest {
+    pub version: u32,
+    /// Next file number, last sequence, WAL number.
+    pub counters: [u64; 3],
+    pub tables: Vec<Record>,
+}
+
+fn u32_at(b: &[u8], at: &mut usize) -> u32 {
+    let v = u32::from_le_bytes(b[*at..*at + 4].try_into().unwrap());
+    *at += 4;
+    v
+}
+
+fn u64_at(b: &[u8], at: &mut usize) -> u64 {
+    let v = u64::from_le_bytes(b[*at..*at + 8].try_into().unwrap());
+    *at += 8;
+    v
+}
+
+/// The store's manifest, decoded by the test's own reading of its layout.
+pub fn read_manifest(dir: &std::path::Path) -> Manifest {
+    let bytes = std::fs::read(dir.join("MANIFEST")).unwrap();
+    let mut at = 8;
+    let version = u32_at(&bytes, &mut at);
+    at += 8; // payload length, crc
+    let counters = [(); 3].map(|_| u64_at(&bytes, &mut at));
+    let count = u32_at(&bytes, &mut at);
+    let tables = (0..count)
+        .map(|_| {
+            let level = u32_at(&bytes, &mut at);
+            let numbers = [(); 5].map(|_| u64_at(&bytes, &mut at));
+            let keys = [(); 2].map(|_| {
+                let len = u32_at(&bytes, &mut at) as usize;
+                at += len;
+                bytes[at - len..at].to_vec()
+            });
+            Record {
+                level,
+                numbers,
+                keys,
+            }
+        })
+        .collect();
+    assert_eq!(at, bytes.len(), "the test's reading of the layout");
+    Manifest {
+        version,
+        counters,
+        tables,
+    }
+}
+
+/// Writes `m` as the store's manifest, checksummed.
+pub fn write_manifest(dir: &std::path::Path, m: &Manifest) {
+    let mut payload = Vec::new();
+    for c in m.counters {
+        payload.extend_from_slice(&c.to_le_bytes());
+    }
+    payload.extend_from_slice(&(m.tables.len() as u32).to_le_bytes());
+    for t in &m.tables {
+        payload.extend_from_slice(&t.level.to_le_bytes());
+        for n in t.numbers {
+            payload.extend_from_slice(&n.to_le_bytes());
+        }
+        for k in &t.keys {
+            payload.extend_from_slice(&(k.len() as u32).to_le_bytes());
+            payload.extend_from_slice(k);
+        }
+    }
+    let mut out = std::fs::read(dir.join("MANIFEST")).unwrap()[..8].to_vec();
+    out.extend_from_slice(&m.version.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&out[8..16]);
+    crc.update(&payload);
+    out.extend_from_slice(&crc.finalize().to_le_bytes());
+    out.extend_from_slice(&payload);
+    std::fs::write(dir.join("MANIFEST"), out).unwrap();
+}
