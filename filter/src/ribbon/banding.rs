@@ -17,10 +17,10 @@ use super::hasher::{COEFF_BITS, Equation};
 /// `[HI]` the next 64) and the result bits (`[RESULT]`). All zero when the
 /// row is free. One array of rows keeps a step to one bounds check and one
 /// cache line; plain zeroed words let the allocator hand out zeroed pages.
-type Row = [u64; 3];
-const LO: usize = 0;
-const HI: usize = 1;
-const RESULT: usize = 2;
+pub(crate) type Row = [u64; 3];
+pub(crate) const LO: usize = 0;
+pub(crate) const HI: usize = 1;
+pub(crate) const RESULT: usize = 2;
 
 /// The band: one row per slot.
 #[derive(Clone, Debug)]
@@ -130,46 +130,42 @@ impl Banding {
     #[inline(always)]
     fn step(&mut self, c: &mut Cursor) -> Step {
         let row = &mut self.rows[c.i];
-        if row[LO] == 0 && row[HI] == 0 {
-            *row = [c.lo, c.hi, c.result];
+        let stored = (u128::from(row[HI]) << 64) | u128::from(row[LO]);
+        if stored == 0 {
+            *row = [c.coeff as u64, (c.coeff >> 64) as u64, c.result];
             return Step::Done;
         }
-        c.lo ^= row[LO];
-        c.hi ^= row[HI];
+        let reduced = c.coeff ^ stored;
         c.result ^= row[RESULT];
-        // Bit 0 is now clear; the next set bit is nearly always in `lo`.
-        let skip = if c.lo != 0 {
-            c.lo.trailing_zeros()
-        } else if c.hi != 0 {
-            64 + c.hi.trailing_zeros()
-        } else {
+        if reduced == 0 {
             // Redundant when the results agree too (a duplicate key).
             return if c.result == 0 {
                 Step::Done
             } else {
                 Step::Failed
             };
-        };
-        c.i += skip as usize;
-        if skip < 64 {
-            // 1..=63: both shifts are in range.
-            c.lo = (c.lo >> skip) | (c.hi << (64 - skip));
-            c.hi >>= skip;
-        } else {
-            c.lo = c.hi >> (skip - 64);
-            c.hi = 0;
         }
+        // Bit 0 is now clear: 1..=127.
+        let skip = reduced.trailing_zeros();
+        c.i += skip as usize;
+        c.coeff = reduced >> skip;
         Step::Moved
     }
 
     /// Row `i`: coefficients and result. REQUIRES: `i < num_slots`.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn row(&self, i: usize) -> (u128, u32) {
         let r = self.rows[i];
         (
             (u128::from(r[HI]) << 64) | u128::from(r[LO]),
             r[RESULT] as u32,
         )
+    }
+
+    /// The 128 rows of block `block`. REQUIRES: `block < num_slots / 128`.
+    #[inline]
+    pub(crate) fn block_rows(&self, block: u64) -> &[Row; COEFF_BITS as usize] {
+        &self.rows.as_chunks::<{ COEFF_BITS as usize }>().0[block as usize]
     }
 
     /// Rows in use.
@@ -183,13 +179,12 @@ impl Banding {
 }
 
 /// An equation part way through elimination. Invariant: bit 0 of the
-/// coefficients (`lo`) is set and is slot `i`; every set bit lies below the
-/// end of the original span, so `i` stays in range.
+/// coefficients is set and is slot `i`; every set bit lies below the end
+/// of some stored or original span, so `i` stays in range.
 #[derive(Clone, Copy)]
 struct Cursor {
     i: usize,
-    lo: u64,
-    hi: u64,
+    coeff: u128,
     result: u64,
 }
 
@@ -198,8 +193,7 @@ impl Cursor {
     fn new(eq: Equation) -> Self {
         Self {
             i: eq.start as usize,
-            lo: eq.coeff as u64,
-            hi: (eq.coeff >> 64) as u64,
+            coeff: eq.coeff,
             result: u64::from(eq.result),
         }
     }
