@@ -10,7 +10,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::{Report, distinct, human, workload_label};
+
+mod ticks;
 use crate::scale::{ScalePoint, ScaleReport};
+use ticks::log_ticks;
 
 fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("plotting: {e}")
@@ -73,7 +76,10 @@ pub fn throughput(report: &Report, path: &Path) -> Result<()> {
         .margin(12)
         .x_label_area_size(58)
         .y_label_area_size(80)
-        .build_cartesian_2d(0.0..groups, (lo..hi).log_scale())
+        .build_cartesian_2d(
+            0.0..groups,
+            (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+        )
         .map_err(err)?;
     chart
         .configure_mesh()
@@ -156,7 +162,10 @@ pub fn throughput(report: &Report, path: &Path) -> Result<()> {
         .margin(12)
         .x_label_area_size(50)
         .y_label_area_size(80)
-        .build_cartesian_2d(0.0..groups, (rlo..rhi).log_scale())
+        .build_cartesian_2d(
+            0.0..groups,
+            (rlo..rhi).log_scale().with_key_points(log_ticks(rlo, rhi)),
+        )
         .map_err(err)?;
     chart
         .configure_mesh()
@@ -179,6 +188,10 @@ pub fn throughput(report: &Report, path: &Path) -> Result<()> {
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Bottom));
+    let below_style = ("sans-serif", 12)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Top));
     for (e, engine) in others.iter().enumerate() {
         let index = engines.iter().position(|x| x == engine).unwrap_or(e);
         let color = engine_color(engine, index);
@@ -194,13 +207,15 @@ pub fn throughput(report: &Report, path: &Path) -> Result<()> {
                     color.filled(),
                 )])
                 .map_err(err)?;
-            let (px, py) = chart.backend_coord(&(x + bar_w * 0.46, to));
-            root.draw(&Text::new(
-                format!("{r:.2}"),
-                (px, py - 2),
-                value_style.clone(),
-            ))
-            .map_err(err)?;
+            // Above a bar that rises from 1, below one that hangs from it.
+            let (end, dy, style) = if r >= 1.0 {
+                (to, -2, value_style.clone())
+            } else {
+                (from, 2, below_style.clone())
+            };
+            let (px, py) = chart.backend_coord(&(x + bar_w * 0.46, end));
+            root.draw(&Text::new(format!("{r:.2}"), (px, py + dy), style))
+                .map_err(err)?;
         }
     }
     for (g, label) in labels.iter().enumerate() {
@@ -302,7 +317,10 @@ fn panel(
         .margin(10)
         .x_label_area_size(34)
         .y_label_area_size(62)
-        .build_cartesian_2d((xlo..xhi).log_scale(), (ylo..yhi).log_scale())
+        .build_cartesian_2d(
+            (xlo..xhi).log_scale().with_key_points(log_ticks(xlo, xhi)),
+            (ylo..yhi).log_scale().with_key_points(log_ticks(ylo, yhi)),
+        )
         .map_err(err)?;
     chart
         .configure_mesh()

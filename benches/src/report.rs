@@ -90,8 +90,13 @@ pub fn human(v: f64) -> String {
         format!("{x:.0}{suffix}")
     } else if x.abs() >= 10.0 {
         format!("{x:.1}{suffix}")
-    } else {
+    } else if x.abs() >= 1.0 {
         format!("{x:.2}{suffix}")
+    } else {
+        // Two significant digits, without trailing zeros: 0.005, 0.012, 0.5.
+        let decimals = (-x.abs().log10()).floor() as usize + 2;
+        let text = format!("{x:.decimals$}");
+        text.trim_end_matches('0').to_string()
     }
 }
 
@@ -256,7 +261,11 @@ mod tests {
         assert_eq!(human(56_832.0), "56.8K");
         assert_eq!(human(980.0), "980");
         assert_eq!(human(2e9), "2G");
-        assert_eq!(human(0.5), "0.50");
+        assert_eq!(human(0.5), "0.5");
+        assert_eq!(human(0.25), "0.25");
+        assert_eq!(human(0.005), "0.005");
+        assert_eq!(human(0.0123), "0.012");
+        assert_eq!(human(1.5), "1.50");
         assert_eq!(ratio(3.0, 2.0), "1.50x");
         assert_eq!(ratio(3.0, 0.0), "-");
     }
