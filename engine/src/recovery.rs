@@ -12,11 +12,12 @@ use std::sync::Arc;
 use crate::counters::Counters;
 use crate::damage::{Damage, ManifestDamage};
 use crate::error::{Error, Result};
+use crate::filter_budget::{PlannedWrite, plan_write};
 use crate::fs::names::{self, FileType};
 use crate::fs::{DirLock, FileSystem};
 use crate::manifest::ManifestState;
 use crate::memtable::MemTable;
-use crate::options::{Options, table_bits_per_key};
+use crate::options::Options;
 use crate::replay::replay_wals;
 use crate::table_files::TableFiles;
 use crate::version::Version;
@@ -158,9 +159,20 @@ fn recover_into(
     undo.files.push(wal_path.clone());
     let counters = Counters::new(num_levels);
     if !replayed.is_empty() {
-        let bits = table_bits_per_key(&options.filter_policy, options, &version.levels, 0);
+        let write = PlannedWrite {
+            level: 0,
+            keys: replayed.entries().count() as u64,
+            removed: &[],
+        };
+        let plan = plan_write(
+            &options.filter_policy,
+            options.filter_kind,
+            &version.levels,
+            write,
+            0,
+        );
         let mut entries = replayed.entries().map(Ok);
-        let flushed = tables.write(0, &mut entries, u64::MAX, bits, &counters)?;
+        let flushed = tables.write(0, &mut entries, u64::MAX, plan.bits_per_key, &counters)?;
         version = version.edited(&flushed, &[]).map_err(Error::Internal)?;
         Counters::add(&counters.flushes, 1);
     }
