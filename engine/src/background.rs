@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::inner::DbInner;
 use crate::options::CorruptFilterPolicy;
-use crate::rebalance::BACKGROUND_TOLERANCE_BITS;
+use crate::rebalance::BACKGROUND_TOLERANCE;
 
 /// Which background thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl DbInner {
             self.rebuild_damaged_filters()?;
         }
         self.compact_while_needed()?;
-        self.rebalance_filters_step(BACKGROUND_TOLERANCE_BITS)
+        self.rebalance_filters_step(BACKGROUND_TOLERANCE)
     }
 
     /// Flushes and compactions inline (when `background_work` is off):

@@ -95,10 +95,27 @@ fn live_runs<'a>(
     runs
 }
 
-/// Monkey's bits per key for runs of `keys` at average `bits_per_key`.
+/// Bits per key the optimum leaves unspent on average: filters a little
+/// over their target are not rebuilt (`Tolerance::over`), and without
+/// this headroom their excess on the large levels would leave nothing to
+/// raise the small levels with.
+pub(crate) const HEADROOM_BITS: f64 = 0.05;
+
+/// How far off its target a filter may be before it is rebuilt, in bits
+/// per key: `over` for filters above it (rebuilt to free memory), `under`
+/// for filters below it (rebuilt to cut false positives).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Tolerance {
+    pub(crate) over: f64,
+    pub(crate) under: f64,
+}
+
+/// Monkey's bits per key for runs of `keys` at average `bits_per_key`,
+/// less [`HEADROOM_BITS`].
 fn optimum(kind: FilterKind, keys: &[u64], bits_per_key: f64) -> Vec<f64> {
     let slope = planning::fpr_slope(kind, bits_per_key);
-    math::optimized_bits_per_key_at_slope(keys, bits_per_key, slope)
+    let average = (bits_per_key - HEADROOM_BITS).max(0.0);
+    math::optimized_bits_per_key_at_slope(keys, average, slope)
 }
 
 /// Below the smallest filter worth building: none.
@@ -199,7 +216,7 @@ pub(crate) fn table_targets(
 }
 
 /// The live table whose filter is furthest from its target by more than
-/// `tolerance` bits per key, with the plan to rebuild it, or `None`.
+/// `tolerance`, with the plan to rebuild it, or `None`.
 /// Filters over their target come first (rebuilding them frees memory),
 /// the one freeing the most bytes first; then filters under it, raised as
 /// far as the budget allows (`claimed` as in [`plan_write`]), the one
@@ -210,7 +227,7 @@ pub(crate) fn rebalance_pick(
     kind: FilterKind,
     levels: &[Vec<Arc<TableHandle>>],
     claimed: u64,
-    tolerance: f64,
+    tolerance: Tolerance,
 ) -> Option<(Arc<TableHandle>, Plan)> {
     let FilterPolicy::Optimized { bits_per_key } = *policy else {
         return None;
@@ -244,7 +261,7 @@ pub(crate) fn rebalance_pick(
     let over = targets
         .iter()
         .filter(|(t, target)| {
-            table_keys(t) > 0 && table_filter_bytes(t) > bytes_at(t, target + tolerance)
+            table_keys(t) > 0 && table_filter_bytes(t) > bytes_at(t, target + tolerance.over)
         })
         .max_by(|(a, ta), (b, tb)| {
             let freed = |t: &TableHandle, target: f64| (actual(t) - target) * table_keys(t) as f64;
@@ -277,8 +294,8 @@ pub(crate) fn rebalance_pick(
             let now = actual(t);
             let raised = target.min(now + free_bits / keys as f64);
             let worth = raised >= MIN_FILTER_BITS_PER_KEY
-                && raised > now + tolerance
-                && bytes_at(t, raised - tolerance) > table_filter_bytes(t);
+                && raised > now + tolerance.under
+                && bytes_at(t, raised - tolerance.under) > table_filter_bytes(t);
             worth.then_some((t, raised, now))
         })
         .max_by(|a, b| {

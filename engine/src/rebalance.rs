@@ -10,17 +10,26 @@ use std::sync::atomic::Ordering;
 
 use crate::counters::Counters;
 use crate::error::Result;
-use crate::filter_budget::{ClaimGuard, Plan, PlannedWrite, plan_write, rebalance_pick};
+use crate::filter_budget::{
+    ClaimGuard, HEADROOM_BITS, Plan, PlannedWrite, Tolerance, plan_write, rebalance_pick,
+};
 use crate::inner::DbInner;
 
-/// A background cycle rebuilds a filter only this many bits per key off
-/// its target: budgets move a little with every write, and each rebuild
-/// copies a whole table.
-pub(crate) const BACKGROUND_TOLERANCE_BITS: f64 = 1.0;
+/// A background cycle rebuilds a filter only this far off its target:
+/// budgets move a little with every write, and each rebuild copies a
+/// whole table.
+pub(crate) const BACKGROUND_TOLERANCE: Tolerance = Tolerance {
+    over: 0.5,
+    under: 1.0,
+};
 
 /// `Db::wait_for_background_work` brings every filter this close to its
-/// target (the tree stands still meanwhile, so this ends).
-pub(crate) const SETTLED_TOLERANCE_BITS: f64 = 0.1;
+/// target (the tree stands still meanwhile, so this ends). `over` is
+/// covered by the optimum's headroom (`HEADROOM_BITS`).
+pub(crate) const SETTLED_TOLERANCE: Tolerance = Tolerance {
+    over: HEADROOM_BITS,
+    under: 0.1,
+};
 
 impl DbInner {
     /// Bits per key for `write`, and its claim on the filter budget, held
@@ -36,15 +45,15 @@ impl DbInner {
     }
 
     /// Rebuilds the filter of the one table furthest from its level's
-    /// budget by more than `tolerance` bits per key; returns whether it
+    /// budget by more than `tolerance`; returns whether it
     /// rebuilt one. Filters over budget are lowered before any is raised,
     /// and a raise never takes the store past uniform's memory. Takes the
     /// compaction lock (rebuilds remove tables).
-    pub(crate) fn rebalance_filters_step(&self, tolerance: f64) -> Result<bool> {
+    pub(crate) fn rebalance_filters_step(&self, tolerance: Tolerance) -> Result<bool> {
         let _compaction = self.compaction_lock.lock();
         self.check_writable()?;
         let installs = self.installs.load(Ordering::Acquire);
-        if tolerance >= BACKGROUND_TOLERANCE_BITS
+        if tolerance == BACKGROUND_TOLERANCE
             && self.rebalanced_at.load(Ordering::Acquire) == installs
         {
             return Ok(false);
@@ -66,7 +75,7 @@ impl DbInner {
             }
         });
         let Some(table) = chosen else {
-            if tolerance >= BACKGROUND_TOLERANCE_BITS {
+            if tolerance == BACKGROUND_TOLERANCE {
                 self.rebalanced_at.store(installs, Ordering::Release);
             }
             return Ok(false);
@@ -76,14 +85,14 @@ impl DbInner {
         Ok(true)
     }
 
-    /// Rebalances until every filter is within [`SETTLED_TOLERANCE_BITS`]
+    /// Rebalances until every filter is within [`SETTLED_TOLERANCE`]
     /// of its target, or a bound of rebuilds is reached (each pass moves
     /// one table; a tree of n tables settles in about n, as lowering comes
     /// first and raising only spends what is free).
     pub(crate) fn settle_filters(&self) -> Result<()> {
         let tables = self.current.read().version.levels.iter().flatten().count();
         for _ in 0..(3 * tables + 8) {
-            if !self.rebalance_filters_step(SETTLED_TOLERANCE_BITS)? {
+            if !self.rebalance_filters_step(SETTLED_TOLERANCE)? {
                 break;
             }
         }

@@ -105,13 +105,16 @@ fn sample_now(db: &Db, kind: FilterKind) -> Sample {
 }
 
 fn check_memory(samples: &[Sample], what: &str) {
-    let worst = samples
+    let ratio = |s: &Sample| s.filter_bytes as f64 / s.uniform_bytes.max(1.0);
+    let (at, worst) = samples
         .iter()
-        .map(|s| s.filter_bytes as f64 / s.uniform_bytes.max(1.0))
-        .fold(0.0f64, f64::max);
+        .enumerate()
+        .map(|(i, s)| (i, ratio(s)))
+        .fold((0, 0.0f64), |a, b| if b.1 > a.1 { b } else { a });
     println!(
-        "{what}: {} installs, worst filter bytes / uniform {worst:.4}",
-        samples.len()
+        "{what}: {} installs, worst filter bytes / uniform {worst:.4} at install {at} ({:?})",
+        samples.len(),
+        samples.get(at)
     );
     for (i, s) in samples.iter().enumerate() {
         assert!(
