@@ -56,7 +56,7 @@ fn bench(c: &mut Criterion) {
             )
             .expect("open"),
         ),
-        Box::new(Rocks::open(&dir.path().join("c"), &mirror).expect("open")),
+        Box::new(Rocks::open("rocksdb", &dir.path().join("c"), &mirror, false).expect("open")),
     ];
     let mut g = c.benchmark_group("engine_get_1m");
     for engine in &engines {

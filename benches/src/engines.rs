@@ -70,16 +70,19 @@ pub trait Engine: Sync {
     fn disk_bytes(&self) -> Result<u64>;
     /// Filter and index memory and bytes written by flush and compaction.
     fn space(&self) -> Result<EngineSpace>;
+    /// The tree's shape in words (tables and keys or bytes per level).
+    fn levels(&self) -> Result<String>;
+    /// Keys per run an absent get probes (each L0 table, each level
+    /// below), where the engine reports them; empty otherwise.
+    fn runs(&self) -> Vec<u64>;
 }
 
-/// bloomlsm.
+/// bloomlsm. Under the optimized policy the engine keeps filter memory at
+/// uniform's throughout the load and rebuilds filters whose level's budget
+/// moved by itself (`settle` waits for that too): no final rebuild here.
 pub struct Bloom {
     name: String,
     db: Db,
-    /// Optimized policy: after the load settles, filters are rebuilt once
-    /// with the final level sizes (tables keep the bits they were written
-    /// with, and during a load the levels are far from their final shape).
-    rebalance: Option<bloomlsm::FilterPolicy>,
 }
 
 impl Bloom {
@@ -102,17 +105,15 @@ impl Bloom {
             ..Options::default().with_bits_per_key(m.bits_per_key)
         };
         options.filter_kind = kind;
-        let rebalance = optimized.then_some(bloomlsm::FilterPolicy::Optimized {
-            bits_per_key: m.bits_per_key,
-        });
-        if let Some(policy) = &rebalance {
-            options.filter_policy = policy.clone();
+        if optimized {
+            options.filter_policy = bloomlsm::FilterPolicy::Optimized {
+                bits_per_key: m.bits_per_key,
+            };
         }
         let db = Db::open(dir, options).context("opening bloomlsm")?;
         Ok(Self {
             name: name.to_string(),
             db,
-            rebalance,
         })
     }
 
@@ -143,9 +144,6 @@ impl Engine for Bloom {
     fn settle(&self) -> Result<()> {
         self.db.flush()?;
         self.db.wait_for_background_work()?;
-        if let Some(policy) = &self.rebalance {
-            self.db.rebuild_filters(policy.clone())?;
-        }
         Ok(())
     }
     fn counters(&self) -> ReadCounters {
@@ -187,10 +185,49 @@ impl Engine for Bloom {
             table_bytes_written: s.bytes_written,
         })
     }
+    fn levels(&self) -> Result<String> {
+        let s = self.db.stats();
+        let levels: Vec<String> = s
+            .levels
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.tables > 0)
+            .map(|(i, l)| {
+                format!(
+                    "L{i}: {} tables, {} keys, {:.2} bits/key",
+                    l.tables, l.entries, l.bits_per_key
+                )
+            })
+            .collect();
+        Ok(levels.join("; "))
+    }
+    fn runs(&self) -> Vec<u64> {
+        // L0 tables are taken as equal shares of L0 (stats are per level).
+        let mut runs = Vec::new();
+        for (level, l) in self.db.stats().levels.iter().enumerate() {
+            if l.tables == 0 {
+                continue;
+            }
+            if level == 0 {
+                runs.extend((0..l.tables).map(|_| l.entries / l.tables));
+            } else {
+                runs.push(l.entries);
+            }
+        }
+        runs
+    }
 }
+
+/// How RocksDB's Ribbon filter is asked for `bits_per_key` bits of memory
+/// per key: `set_ribbon_filter` takes "Bloom-equivalent" bits per key (the
+/// rate of a Bloom filter that size) and spends about 0.7 of them, so the
+/// bench asks for bits / 0.7. The bits it really spent are reported
+/// (filter bytes per key).
+pub const ROCKSDB_RIBBON_BLOOM_EQUIVALENT: f64 = 1.0 / 0.7;
 
 /// RocksDB through the `rocksdb` crate.
 pub struct Rocks {
+    name: String,
     db: rocksdb::DB,
     options: rocksdb::Options,
     dir: std::path::PathBuf,
@@ -202,10 +239,16 @@ impl Rocks {
     /// Opens RocksDB in `dir` with the mirrored settings: full (format
     /// version 5) bloom filters, no compression, same block size and cache,
     /// filters and index in memory, WAL on and fsync off, statistics on.
-    pub fn open(dir: &Path, m: &Mirror) -> Result<Self> {
+    /// With `ribbon`, Ribbon filters (`set_ribbon_filter`) at the same
+    /// memory instead of Bloom.
+    pub fn open(name: &str, dir: &Path, m: &Mirror, ribbon: bool) -> Result<Self> {
         let mut table = rocksdb::BlockBasedOptions::default();
         if m.bits_per_key > 0.0 {
-            table.set_bloom_filter(m.bits_per_key, false);
+            if ribbon {
+                table.set_ribbon_filter(m.bits_per_key * ROCKSDB_RIBBON_BLOOM_EQUIVALENT);
+            } else {
+                table.set_bloom_filter(m.bits_per_key, false);
+            }
         }
         table.set_format_version(5);
         table.set_block_size(m.block_size);
@@ -229,6 +272,7 @@ impl Rocks {
         write.set_sync(false);
         write.disable_wal(false);
         Ok(Self {
+            name: name.to_string(),
             db,
             options,
             dir: dir.to_path_buf(),
@@ -240,7 +284,7 @@ impl Rocks {
 
 impl Engine for Rocks {
     fn name(&self) -> &str {
-        "rocksdb"
+        &self.name
     }
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         Ok(self.db.put_opt(key, value, &self.write)?)
@@ -309,6 +353,22 @@ impl Engine for Rocks {
             index_bytes: parse_property(&props, "index block size").unwrap_or(0),
             table_bytes_written: t(Ticker::FlushWriteBytes) + t(Ticker::CompactWriteBytes),
         })
+    }
+    fn levels(&self) -> Result<String> {
+        let mut levels = Vec::new();
+        for level in 0..7 {
+            let files = self
+                .db
+                .property_value(&format!("rocksdb.num-files-at-level{level}"))?
+                .unwrap_or_default();
+            if files.trim() != "0" && !files.is_empty() {
+                levels.push(format!("L{level}: {} tables", files.trim()));
+            }
+        }
+        Ok(levels.join("; "))
+    }
+    fn runs(&self) -> Vec<u64> {
+        Vec::new()
     }
 }
 

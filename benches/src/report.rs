@@ -23,6 +23,13 @@ pub struct EngineFacts {
     pub write_amplification: f64,
     /// Bytes on disk / user bytes loaded.
     pub space_amplification: f64,
+    /// The tree after the fill, per level.
+    #[serde(default)]
+    pub levels: String,
+    /// Monkey's predicted reduction of the summed false positive rates
+    /// for this engine's runs after the fill (0 where runs are unknown).
+    #[serde(default)]
+    pub monkey_predicted_reduction: f64,
 }
 
 /// One point of the bits-per-key sweep.
@@ -156,6 +163,7 @@ impl Report {
                 f.space_amplification
             );
         }
+        out += &self.monkey_markdown();
         for m in self.measurements.iter().filter(|m| !m.notes.is_empty()) {
             out += &format!("\ncrawler on {}:", m.engine);
             for (k, v) in &m.notes {
@@ -174,6 +182,53 @@ impl Report {
                     p.filter_bytes_per_key,
                     p.formula_fpr
                 );
+            }
+        }
+        out
+    }
+
+    /// Uniform against optimized filters at equal memory: reads per absent
+    /// get of each pair that ran, the measured reduction beside Monkey's
+    /// prediction for the uniform engine's runs, and every engine's tree.
+    fn monkey_markdown(&self) -> String {
+        let absent = |engine: &str| {
+            self.measurements
+                .iter()
+                .find(|m| m.engine == engine && m.workload == "readmissing" && m.threads == 1)
+                .map(|m| m.block_reads_per_op)
+        };
+        let facts = |engine: &str| self.facts.iter().find(|f| f.engine == engine);
+        let mut out = String::new();
+        for (uniform, optimized) in [
+            ("bloomlsm", "bloomlsm-optimized"),
+            ("bloomlsm-ribbon", "bloomlsm-ribbon-optimized"),
+        ] {
+            let (Some(ru), Some(ro), Some(fu), Some(fo)) = (
+                absent(uniform),
+                absent(optimized),
+                facts(uniform),
+                facts(optimized),
+            ) else {
+                continue;
+            };
+            if out.is_empty() {
+                out += "\n| uniform | optimized | reads per absent get (uniform / optimized) | filter bytes/key (uniform / optimized) | measured reduction | predicted (1 - e^H / L) | measured / predicted |\n|---|---|---:|---:|---:|---:|---:|\n";
+            }
+            let measured = if ru > 0.0 { 1.0 - ro / ru } else { 0.0 };
+            let predicted = fu.monkey_predicted_reduction;
+            out += &format!(
+                "| {uniform} | {optimized} | {ru:.5} / {ro:.5} | {:.3} / {:.3} | {:.1}% | {:.1}% | {} |\n",
+                fu.filter_bytes_per_key,
+                fo.filter_bytes_per_key,
+                measured * 100.0,
+                predicted * 100.0,
+                ratio(measured, predicted)
+            );
+        }
+        if self.facts.iter().any(|f| !f.levels.is_empty()) {
+            out += "\n| engine | tree after the fill |\n|---|---|\n";
+            for f in &self.facts {
+                out += &format!("| {} | {} |\n", f.engine, f.levels);
             }
         }
         out

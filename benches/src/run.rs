@@ -66,9 +66,14 @@ pub fn open_engine(
             };
             Box::new(Bloom::open(name, dir, &off, FilterKind::Blocked, false)?)
         }
-        "rocksdb" => Box::new(Rocks::open(dir, mirror)?),
+        "bloomlsm-ribbon" => Box::new(Bloom::open(name, dir, mirror, FilterKind::Ribbon, false)?),
+        "bloomlsm-ribbon-optimized" => {
+            Box::new(Bloom::open(name, dir, mirror, FilterKind::Ribbon, true)?)
+        }
+        "rocksdb" => Box::new(Rocks::open(name, dir, mirror, false)?),
+        "rocksdb-ribbon" => Box::new(Rocks::open(name, dir, mirror, true)?),
         other => anyhow::bail!(
-            "unknown engine {other:?} (bloomlsm, bloomlsm-optimized, bloomlsm-standard, bloomlsm-nofilter, rocksdb)"
+            "unknown engine {other:?} (bloomlsm, bloomlsm-optimized, bloomlsm-standard, bloomlsm-nofilter, bloomlsm-ribbon, bloomlsm-ribbon-optimized, rocksdb, rocksdb-ribbon)"
         ),
     })
 }
@@ -86,6 +91,8 @@ pub fn facts(e: &dyn Engine, s: &Sizes) -> Result<EngineFacts> {
         disk_bytes,
         write_amplification: space.table_bytes_written as f64 / user,
         space_amplification: disk_bytes as f64 / user,
+        levels: e.levels()?,
+        monkey_predicted_reduction: bloomlsm_filter::math::monkey_predicted_reduction(&e.runs()),
     })
 }
 

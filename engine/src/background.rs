@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::inner::DbInner;
 use crate::options::CorruptFilterPolicy;
+use crate::rebalance::BACKGROUND_TOLERANCE;
 
 /// Which background thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,25 +61,42 @@ impl DbInner {
                     self.bg.lock().compaction_pending = true;
                     self.bg_cv.notify_all();
                 }),
-                Worker::Compaction => self.compact_and_repair(),
+                Worker::Compaction => self.compact_and_repair().map(|more| {
+                    // One rebalancing rebuild per cycle: compactions and
+                    // shutdown are looked at between any two.
+                    if more {
+                        self.bg.lock().compaction_pending = true;
+                    }
+                }),
             };
             let _ = self.stopping_writes_on_error("background work", || result);
             self.stall_cv.notify_all();
         }
     }
 
-    /// Rebuilds damaged filters (when asked to), then compacts while any
-    /// level needs it.
-    pub(crate) fn compact_and_repair(&self) -> Result<()> {
+    /// Rebuilds damaged filters (when asked to), compacts while any level
+    /// needs it, then rebuilds at most one filter whose level's budget
+    /// moved; returns whether it did (more may be due).
+    pub(crate) fn compact_and_repair(&self) -> Result<bool> {
         if self.options.on_corrupt_filter == CorruptFilterPolicy::Rebuild {
             self.rebuild_damaged_filters()?;
         }
-        self.compact_while_needed()
+        self.compact_while_needed()?;
+        self.rebalance_filters_step(BACKGROUND_TOLERANCE)
     }
 
-    /// Flushes and compactions inline (when `background_work` is off).
+    /// Flushes and compactions inline (when `background_work` is off):
+    /// a bounded amount of work per call.
     pub(crate) fn do_background_work(&self) -> Result<()> {
         self.flush_all_immutable()?;
-        self.compact_and_repair()
+        self.compact_and_repair().map(|_| ())
+    }
+
+    /// Flushes, compacts and rebalances filters until nothing is left to
+    /// do (`Db::wait_for_background_work`).
+    pub(crate) fn settle_background_work(&self) -> Result<()> {
+        self.flush_all_immutable()?;
+        self.compact_and_repair()?;
+        self.settle_filters()
     }
 }

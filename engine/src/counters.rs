@@ -55,6 +55,8 @@ pub(crate) struct Counters {
     pub(crate) bytes_written: AtomicU64,
     pub(crate) bytes_compacted_read: AtomicU64,
     pub(crate) write_stalls: AtomicU64,
+    /// Tables whose filter was rebuilt because their level's budget moved.
+    pub(crate) filters_rebalanced: AtomicU64,
 }
 
 impl Counters {
@@ -69,6 +71,7 @@ impl Counters {
             bytes_written: AtomicU64::new(0),
             bytes_compacted_read: AtomicU64::new(0),
             write_stalls: AtomicU64::new(0),
+            filters_rebalanced: AtomicU64::new(0),
         }
     }
 

@@ -201,7 +201,7 @@ impl Db {
     pub fn wait_for_background_work(&self) -> Result<()> {
         self.inner.check_writable()?;
         self.inner
-            .stopping_writes_on_error("background work", || self.inner.do_background_work())
+            .stopping_writes_on_error("background work", || self.inner.settle_background_work())
     }
 
     /// Stops background work, makes every acknowledged write durable (each

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use crate::counters::Counters;
 use crate::error::Result;
+use crate::filter_budget::PlannedWrite;
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
-use crate::options::table_bits_per_key;
 
 impl DbInner {
     /// Writes every frozen memtable to an L0 table, oldest first, each
@@ -20,21 +20,22 @@ impl DbInner {
             let Some(oldest) = sv.imm.last().cloned() else {
                 return Ok(());
             };
-            let bits = table_bits_per_key(
-                &self.filter_policy.read(),
-                &self.options,
-                &sv.version.levels,
-                0,
-            );
+            // Entries bound the table's distinct keys from above.
+            let (plan, claim) = self.plan_filters(PlannedWrite {
+                level: 0,
+                keys: oldest.entries().count() as u64,
+                removed: &[],
+            });
             let mut entries = oldest.entries().map(Ok);
-            let tables = self
-                .tables
-                .write(0, &mut entries, u64::MAX, bits, &self.counters)?;
+            let tables =
+                self.tables
+                    .write(0, &mut entries, u64::MAX, plan.bits_per_key, &self.counters)?;
             self.install(VersionEdit {
                 added: &tables,
                 flushed: Some(&oldest),
                 ..VersionEdit::default()
             })?;
+            drop(claim);
             Counters::add(&self.counters.flushes, 1);
             self.stall_cv.notify_all();
         }

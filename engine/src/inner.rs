@@ -10,6 +10,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::counters::Counters;
 use crate::error::{Error, Result};
+use crate::filter_budget::FilterClaims;
 use crate::fs::{DirLock, FileSystem};
 use crate::memtable::MemTable;
 use crate::options::{FilterPolicy, Options};
@@ -43,8 +44,10 @@ pub(crate) struct BackgroundState {
 /// Locks, taken in this order (a thread holding one may take only those
 /// below it): `compaction_lock` (compactions and filter rebuilds: they
 /// remove tables), `flush_lock` (flushes), `install_lock` (manifest write
-/// and view swap), `write` (the WAL and sequence numbers), `current` (the
-/// view; held only to clone or swap the `Arc`), then the leaves
+/// and view swap), `write` (the WAL and sequence numbers), `filter_claims`
+/// (filter bytes claimed by writes in flight; held while planning, which
+/// clones the view), `current` (the view; held only to clone or swap the
+/// `Arc`), then the leaves
 /// `filter_policy`, `snapshots`, `compact_pointer`, `write_error`, `bg`,
 /// `stall`, `dir_lock`, each held for a few instructions and never while
 /// taking another. `last_visible` and `closed` are atomics.
@@ -80,11 +83,21 @@ pub(crate) struct DbInner {
     /// The filter policy tables are written with (set by `rebuild_filters`
     /// once it succeeds).
     pub(crate) filter_policy: RwLock<FilterPolicy>,
+    /// Filter bytes that planned writes claimed beyond their uniform
+    /// share, until their install (`filter_budget.rs`).
+    pub(crate) filter_claims: FilterClaims,
+    /// Installs so far, and the count when a rebalancing pass last found
+    /// nothing to rebuild (no pass is due until the tree changes).
+    pub(crate) installs: AtomicU64,
+    pub(crate) rebalanced_at: AtomicU64,
     /// Where the next level-n compaction starts (round robin by key).
     pub(crate) compact_pointer: Mutex<Vec<Vec<u8>>>,
     /// Test-only pause point in the read path (see `read.rs`).
     #[cfg(test)]
     pub(crate) read_pause: crate::test_hooks::ReadPause,
+    /// Test-only observer of every install (see `install.rs`).
+    #[cfg(test)]
+    pub(crate) install_hook: crate::test_hooks::InstallHook,
 }
 
 impl DbInner {
@@ -126,9 +139,14 @@ impl DbInner {
             closed: AtomicBool::new(false),
             filter_policy: RwLock::new(options.filter_policy.clone()),
             compact_pointer: Mutex::new(vec![Vec::new(); num_levels]),
+            filter_claims: FilterClaims::default(),
+            installs: AtomicU64::new(0),
+            rebalanced_at: AtomicU64::new(u64::MAX),
             options,
             #[cfg(test)]
             read_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            install_hook: crate::test_hooks::InstallHook::default(),
         }
     }
 

@@ -72,6 +72,20 @@ impl DbInner {
                 version: Arc::new(version),
             });
         }
+        self.installs.fetch_add(1, Ordering::AcqRel);
+        #[cfg(test)]
+        self.install_hook.call(|| {
+            let levels = self.current.read().version.levels.clone();
+            let keys = levels
+                .iter()
+                .map(|l| {
+                    l.iter()
+                        .map(|t| crate::filter_budget::table_keys(t))
+                        .collect()
+                })
+                .collect();
+            (self.stats(), keys)
+        });
         for t in edit.removed {
             t.mark_obsolete();
         }

@@ -30,6 +30,7 @@ mod counters;
 mod damage;
 mod db;
 mod error;
+mod filter_budget;
 mod flush;
 pub mod fs;
 #[doc(hidden)]
@@ -44,6 +45,9 @@ mod options;
 mod read;
 #[cfg(test)]
 mod read_view_tests;
+mod rebalance;
+#[cfg(test)]
+mod rebalance_tests;
 mod rebuild;
 mod recovery;
 mod replay;

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use bloomlsm_sstable::FilterStatus;
 
 use crate::error::Result;
+use crate::filter_budget::table_targets;
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
-use crate::options::{FilterPolicy, table_bits_per_key};
+use crate::options::FilterPolicy;
 use crate::version::TableHandle;
 
 impl DbInner {
@@ -49,30 +50,37 @@ impl DbInner {
         Ok(())
     }
 
-    /// Rebuilds the live tables `select` picks at `policy`; returns the new
-    /// tables. REQUIRES: the compaction lock is held.
+    /// Rebuilds the live tables `select` picks at `policy` (under
+    /// `Optimized`, each at its run's share of the tree as it is); returns
+    /// the new tables. REQUIRES: the compaction lock is held.
     fn rebuild_locked(
         &self,
         policy: &FilterPolicy,
         select: impl Fn(&TableHandle) -> bool,
     ) -> Result<Vec<Arc<TableHandle>>> {
         let sv = Arc::clone(&self.current.read());
-        let chosen: Vec<Arc<TableHandle>> = sv
-            .version
-            .levels
-            .iter()
-            .flatten()
-            .filter(|t| select(t))
-            .cloned()
-            .collect();
-        if chosen.is_empty() {
+        let jobs: Vec<(Arc<TableHandle>, f64)> =
+            table_targets(policy, self.options.filter_kind, &sv.version.levels)
+                .into_iter()
+                .filter(|(t, _)| select(t))
+                .collect();
+        self.rebuild_tables_locked(&jobs)
+    }
+
+    /// Rebuilds each live table of `jobs` at its bits per key and installs
+    /// the copies in place of the originals in one edit; returns the new
+    /// tables. On failure nothing is installed and the copies are deleted.
+    /// REQUIRES: the compaction lock is held and every table is live.
+    pub(crate) fn rebuild_tables_locked(
+        &self,
+        jobs: &[(Arc<TableHandle>, f64)],
+    ) -> Result<Vec<Arc<TableHandle>>> {
+        if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        let mut added = Vec::with_capacity(chosen.len());
-        for old in &chosen {
-            let bits =
-                table_bits_per_key(policy, &self.options, &sv.version.levels, old.meta.level);
-            match self.tables.rebuild(old, bits, &self.counters) {
+        let mut added = Vec::with_capacity(jobs.len());
+        for (old, bits) in jobs {
+            match self.tables.rebuild(old, *bits, &self.counters) {
                 Ok(t) => added.push(t),
                 Err(e) => {
                     discard(&added);
@@ -84,12 +92,13 @@ impl DbInner {
             discard(&added);
             return Err(e);
         }
+        let removed: Vec<Arc<TableHandle>> = jobs.iter().map(|(t, _)| Arc::clone(t)).collect();
         // A failed install may still have renamed a manifest naming the new
         // tables into place: they are never deleted here (the next open
         // removes whichever tables its manifest does not name).
         self.install(VersionEdit {
             added: &added,
-            removed: &chosen,
+            removed: &removed,
             flushed: None,
         })?;
         Ok(added)

@@ -12,11 +12,12 @@ use std::sync::Arc;
 use crate::counters::Counters;
 use crate::damage::{Damage, ManifestDamage};
 use crate::error::{Error, Result};
+use crate::filter_budget::{PlannedWrite, plan_write};
 use crate::fs::names::{self, FileType};
 use crate::fs::{DirLock, FileSystem};
 use crate::manifest::{ManifestState, ManifestWriteFailure};
 use crate::memtable::MemTable;
-use crate::options::{Options, table_bits_per_key};
+use crate::options::Options;
 use crate::replay::{LogStart, replay_wals};
 use crate::table_files::TableFiles;
 use crate::version::Version;
@@ -176,9 +177,20 @@ fn recover_into(
     let counters = Counters::new(num_levels);
     let mut replay_tables = Vec::new();
     if !replayed.is_empty() {
-        let bits = table_bits_per_key(&options.filter_policy, options, &version.levels, 0);
+        let write = PlannedWrite {
+            level: 0,
+            keys: replayed.entries().count() as u64,
+            removed: &[],
+        };
+        let plan = plan_write(
+            &options.filter_policy,
+            options.filter_kind,
+            &version.levels,
+            write,
+            0,
+        );
         let mut entries = replayed.entries().map(Ok);
-        let flushed = tables.write(0, &mut entries, u64::MAX, bits, &counters)?;
+        let flushed = tables.write(0, &mut entries, u64::MAX, plan.bits_per_key, &counters)?;
         replay_tables.extend(flushed.iter().map(|t| names::table(dir, t.meta.number)));
         undo.files.extend(replay_tables.iter().cloned());
         version = version

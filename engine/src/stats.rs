@@ -130,6 +130,9 @@ pub struct Stats {
     pub write_stalls: u64,
     /// Block cache bytes in use.
     pub block_cache_used_bytes: u64,
+    /// Filters rebuilt in the background because the optimized policy's
+    /// budget for their level moved (the data blocks copied unchanged).
+    pub filters_rebalanced: u64,
 }
 
 impl DbInner {
@@ -188,6 +191,7 @@ impl DbInner {
             bytes_compacted_read: get(&self.counters.bytes_compacted_read),
             write_stalls: get(&self.counters.write_stalls),
             block_cache_used_bytes: self.tables.cache().used_bytes(),
+            filters_rebalanced: get(&self.counters.filters_rebalanced),
         }
     }
 }

@@ -25,3 +25,32 @@ impl std::fmt::Debug for ReadPause {
         f.write_str("ReadPause")
     }
 }
+
+/// What an [`InstallHook`] calls: stats, then distinct keys per table by level.
+pub(crate) type InstallObserver = Arc<dyn Fn(&crate::Stats, &[Vec<u64>]) + Send + Sync>;
+
+/// A test-only observer called after every install with the store's
+/// stats and the distinct keys of each live table by level, while the
+/// install lock is held: it sees every state of the tree.
+#[derive(Default)]
+pub(crate) struct InstallHook(parking_lot::Mutex<Option<InstallObserver>>);
+
+impl InstallHook {
+    pub(crate) fn set(&self, hook: Option<InstallObserver>) {
+        *self.0.lock() = hook;
+    }
+
+    pub(crate) fn call(&self, state: impl FnOnce() -> (crate::Stats, Vec<Vec<u64>>)) {
+        let hook = self.0.lock().clone();
+        if let Some(hook) = hook {
+            let (stats, keys) = state();
+            hook(&stats, &keys);
+        }
+    }
+}
+
+impl std::fmt::Debug for InstallHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InstallHook")
+    }
+}

@@ -38,6 +38,7 @@ mod hash;
 mod kind;
 pub mod lecture;
 pub mod math;
+pub mod planning;
 mod ribbon;
 mod standard;
 

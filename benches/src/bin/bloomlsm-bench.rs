@@ -41,7 +41,9 @@ struct Args {
     l1_bytes: u64,
     /// Engines to run, in order: bloomlsm (blocked filters, uniform bits per
     /// key), bloomlsm-optimized (same memory spread over levels, Monkey),
-    /// bloomlsm-standard (standard filters), bloomlsm-nofilter, rocksdb.
+    /// bloomlsm-standard (standard filters), bloomlsm-nofilter,
+    /// bloomlsm-ribbon and bloomlsm-ribbon-optimized (Ribbon filters),
+    /// rocksdb, rocksdb-ribbon (`set_ribbon_filter` at the same memory).
     #[arg(
         long,
         value_delimiter = ',',
@@ -65,6 +67,15 @@ struct Args {
     /// Shrink everything for a smoke run (seconds).
     #[arg(long)]
     quick: bool,
+    /// The deep configuration (issue 12): 2,000,000 keys with 32-byte
+    /// values, 32 KiB memtables, L1 of 128 KiB (size ratio 10), 512 KiB
+    /// tables, no block cache, 500,000 operations per read workload, so the
+    /// tree has L1 to L4; engines bloomlsm, bloomlsm-optimized,
+    /// bloomlsm-ribbon, bloomlsm-ribbon-optimized, rocksdb, rocksdb-ribbon.
+    /// Overrides --keys, --ops, --value-bytes, --memtable-bytes,
+    /// --l1-bytes, --block-cache-bytes and --engines.
+    #[arg(long)]
+    deep: bool,
     /// Parent directory for the engines' temporary directories.
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -94,7 +105,27 @@ struct Args {
 }
 
 fn main() -> Result<()> {
-    let a = Args::parse();
+    let mut a = Args::parse();
+    let mut target_file_bytes = 8 << 20;
+    if a.deep {
+        a.keys = 2_000_000;
+        a.ops = 500_000;
+        a.value_bytes = 32;
+        a.memtable_bytes = 32 << 10;
+        a.l1_bytes = 128 << 10;
+        a.block_cache_bytes = 0;
+        target_file_bytes = 512 << 10;
+        a.engines = [
+            "bloomlsm",
+            "bloomlsm-optimized",
+            "bloomlsm-ribbon",
+            "bloomlsm-ribbon-optimized",
+            "rocksdb",
+            "rocksdb-ribbon",
+        ]
+        .map(String::from)
+        .to_vec();
+    }
     if let Some(path) = &a.scale_point {
         let text = std::fs::read_to_string(path).context("reading the point's configuration")?;
         let config: PointConfig = serde_json::from_str(&text)?;
@@ -124,7 +155,7 @@ fn main() -> Result<()> {
             block_cache_bytes: a.block_cache_bytes,
             block_size: 4096,
             memtable_bytes: a.memtable_bytes,
-            target_file_bytes: 8 << 20,
+            target_file_bytes,
             l1_bytes: a.l1_bytes,
             direct_io: a.direct_io,
         },

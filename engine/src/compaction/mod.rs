@@ -16,10 +16,10 @@ use bloomlsm_sstable::TableIter;
 
 use crate::counters::Counters;
 use crate::error::{Error, Result};
+use crate::filter_budget::{PlannedWrite, table_keys};
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
 use crate::merge::{MergingIter, Source};
-use crate::options::table_bits_per_key;
 use crate::version::TableHandle;
 
 pub(crate) use pick::Compaction;
@@ -88,20 +88,17 @@ impl DbInner {
         // version of each key, always kept, is the one it sees.
         let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();
         let mut stream = RetainIter::new(MergingIter::new(sources), snapshots, c.deeper.checker());
-        let bits = {
-            let sv = self.current.read();
-            table_bits_per_key(
-                &self.filter_policy.read(),
-                &self.options,
-                &sv.version.levels,
-                c.output_level,
-            )
-        };
+        // The inputs' distinct keys bound the outputs' from above.
+        let (plan, claim) = self.plan_filters(PlannedWrite {
+            level: c.output_level,
+            keys: inputs.iter().map(|t| table_keys(t)).sum(),
+            removed: &inputs,
+        });
         let outputs = self.tables.write(
             c.output_level,
             &mut stream,
             self.options.target_file_bytes,
-            bits,
+            plan.bits_per_key,
             &self.counters,
         )?;
         self.install(VersionEdit {
@@ -109,6 +106,7 @@ impl DbInner {
             removed: &inputs,
             flushed: None,
         })?;
+        drop(claim);
         Counters::add(&self.counters.compactions, 1);
         Ok(())
     }

@@ -1,11 +1,7 @@
 //! How many filter bits per key each table gets: the policy a user sets,
 //! and the budget it yields for a table written to a level of a tree.
 
-use std::sync::Arc;
-
 use crate::error::{Error, Result};
-use crate::options::Options;
-use crate::version::TableHandle;
 
 /// Filters below this many bits per key are not built: such a filter
 /// answers "maybe" for more than half of absent keys, costs a probe on
@@ -25,8 +21,11 @@ pub enum FilterPolicy {
     PerLevel(Vec<f64>),
     /// The same total filter memory as `Uniform { bits_per_key }`, spread
     /// over levels to minimise the expected false positives of an absent
-    /// lookup (Monkey: larger levels get fewer bits per key). Recomputed
-    /// from the current level sizes whenever a table is written.
+    /// lookup (Monkey: larger levels get fewer bits per key). Derived from
+    /// the tree as it is whenever a table is written (each L0 table and
+    /// each deeper level is one run), never spending more than uniform
+    /// would on the same tables; filters of existing tables are rebuilt in
+    /// the background when their level's budget moves.
     Optimized {
         /// Average bits per key over all levels.
         bits_per_key: f64,
@@ -84,47 +83,4 @@ fn optimized_bits(level: usize, shape: &[u64], actual: &[u64], bits_per_key: f64
         0.0
     };
     (base.get(level).copied().unwrap_or(bits_per_key) + shift).max(0.0)
-}
-
-/// Bits per key for a table written to `level` of the tree `levels` under
-/// `policy`. For `Optimized`, the tree's shape: each level above the
-/// deepest at its capacity, or what it holds if more (L0
-/// `l0_compaction_trigger` memtables, L1 and below their byte budgets, in
-/// entries); the deepest level at what it holds.
-pub(crate) fn table_bits_per_key(
-    policy: &FilterPolicy,
-    options: &Options,
-    levels: &[Vec<Arc<TableHandle>>],
-    level: usize,
-) -> f64 {
-    if !matches!(policy, FilterPolicy::Optimized { .. }) {
-        return policy.bits_per_key(level, &[], &[]);
-    }
-    let entries = |l: usize| -> u64 { levels[l].iter().map(|t| t.meta.entries).sum() };
-    let total_entries: u64 = (0..levels.len()).map(entries).sum();
-    let total_bytes: u64 = levels.iter().flatten().map(|t| t.meta.file_size).sum();
-    let entry_bytes = total_bytes
-        .checked_div(total_entries)
-        .map_or(64, |b| b.max(1));
-    let deepest = (0..levels.len())
-        .rev()
-        .find(|&l| !levels[l].is_empty())
-        .unwrap_or(0)
-        .max(level)
-        .max(1);
-    let shape: Vec<u64> = (0..=deepest)
-        .map(|l| {
-            if l == deepest {
-                return entries(l).max(1);
-            }
-            let capacity = if l == 0 {
-                (options.memtable_bytes as u64).saturating_mul(options.l0_compaction_trigger as u64)
-            } else {
-                options.level_budget(l)
-            };
-            (capacity / entry_bytes).max(entries(l)).max(1)
-        })
-        .collect();
-    let actual: Vec<u64> = (0..=deepest).map(entries).collect();
-    policy.bits_per_key(level, &shape, &actual)
 }

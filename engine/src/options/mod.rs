@@ -6,7 +6,6 @@ use crate::error::{Error, Result};
 
 mod filter_policy;
 
-pub(crate) use filter_policy::table_bits_per_key;
 pub use filter_policy::{FilterPolicy, MIN_FILTER_BITS_PER_KEY};
 
 /// When the WAL is fsynced.

@@ -1,0 +1,351 @@
+//! Filter budgets from the tree as it is: how many bits per key a table
+//! about to be written gets, and which live table's filter is furthest from
+//! its share (for the background rebalancing in `rebalance.rs`).
+//!
+//! The runs an absent get probes are every L0 table (they overlap) and each
+//! non-empty level below (one table per level). Under
+//! `FilterPolicy::Optimized { bits_per_key: b }` the optimum spreads
+//! b x (keys in the tree) bits over the runs by Monkey for the live sizes,
+//! at the slope of the store's filter kind (`planning::fpr_slope`).
+//!
+//! Invariant (equal memory at every moment): after every install the
+//! filter bytes of the live tables are at most what uniform filters at b
+//! would take for the same tables (`planned_memory_bytes` of each), plus
+//! the bytes by which a write's key estimate exceeded the keys it wrote.
+//! A write gets the optimum's bits for its run, capped by what the budget
+//! has left: uniform's bytes for the tree after the edit, minus the filters
+//! of the tables that stay, minus what writes in flight have claimed over
+//! their own uniform share (`FilterClaims`).
+
+use std::sync::Arc;
+
+use bloomlsm_filter::{Filter as _, FilterKind, math, planning};
+use parking_lot::Mutex;
+
+use crate::options::{FilterPolicy, MIN_FILTER_BITS_PER_KEY};
+use crate::version::TableHandle;
+
+/// Bits a table's filter may round up beyond keys x bits (one 512-bit
+/// block of the blocked kind; the other kinds round less).
+const ROUNDING_BITS: f64 = 512.0;
+
+/// Distinct keys of a table: what its filter is built from.
+pub(crate) fn table_keys(t: &TableHandle) -> u64 {
+    t.table.properties().distinct_keys
+}
+
+/// Bytes of a table's filter in memory (0 without a usable one).
+pub(crate) fn table_filter_bytes(t: &TableHandle) -> u64 {
+    t.table.filter().map_or(0, |f| f.memory_bytes() as u64)
+}
+
+/// Bytes a uniform filter at `bits_per_key` takes for `keys` keys.
+fn uniform_bytes(kind: FilterKind, keys: u64, bits_per_key: f64) -> u64 {
+    if keys == 0 || bits_per_key < MIN_FILTER_BITS_PER_KEY {
+        return 0;
+    }
+    planning::planned_memory_bytes(kind, keys, bits_per_key)
+}
+
+/// Tables about to be written: their level and an upper bound on their
+/// distinct keys (a memtable's entries, a compaction's input keys), and
+/// the live tables the same edit removes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PlannedWrite<'a> {
+    pub(crate) level: usize,
+    pub(crate) keys: u64,
+    pub(crate) removed: &'a [Arc<TableHandle>],
+}
+
+/// Bits per key for a write, and the bytes it claims beyond its uniform
+/// share until it is installed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Plan {
+    pub(crate) bits_per_key: f64,
+    pub(crate) claim_bytes: u64,
+}
+
+/// One run of the tree: the tables it is made of and its keys.
+struct Run<'a> {
+    tables: Vec<&'a Arc<TableHandle>>,
+    keys: u64,
+}
+
+/// The runs of `levels` without `removed`, each with its tables.
+fn live_runs<'a>(
+    levels: &'a [Vec<Arc<TableHandle>>],
+    removed: &[Arc<TableHandle>],
+) -> Vec<Run<'a>> {
+    let kept = |t: &&Arc<TableHandle>| !removed.iter().any(|r| r.meta.number == t.meta.number);
+    let mut runs = Vec::new();
+    for (level, tables) in levels.iter().enumerate() {
+        let tables: Vec<&Arc<TableHandle>> = tables.iter().filter(kept).collect();
+        if level == 0 {
+            runs.extend(tables.into_iter().map(|t| Run {
+                keys: table_keys(t),
+                tables: vec![t],
+            }));
+        } else if !tables.is_empty() {
+            runs.push(Run {
+                keys: tables.iter().map(|t| table_keys(t)).sum(),
+                tables,
+            });
+        }
+    }
+    runs
+}
+
+/// Bits per key the optimum leaves unspent on average: filters a little
+/// over their target are not rebuilt (`Tolerance::over`), and without
+/// this headroom their excess on the large levels would leave nothing to
+/// raise the small levels with.
+pub(crate) const HEADROOM_BITS: f64 = 0.05;
+
+/// How far off its target a filter may be before it is rebuilt, in bits
+/// per key: `over` for filters above it (rebuilt to free memory), `under`
+/// for filters below it (rebuilt to cut false positives).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Tolerance {
+    pub(crate) over: f64,
+    pub(crate) under: f64,
+}
+
+/// Monkey's bits per key for runs of `keys` at average `bits_per_key`,
+/// less [`HEADROOM_BITS`].
+fn optimum(kind: FilterKind, keys: &[u64], bits_per_key: f64) -> Vec<f64> {
+    let slope = planning::fpr_slope(kind, bits_per_key);
+    let average = (bits_per_key - HEADROOM_BITS).max(0.0);
+    math::optimized_bits_per_key_at_slope(keys, average, slope)
+}
+
+/// Below the smallest filter worth building: none.
+fn floor_to_filter(bits: f64) -> f64 {
+    if bits >= MIN_FILTER_BITS_PER_KEY {
+        bits
+    } else {
+        0.0
+    }
+}
+
+/// Bits per key for the tables of `write` into the tree `levels` under
+/// `policy`; `claimed` is what other writes in flight have claimed.
+pub(crate) fn plan_write(
+    policy: &FilterPolicy,
+    kind: FilterKind,
+    levels: &[Vec<Arc<TableHandle>>],
+    write: PlannedWrite<'_>,
+    claimed: u64,
+) -> Plan {
+    let FilterPolicy::Optimized { bits_per_key } = *policy else {
+        return Plan {
+            bits_per_key: policy.bits_per_key(write.level, &[], &[]),
+            claim_bytes: 0,
+        };
+    };
+    let runs = live_runs(levels, write.removed);
+    // The tree after the edit: the new tables are an L0 run of their own,
+    // or join their level's run.
+    let mut keys: Vec<u64> = runs.iter().map(|r| r.keys).collect();
+    let joined = (write.level > 0)
+        .then(|| {
+            runs.iter().position(|r| {
+                r.tables
+                    .first()
+                    .is_some_and(|t| t.meta.level == write.level)
+            })
+        })
+        .flatten();
+    let new_run = match joined {
+        Some(i) => {
+            keys[i] += write.keys;
+            i
+        }
+        None => {
+            keys.push(write.keys);
+            keys.len() - 1
+        }
+    };
+    let target = optimum(kind, &keys, bits_per_key)[new_run];
+    let stays = runs.iter().flat_map(|r| r.tables.iter());
+    let (mut budget, mut spent) = (0u64, 0u64);
+    for t in stays {
+        budget += uniform_bytes(kind, table_keys(t), bits_per_key);
+        spent += table_filter_bytes(t);
+    }
+    let own_share = uniform_bytes(kind, write.keys, bits_per_key);
+    budget += own_share;
+    let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0 - ROUNDING_BITS;
+    let cap = free_bits / write.keys.max(1) as f64;
+    let bits = floor_to_filter(target.min(cap).clamp(0.0, 100.0));
+    let planned = if bits > 0.0 {
+        planning::planned_memory_bytes(kind, write.keys, bits)
+    } else {
+        0
+    };
+    Plan {
+        bits_per_key: bits,
+        claim_bytes: planned.saturating_sub(own_share),
+    }
+}
+
+/// The bits per key every live table would get from the optimum for the
+/// tree as it is (for `Optimized`; the policy's level bits otherwise).
+pub(crate) fn table_targets(
+    policy: &FilterPolicy,
+    kind: FilterKind,
+    levels: &[Vec<Arc<TableHandle>>],
+) -> Vec<(Arc<TableHandle>, f64)> {
+    let FilterPolicy::Optimized { bits_per_key } = *policy else {
+        return levels
+            .iter()
+            .flatten()
+            .map(|t| (Arc::clone(t), policy.bits_per_key(t.meta.level, &[], &[])))
+            .collect();
+    };
+    let runs = live_runs(levels, &[]);
+    let keys: Vec<u64> = runs.iter().map(|r| r.keys).collect();
+    let bits = optimum(kind, &keys, bits_per_key);
+    runs.iter()
+        .zip(bits)
+        .flat_map(|(r, b)| {
+            r.tables
+                .iter()
+                .map(move |t| (Arc::clone(t), floor_to_filter(b)))
+        })
+        .collect()
+}
+
+/// The live table whose filter is furthest from its target by more than
+/// `tolerance`, with the plan to rebuild it, or `None`.
+/// Filters over their target come first (rebuilding them frees memory),
+/// the one freeing the most bytes first; then filters under it, raised as
+/// far as the budget allows (`claimed` as in [`plan_write`]), the one
+/// whose run's false positives fall the most first. Only `Optimized`
+/// moves budgets.
+pub(crate) fn rebalance_pick(
+    policy: &FilterPolicy,
+    kind: FilterKind,
+    levels: &[Vec<Arc<TableHandle>>],
+    claimed: u64,
+    tolerance: Tolerance,
+) -> Option<(Arc<TableHandle>, Plan)> {
+    let FilterPolicy::Optimized { bits_per_key } = *policy else {
+        return None;
+    };
+    let targets = table_targets(policy, kind, levels);
+    let actual = |t: &TableHandle| {
+        let keys = table_keys(t);
+        if keys == 0 || t.table.filter().is_none() {
+            return 0.0;
+        }
+        table_filter_bytes(t) as f64 * 8.0 / keys as f64
+    };
+    let plan = |t: &Arc<TableHandle>, bits: f64| {
+        let bits = floor_to_filter(bits);
+        let planned = if bits > 0.0 {
+            planning::planned_memory_bytes(kind, table_keys(t), bits)
+        } else {
+            0
+        };
+        (
+            Arc::clone(t),
+            Plan {
+                bits_per_key: bits,
+                claim_bytes: planned.saturating_sub(table_filter_bytes(t)),
+            },
+        )
+    };
+    // In bytes, so a filter rebuilt at its target (rounded up to whole
+    // blocks) is never "off" again.
+    let bytes_at = |t: &TableHandle, bits: f64| uniform_bytes(kind, table_keys(t), bits);
+    let over = targets
+        .iter()
+        .filter(|(t, target)| {
+            table_keys(t) > 0 && table_filter_bytes(t) > bytes_at(t, target + tolerance.over)
+        })
+        .max_by(|(a, ta), (b, tb)| {
+            let freed = |t: &TableHandle, target: f64| (actual(t) - target) * table_keys(t) as f64;
+            freed(a, *ta).total_cmp(&freed(b, *tb))
+        });
+    if let Some((t, target)) = over {
+        return Some(plan(t, *target));
+    }
+    let (mut budget, mut spent) = (0u64, 0u64);
+    for (t, _) in &targets {
+        budget += uniform_bytes(kind, table_keys(t), bits_per_key);
+        spent += table_filter_bytes(t);
+    }
+    let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0 - ROUNDING_BITS;
+    let slope = planning::fpr_slope(kind, bits_per_key);
+    let run_keys = |t: &TableHandle| -> u64 {
+        if t.meta.level == 0 {
+            table_keys(t)
+        } else {
+            levels[t.meta.level].iter().map(|x| table_keys(x)).sum()
+        }
+    };
+    targets
+        .iter()
+        .filter_map(|(t, target)| {
+            let keys = table_keys(t);
+            if keys == 0 {
+                return None;
+            }
+            let now = actual(t);
+            let raised = target.min(now + free_bits / keys as f64);
+            let worth = raised >= MIN_FILTER_BITS_PER_KEY
+                && raised > now + tolerance.under
+                && bytes_at(t, raised - tolerance.under) > table_filter_bytes(t);
+            worth.then_some((t, raised, now))
+        })
+        .max_by(|a, b| {
+            // The share of its run's false positives the rebuild removes.
+            let gain = |(t, raised, now): &(&Arc<TableHandle>, f64, f64)| {
+                let share = table_keys(t) as f64 / run_keys(t).max(1) as f64;
+                share * ((-slope * now).exp() - (-slope * raised).exp())
+            };
+            gain(a).total_cmp(&gain(b))
+        })
+        .map(|(t, raised, _)| plan(t, raised))
+}
+
+/// Filter bytes claimed beyond their uniform share by writes whose tables
+/// are not installed yet (flushes, compactions and rebalancing rebuilds
+/// plan concurrently; each must see the others' claims). Lock order: after
+/// `write`, before `current`: a plan reads the view while holding it, so a
+/// write that installs and then releases its claim is seen either in the
+/// view or in the claims, never in neither.
+#[derive(Debug, Default)]
+pub(crate) struct FilterClaims(Mutex<u64>);
+
+impl FilterClaims {
+    /// Plans with the claims of the writes in flight and claims the
+    /// plan's bytes until the returned guard drops (after the install).
+    /// `plan` may clone the current view and takes no other lock.
+    pub(crate) fn plan(&self, plan: impl FnOnce(u64) -> Plan) -> (Plan, ClaimGuard<'_>) {
+        let mut claimed = self.0.lock();
+        let p = plan(*claimed);
+        *claimed += p.claim_bytes;
+        (
+            p,
+            ClaimGuard {
+                claims: self,
+                bytes: p.claim_bytes,
+            },
+        )
+    }
+}
+
+/// Releases a write's claim when dropped.
+#[derive(Debug)]
+pub(crate) struct ClaimGuard<'a> {
+    claims: &'a FilterClaims,
+    bytes: u64,
+}
+
+impl Drop for ClaimGuard<'_> {
+    fn drop(&mut self) {
+        let mut claimed = self.claims.0.lock();
+        *claimed = claimed.saturating_sub(self.bytes);
+    }
+}
