@@ -26,10 +26,11 @@ impl DbInner {
                 &sv.version.levels,
                 0,
             );
-            let mut entries = oldest.entries().map(Ok);
             let tables = self
                 .tables
-                .write(0, &mut entries, u64::MAX, bits, &self.counters)?;
+                .write(0, u64::MAX, bits, &self.counters, &mut |out| {
+                    oldest.write_to(out)
+                })?;
             self.install(VersionEdit {
                 added: &tables,
                 flushed: Some(&oldest),

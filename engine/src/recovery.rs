@@ -159,8 +159,9 @@ fn recover_into(
     let counters = Counters::new(num_levels);
     if !replayed.is_empty() {
         let bits = table_bits_per_key(&options.filter_policy, options, &version.levels, 0);
-        let mut entries = replayed.entries().map(Ok);
-        let flushed = tables.write(0, &mut entries, u64::MAX, bits, &counters)?;
+        let flushed = tables.write(0, u64::MAX, bits, &counters, &mut |out| {
+            replayed.write_to(out)
+        })?;
         version = version.edited(&flushed, &[]).map_err(Error::Internal)?;
         Counters::add(&counters.flushes, 1);
     }

@@ -154,7 +154,7 @@ mod tests {
     fn batch(n: u8) -> Vec<u8> {
         let mut b = crate::WriteBatch::new();
         b.put(&[n], &[n; 5]);
-        b.encode(u64::from(n) + 1)
+        b.encode(u64::from(n) + 1).to_vec()
     }
 
     fn encode(records: &[Vec<u8>]) -> Vec<u8> {
