@@ -11,14 +11,35 @@ pub(crate) const BATCH_HEADER_LEN: usize = 12;
 pub const MAX_BATCH_BYTES: usize = u32::MAX as usize;
 
 /// Puts and deletes applied together: all or none survive a crash.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// The batch is kept as its own WAL encoding (as LevelDB's is): adding an
+/// op appends it to one buffer, and writing the batch patches the header's
+/// first sequence number and logs the buffer as it is, so a put costs one
+/// allocation however its bytes travel to the log and the memtable.
+#[derive(Clone, Debug)]
 pub struct WriteBatch {
-    pub(crate) ops: Vec<(EntryKind, Vec<u8>, Vec<u8>)>,
-    /// Bytes of the encoding so far.
-    encoded: usize,
+    /// The encoding: header (first sequence patched at write time, op
+    /// count), then the ops. Invariant: every length field fits its u32
+    /// unless `oversized`.
+    rep: Vec<u8>,
+    count: u32,
     /// Key and value bytes.
     payload: usize,
+    /// Some key or value was longer than a u32 length field holds (or the
+    /// op count overflowed): the batch is refused as too large.
+    oversized: bool,
 }
+
+impl PartialEq for WriteBatch {
+    /// Equal ops in the same order (the header's sequence is not compared).
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count
+            && self.oversized == other.oversized
+            && self.rep.get(BATCH_HEADER_LEN..) == other.rep.get(BATCH_HEADER_LEN..)
+    }
+}
+
+impl Eq for WriteBatch {}
 
 /// Why WAL bytes are not a batch.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -58,46 +79,68 @@ impl Default for WriteBatch {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// An empty batch with room for `bytes` bytes of ops.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(BATCH_HEADER_LEN.saturating_add(bytes));
+        rep.resize(BATCH_HEADER_LEN, 0);
         Self {
-            ops: Vec::new(),
-            encoded: BATCH_HEADER_LEN,
+            rep,
+            count: 0,
             payload: 0,
+            oversized: false,
+        }
+    }
+
+    /// Appends one op (its value only for a put).
+    fn push(&mut self, kind: EntryKind, key: &[u8], value: &[u8]) {
+        let (Ok(key_len), Ok(value_len), Some(count)) = (
+            u32::try_from(key.len()),
+            u32::try_from(value.len()),
+            self.count.checked_add(1),
+        ) else {
+            self.oversized = true;
+            return;
+        };
+        self.count = count;
+        self.payload += key.len() + value.len();
+        self.rep.push(kind.tag());
+        self.rep.extend_from_slice(&key_len.to_le_bytes());
+        self.rep.extend_from_slice(key);
+        if kind == EntryKind::Put {
+            self.rep.extend_from_slice(&value_len.to_le_bytes());
+            self.rep.extend_from_slice(value);
         }
     }
 
     /// Sets `key` to `value`.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
-        self.put_owned(key.to_vec(), value.to_vec())
+        self.push(EntryKind::Put, key, value);
+        self
     }
 
-    /// Sets `key` to `value`, taking both buffers without copying.
+    /// Sets `key` to `value` (the bytes are copied into the batch's
+    /// encoding; kept for callers that hold owned buffers).
     pub fn put_owned(&mut self, key: Vec<u8>, value: Vec<u8>) -> &mut Self {
-        self.payload += key.len() + value.len();
-        self.encoded = self
-            .encoded
-            .saturating_add(1 + 4 + 4)
-            .saturating_add(key.len())
-            .saturating_add(value.len());
-        self.ops.push((EntryKind::Put, key, value));
-        self
+        self.put(&key, &value)
     }
 
     /// Deletes `key`.
     pub fn delete(&mut self, key: &[u8]) -> &mut Self {
-        self.payload += key.len();
-        self.encoded = self.encoded.saturating_add(1 + 4).saturating_add(key.len());
-        self.ops.push((EntryKind::Delete, key.to_vec(), Vec::new()));
+        self.push(EntryKind::Delete, key, &[]);
         self
     }
 
     /// Operations in the batch.
     pub fn len(&self) -> usize {
-        self.ops.len()
+        self.count as usize
     }
 
     /// No operation.
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.count == 0 && !self.oversized
     }
 
     /// Key and value bytes in the batch.
@@ -105,28 +148,34 @@ impl WriteBatch {
         self.payload
     }
 
-    /// Bytes of the batch's WAL record payload (saturating).
+    /// Bytes of the batch's WAL record payload; `usize::MAX` when some op
+    /// could not be encoded (a length past u32), so the batch is refused.
     pub fn encoded_len(&self) -> usize {
-        self.encoded
+        if self.oversized {
+            usize::MAX
+        } else {
+            self.rep.len()
+        }
+    }
+
+    /// The ops in order: (kind, key, value; empty for a delete).
+    pub(crate) fn ops(&self) -> impl Iterator<Item = (EntryKind, &[u8], &[u8])> + '_ {
+        let mut r = Reader {
+            bytes: &self.rep,
+            at: BATCH_HEADER_LEN,
+        };
+        // The encoding was written by `push` (or checked by `decode`), so
+        // it parses; were it not to, the ops would end early, never panic.
+        std::iter::from_fn(move || r.op().ok())
     }
 
     /// The WAL payload for this batch starting at `first_seq`.
     /// REQUIRES: `encoded_len() <= MAX_BATCH_BYTES` (so every length fits
     /// its u32 field).
-    pub(crate) fn encode(&self, first_seq: u64) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.encoded_len());
-        out.extend_from_slice(&first_seq.to_le_bytes());
-        out.extend_from_slice(&(self.ops.len() as u32).to_le_bytes());
-        for (kind, key, value) in &self.ops {
-            out.push(kind.tag());
-            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-            out.extend_from_slice(key);
-            if *kind == EntryKind::Put {
-                out.extend_from_slice(&(value.len() as u32).to_le_bytes());
-                out.extend_from_slice(value);
-            }
-        }
-        out
+    pub(crate) fn encode(&mut self, first_seq: u64) -> &[u8] {
+        self.rep[..8].copy_from_slice(&first_seq.to_le_bytes());
+        self.rep[8..BATCH_HEADER_LEN].copy_from_slice(&self.count.to_le_bytes());
+        &self.rep
     }
 
     /// Decodes a WAL payload into its first sequence number and the batch.
@@ -135,23 +184,10 @@ impl WriteBatch {
         let mut r = Reader { bytes, at: 0 };
         let first_seq = u64::from_le_bytes(r.array("first sequence")?);
         let count = u32::from_le_bytes(r.array("op count")?);
-        let mut batch = Self::new();
+        let mut payload = 0;
         for _ in 0..count {
-            let at = r.at;
-            let [tag] = r.array("op kind")?;
-            let kind = EntryKind::from_tag(tag).ok_or(BatchError::UnknownKind { tag, at })?;
-            let key_len = u32::from_le_bytes(r.array("key length")?) as usize;
-            let key = r.take(key_len, "key")?.to_vec();
-            match kind {
-                EntryKind::Put => {
-                    let value_len = u32::from_le_bytes(r.array("value length")?) as usize;
-                    let value = r.take(value_len, "value")?.to_vec();
-                    batch.put_owned(key, value);
-                }
-                EntryKind::Delete => {
-                    batch.delete(&key);
-                }
-            }
+            let (_, key, value) = r.op()?;
+            payload += key.len() + value.len();
         }
         if r.at != bytes.len() {
             return Err(BatchError::TrailingBytes {
@@ -159,6 +195,12 @@ impl WriteBatch {
                 count,
             });
         }
+        let batch = Self {
+            rep: bytes.to_vec(),
+            count,
+            payload,
+            oversized: false,
+        };
         Ok((first_seq, batch))
     }
 }
@@ -177,6 +219,23 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    /// One op: (kind, key, value; empty for a delete).
+    fn op(&mut self) -> Result<(EntryKind, &'a [u8], &'a [u8]), BatchError> {
+        let at = self.at;
+        let [tag] = self.array("op kind")?;
+        let kind = EntryKind::from_tag(tag).ok_or(BatchError::UnknownKind { tag, at })?;
+        let key_len = u32::from_le_bytes(self.array("key length")?) as usize;
+        let key = self.take(key_len, "key")?;
+        let value = match kind {
+            EntryKind::Put => {
+                let value_len = u32::from_le_bytes(self.array("value length")?) as usize;
+                self.take(value_len, "value")?
+            }
+            EntryKind::Delete => &[],
+        };
+        Ok((kind, key, value))
+    }
+
     fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], BatchError> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.take(N, field)?);
@@ -193,8 +252,17 @@ mod tests {
     fn round_trip_and_encoded_len() {
         let mut b = WriteBatch::new();
         b.put(b"k", b"v").delete(b"gone").put(b"e", b"");
-        let bytes = b.encode(42);
+        let bytes = b.encode(42).to_vec();
         assert_eq!(bytes.len(), b.encoded_len());
+        let ops: Vec<_> = b.ops().collect();
+        assert_eq!(
+            ops,
+            vec![
+                (EntryKind::Put, &b"k"[..], &b"v"[..]),
+                (EntryKind::Delete, b"gone", b""),
+                (EntryKind::Put, b"e", b""),
+            ]
+        );
         assert_eq!(WriteBatch::decode(&bytes), Ok((42, b)));
         for cut in 0..bytes.len() {
             assert!(matches!(
@@ -231,6 +299,11 @@ mod tests {
                 match v { Some(v) => { b.put(k, v); } None => { b.delete(k); } }
             }
             prop_assert_eq!(b.encode(1).len(), b.encoded_len());
+            prop_assert_eq!(b.len(), ops.len());
+            let (seq, back) = WriteBatch::decode(b.encode(7)).unwrap();
+            prop_assert_eq!(seq, 7);
+            prop_assert_eq!(back.ops().count(), ops.len());
+            prop_assert_eq!(&back, &b);
         }
     }
 }

@@ -79,14 +79,14 @@ impl Db {
 
     /// Sets `key` to `value`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(9 + key.len() + value.len());
         b.put(key, value);
         self.write(b)
     }
 
     /// Deletes `key` (writes a tombstone).
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(5 + key.len());
         b.delete(key);
         self.write(b)
     }

@@ -23,13 +23,14 @@ impl DbInner {
             // Entries bound the table's distinct keys from above.
             let (plan, claim) = self.plan_filters(PlannedWrite {
                 level: 0,
-                keys: oldest.entries().count() as u64,
+                keys: oldest.len() as u64,
                 removed: &[],
             });
-            let mut entries = oldest.entries().map(Ok);
             let tables =
                 self.tables
-                    .write(0, &mut entries, u64::MAX, plan.bits_per_key, &self.counters)?;
+                    .write(0, u64::MAX, plan.bits_per_key, &self.counters, &mut |out| {
+                        oldest.write_to(out)
+                    })?;
             self.install(VersionEdit {
                 added: &tables,
                 flushed: Some(&oldest),

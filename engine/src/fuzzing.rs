@@ -21,7 +21,7 @@ pub fn replay_wal(bytes: &[u8], point_in_time: bool) -> Result<usize, String> {
     let mem = crate::memtable::MemTable::new(0);
     crate::replay::replay_logs(&logs, mode, crate::replay::LogStart::ANY, &mem)
         .map_err(|e| e.to_string())?;
-    Ok(mem.entries().count())
+    Ok(mem.len())
 }
 
 /// Decodes manifest bytes; returns the number of tables named.

@@ -28,11 +28,24 @@ impl DbInner {
     /// then retires what it replaced. Installs are serialized here; callers
     /// hold the flush or compaction lock that owns their inputs.
     pub(crate) fn install(&self, edit: VersionEdit<'_>) -> Result<()> {
+        self.install_moving(edit, &[])
+    }
+
+    /// `install`, where the tables `moved_from` also leave their level
+    /// while their files stay, named by handles in `edit.added` (a trivial
+    /// move): they are never marked obsolete.
+    pub(crate) fn install_moving(
+        &self,
+        edit: VersionEdit<'_>,
+        moved_from: &[Arc<TableHandle>],
+    ) -> Result<()> {
         let _install = self.install_lock.lock();
         let sv = Arc::clone(&self.current.read());
+        let leaving: Vec<Arc<TableHandle>> =
+            edit.removed.iter().chain(moved_from).cloned().collect();
         let version = sv
             .version
-            .edited(edit.added, edit.removed)
+            .edited(edit.added, &leaving)
             .map_err(|e| Error::Internal(e.to_string()))?;
         let flushed = |m: &Arc<MemTable>| edit.flushed.is_some_and(|f| Arc::ptr_eq(f, m));
         // WALs below the oldest memtable still in memory are fully in tables.

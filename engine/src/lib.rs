@@ -23,10 +23,12 @@
 //! ```
 
 mod answer;
+mod arena;
 mod background;
 mod batch;
 mod compaction;
 mod counters;
+mod cursor;
 mod damage;
 mod db;
 mod error;
@@ -41,6 +43,7 @@ mod iter;
 mod manifest;
 mod memtable;
 mod merge;
+mod merging_cursor;
 mod options;
 mod read;
 #[cfg(test)]

@@ -179,7 +179,7 @@ fn recover_into(
     if !replayed.is_empty() {
         let write = PlannedWrite {
             level: 0,
-            keys: replayed.entries().count() as u64,
+            keys: replayed.len() as u64,
             removed: &[],
         };
         let plan = plan_write(
@@ -189,8 +189,9 @@ fn recover_into(
             write,
             0,
         );
-        let mut entries = replayed.entries().map(Ok);
-        let flushed = tables.write(0, &mut entries, u64::MAX, plan.bits_per_key, &counters)?;
+        let flushed = tables.write(0, u64::MAX, plan.bits_per_key, &counters, &mut |out| {
+            replayed.write_to(out)
+        })?;
         replay_tables.extend(flushed.iter().map(|t| names::table(dir, t.meta.number)));
         undo.files.extend(replay_tables.iter().cloned());
         version = version

@@ -98,7 +98,7 @@ pub(crate) fn replay_logs(
                 Err(reason) => return Err(Error::corruption(&log.path, record.offset, reason)),
             };
             let count = batch.len() as u64;
-            for (j, (kind, key, value)) in batch.ops.into_iter().enumerate() {
+            for (j, (kind, key, value)) in batch.ops().enumerate() {
                 mem.insert(key, first + j as u64, kind, value);
             }
             next = Some(first + count);

@@ -118,8 +118,10 @@ pub struct Stats {
     pub data_blocks_read_per_get: f64,
     /// Memtable flushes.
     pub flushes: u64,
-    /// Compactions run.
+    /// Compactions run (merges that read and wrote tables).
     pub compactions: u64,
+    /// Tables moved one level down by a manifest edit alone (no merge).
+    pub trivial_moves: u64,
     /// Filters built (one per table written).
     pub filters_built: u64,
     /// Bytes of table files written.
@@ -186,6 +188,7 @@ impl DbInner {
             total,
             flushes: get(&self.counters.flushes),
             compactions: get(&self.counters.compactions),
+            trivial_moves: get(&self.counters.trivial_moves),
             filters_built: get(&self.counters.filters_built),
             bytes_written: get(&self.counters.bytes_written),
             bytes_compacted_read: get(&self.counters.bytes_compacted_read),

@@ -6,26 +6,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bloomlsm_sstable::{
-    BlockCache, Entry, FilterStatus, Table, TableBuilder, TableOptions, TableSummary, WritableFile,
-};
+mod writer;
+
+use bloomlsm_sstable::{BlockCache, FilterStatus, Table, TableOptions, TableSummary};
 
 use crate::counters::Counters;
+use crate::cursor::EntrySink;
 use crate::damage::Damage;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, names};
 use crate::manifest::TableMeta;
 use crate::options::{CorruptFilterPolicy, Options};
 use crate::version::TableHandle;
-
-/// Where the tables of one `TableFiles::write` go.
-#[derive(Clone, Copy, Debug)]
-struct OutputSpec {
-    level: usize,
-    /// A table is cut once it reaches this size (between user keys).
-    cut_bytes: u64,
-    bits_per_key: f64,
-}
+use writer::{OutputSpec, TableWriter};
 
 /// Where tables live and how they are written and read.
 #[derive(Debug)]
@@ -78,84 +71,37 @@ impl TableFiles {
         }
     }
 
-    /// Writes entries (in table order) to new tables for `level`, cutting a
-    /// table past `cut_bytes` only between user keys (so tables of a sorted
-    /// level never share a user key). Tables and the directory are fsynced.
-    /// On error, the tables this call created are removed.
+    /// Writes the entries `fill` gives its sink (in table order) to new
+    /// tables for `level`, cutting a table past `cut_bytes` only between
+    /// user keys (so tables of a sorted level never share a user key).
+    /// Tables and the directory are fsynced. On error, the tables this call
+    /// created are removed.
     pub(crate) fn write(
         &self,
         level: usize,
-        entries: &mut dyn Iterator<Item = Result<Entry>>,
         cut_bytes: u64,
         bits_per_key: f64,
         counters: &Counters,
+        fill: &mut dyn FnMut(&mut dyn EntrySink) -> Result<()>,
     ) -> Result<Vec<Arc<TableHandle>>> {
-        let mut created = Vec::new();
         let spec = OutputSpec {
             level,
             cut_bytes,
             bits_per_key,
         };
-        let written = self.write_into(&spec, entries, counters, &mut created);
-        if written.is_err() {
-            // The finished tables' handles were dropped without being marked
-            // obsolete: remove every file created here by path.
-            for path in &created {
-                let _ = self.fs.remove(path);
+        let mut writer = TableWriter::new(self, spec, counters);
+        let written = fill(&mut writer).and_then(|()| writer.finish());
+        match written {
+            Ok(()) => Ok(std::mem::take(&mut writer.out)),
+            Err(e) => {
+                // The finished tables' handles are dropped without being
+                // marked obsolete: remove every file created here by path.
+                for path in &writer.created {
+                    let _ = self.fs.remove(path);
+                }
+                Err(e)
             }
         }
-        written
-    }
-
-    fn write_into(
-        &self,
-        spec: &OutputSpec,
-        entries: &mut dyn Iterator<Item = Result<Entry>>,
-        counters: &Counters,
-        created: &mut Vec<PathBuf>,
-    ) -> Result<Vec<Arc<TableHandle>>> {
-        let OutputSpec {
-            level,
-            cut_bytes,
-            bits_per_key,
-        } = *spec;
-        let mut out = Vec::new();
-        let mut current: Option<(u64, TableBuilder<Box<dyn WritableFile>>)> = None;
-        let mut last_key: Option<Vec<u8>> = None;
-        for entry in entries {
-            let entry = entry?;
-            let new_key = last_key.as_deref() != Some(entry.user_key.as_slice());
-            if new_key
-                && let Some((_, builder)) = &current
-                && builder.estimated_file_size() >= cut_bytes
-                && let Some((number, builder)) = current.take()
-            {
-                out.push(self.finish(level, number, builder.finish()?, counters)?);
-            }
-            if current.is_none() {
-                let number = self.new_file_number();
-                let path = names::table(&self.dir, number);
-                let file = self.fs.create(&path)?;
-                created.push(path.clone());
-                current = Some((
-                    number,
-                    TableBuilder::new(file, &path, self.table_options(bits_per_key)),
-                ));
-            }
-            if let Some((_, builder)) = &mut current {
-                builder.add(&entry.user_key, entry.seq, entry.kind, &entry.value)?;
-            }
-            if new_key {
-                last_key = Some(entry.user_key);
-            }
-        }
-        if let Some((number, builder)) = current.take() {
-            out.push(self.finish(level, number, builder.finish()?, counters)?);
-        }
-        if !out.is_empty() {
-            self.sync_dir()?;
-        }
-        Ok(out)
     }
 
     /// Counts a finished table and opens it.

@@ -56,6 +56,22 @@ impl TableHandle {
         }
     }
 
+    /// A handle on the same file at `level` (a trivial move). The file is
+    /// then owned by the new handle: the old one must leave the tree
+    /// without being marked obsolete.
+    pub(crate) fn moved_to(&self, level: usize) -> Self {
+        Self::new(
+            TableMeta {
+                level,
+                ..self.meta.clone()
+            },
+            Arc::clone(&self.table),
+            self.path.clone(),
+            Arc::clone(&self.fs),
+            Arc::clone(&self.cache),
+        )
+    }
+
     /// The file is deleted when the last handle drops.
     /// REQUIRES: no manifest on disk names this table (the one that drops
     /// it is durable, or it was never offered to an install).

@@ -202,7 +202,7 @@ mod tests {
     fn batch(seq: u64) -> Vec<u8> {
         let mut b = crate::WriteBatch::new();
         b.put(&[seq as u8], &[seq as u8; 5]);
-        b.encode(seq)
+        b.encode(seq).to_vec()
     }
 
     fn encode(records: &[Vec<u8>]) -> Vec<u8> {
@@ -255,7 +255,7 @@ mod tests {
     fn the_successor_of_a_torn_record_comes_from_its_batch_header() {
         let mut b = crate::WriteBatch::new();
         b.put(b"a", b"1").put(b"b", b"2").delete(b"c");
-        let bytes = encode(&[b.encode(40)]);
+        let bytes = encode(&[b.encode(40).to_vec()]);
         for cut in [RECORD_HEADER_LEN + 12, bytes.len() - 1] {
             assert_eq!(
                 successor_of_torn(&bytes[..cut], 0, 40),

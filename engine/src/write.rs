@@ -20,20 +20,6 @@ impl DbInner {
     /// Refuses a batch that could not be stored whole, before anything is
     /// written.
     fn validate(&self, batch: &WriteBatch) -> Result<()> {
-        for (kind, key, value) in &batch.ops {
-            if key.is_empty() || key.len() > self.options.max_key_bytes {
-                return Err(Error::InvalidKey {
-                    len: key.len(),
-                    max: self.options.max_key_bytes,
-                });
-            }
-            if *kind == EntryKind::Put && value.len() > self.options.max_value_bytes {
-                return Err(Error::ValueTooLarge {
-                    len: value.len(),
-                    max: self.options.max_value_bytes,
-                });
-            }
-        }
         let bytes = batch.encoded_len();
         if bytes > MAX_BATCH_BYTES {
             return Err(Error::BatchTooLarge {
@@ -41,13 +27,27 @@ impl DbInner {
                 max: MAX_BATCH_BYTES,
             });
         }
+        for (kind, key, value) in batch.ops() {
+            if key.is_empty() || key.len() > self.options.max_key_bytes {
+                return Err(Error::InvalidKey {
+                    len: key.len(),
+                    max: self.options.max_key_bytes,
+                });
+            }
+            if kind == EntryKind::Put && value.len() > self.options.max_value_bytes {
+                return Err(Error::ValueTooLarge {
+                    len: value.len(),
+                    max: self.options.max_value_bytes,
+                });
+            }
+        }
         Ok(())
     }
 
     /// Applies `batch` atomically. Returns `Ok` exactly when the batch was
     /// applied (logged and in the memtable); a failure after that point
     /// (a rotation or inline flush) stops later writes instead.
-    pub(crate) fn write(&self, batch: WriteBatch) -> Result<()> {
+    pub(crate) fn write(&self, mut batch: WriteBatch) -> Result<()> {
         self.validate(&batch)?;
         if batch.is_empty() {
             return Ok(());
@@ -57,7 +57,7 @@ impl DbInner {
         let mut w = self.write.lock();
         self.check_writable()?;
         let first = w.next_seq;
-        let count = batch.ops.len() as u64;
+        let count = batch.len() as u64;
         if first
             .checked_add(count - 1)
             .is_none_or(|last| last > MAX_SEQUENCE)
@@ -65,15 +65,12 @@ impl DbInner {
             return Err(Error::SequenceExhausted);
         }
         let payload = batch.encode(first);
-        if let Err(e) = w
-            .wal
-            .append(&payload, self.options.sync == SyncMode::Always)
-        {
+        if let Err(e) = w.wal.append(payload, self.options.sync == SyncMode::Always) {
             self.stop_writes(format!("WAL append failed: {e}"));
             return Err(e);
         }
         let mem = Arc::clone(&self.current.read().mem);
-        for (i, (kind, key, value)) in batch.ops.into_iter().enumerate() {
+        for (i, (kind, key, value)) in batch.ops().enumerate() {
             mem.insert(key, first + i as u64, kind, value);
         }
         w.next_seq = first + count;

@@ -17,6 +17,10 @@ fn multi_level(policy: FilterPolicy) -> (tempfile::TempDir, Db) {
         block_cache_bytes: 0,
         // Inline flushes and compactions: both stores get the same shape.
         background_work: false,
+        // Static level budgets: L1 to L3 fill in turn, the deep shape the
+        // per-level budgets are about (dynamic budgets keep this store in
+        // fewer, fuller levels).
+        dynamic_level_bytes: false,
         ..Options::default()
     };
     let db = Db::open(dir.path(), options).unwrap();

@@ -11,6 +11,12 @@ use crate::table::Table;
 
 /// An owning cursor over a table (for scans and compaction). Holds at most
 /// one data block in memory.
+///
+/// Two ways to read it: as an `Iterator` of owned [`Entry`]s (scans), or as
+/// a cursor without copies (compaction): [`TableIter::advance`] moves to the
+/// next entry, and [`TableIter::user_key`], [`TableIter::value`],
+/// [`TableIter::seq`] and [`TableIter::kind`] borrow it until the next
+/// `advance` or `seek`.
 #[derive(Debug)]
 pub struct TableIter {
     table: Arc<Table>,
@@ -22,6 +28,9 @@ pub struct TableIter {
     on_unreturned: bool,
     fill_cache: bool,
     failed: bool,
+    /// The entry under the cursor, parsed by the last `advance` that
+    /// returned true: (user key length, sequence, kind).
+    here: Option<(usize, u64, EntryKind)>,
 }
 
 impl TableIter {
@@ -35,6 +44,7 @@ impl TableIter {
             on_unreturned: false,
             fill_cache,
             failed: false,
+            here: None,
         }
     }
 
@@ -47,6 +57,7 @@ impl TableIter {
             .partition_point(|e| e.last_user_key.as_slice() < user_key);
         self.current = None;
         self.on_unreturned = false;
+        self.here = None;
         self.next_block = i;
         if i >= self.table.index.len() {
             return Ok(());
@@ -67,8 +78,13 @@ impl TableIter {
         Ok(BlockIter::new(block))
     }
 
-    /// The entry under `it`, a cursor in the data block at file offset `offset`.
-    fn entry_here(table: &Table, it: &BlockIter<Arc<Block>>, offset: u64) -> Result<Entry> {
+    /// Parses the internal key under `it`, a cursor in the data block at
+    /// file offset `offset`: (user key length, sequence, kind).
+    fn parse_here(
+        table: &Table,
+        it: &BlockIter<Arc<Block>>,
+        offset: u64,
+    ) -> Result<(usize, u64, EntryKind)> {
         let corrupt = |reason| table.corruption(BlockKind::Data, offset, reason);
         let (user, seq, tag) = split_internal_key(it.key()).ok_or_else(|| {
             corrupt(BlockError::KeyShorterThanTag {
@@ -82,15 +98,14 @@ impl TableIter {
                 tag,
             })
         })?;
-        Ok(Entry {
-            user_key: user.to_vec(),
-            seq,
-            kind,
-            value: it.value().to_vec(),
-        })
+        Ok((user.len(), seq, kind))
     }
 
-    fn step(&mut self) -> Result<Option<Entry>> {
+    /// Moves to the next entry (the first after `new`, the sought one after
+    /// `seek`). False at the end. Copies nothing: the entry is read in place
+    /// in its data block through the accessors below.
+    pub fn advance(&mut self) -> Result<bool> {
+        self.here = None;
         loop {
             if let Some((it, offset)) = &mut self.current {
                 let offset = *offset;
@@ -99,18 +114,62 @@ impl TableIter {
                         .advance()
                         .map_err(|r| self.table.corruption(BlockKind::Data, offset, r))?;
                 if positioned {
-                    return Self::entry_here(&self.table, it, offset).map(Some);
+                    self.here = Some(Self::parse_here(&self.table, it, offset)?);
+                    return Ok(true);
                 }
                 self.current = None;
             }
             if self.next_block >= self.table.index.len() {
-                return Ok(None);
+                return Ok(false);
             }
             let i = self.next_block;
             let it = self.load(i)?;
             self.current = Some((it, self.table.index[i].handle.offset));
             self.next_block += 1;
         }
+    }
+
+    /// True while the cursor is on an entry (the last `advance` returned true).
+    pub fn valid(&self) -> bool {
+        self.here.is_some()
+    }
+
+    /// The user key under the cursor (empty when not `valid`).
+    pub fn user_key(&self) -> &[u8] {
+        match (&self.current, self.here) {
+            (Some((it, _)), Some((len, _, _))) => &it.key()[..len],
+            _ => &[],
+        }
+    }
+
+    /// The value under the cursor (empty for a tombstone or when not `valid`).
+    pub fn value(&self) -> &[u8] {
+        match (&self.current, self.here) {
+            (Some((it, _)), Some(_)) => it.value(),
+            _ => &[],
+        }
+    }
+
+    /// The sequence number under the cursor (0 when not `valid`).
+    pub fn seq(&self) -> u64 {
+        self.here.map_or(0, |(_, seq, _)| seq)
+    }
+
+    /// The kind under the cursor (`Delete` when not `valid`).
+    pub fn kind(&self) -> EntryKind {
+        self.here.map_or(EntryKind::Delete, |(_, _, kind)| kind)
+    }
+
+    fn step(&mut self) -> Result<Option<Entry>> {
+        if !self.advance()? {
+            return Ok(None);
+        }
+        Ok(Some(Entry {
+            user_key: self.user_key().to_vec(),
+            seq: self.seq(),
+            kind: self.kind(),
+            value: self.value().to_vec(),
+        }))
     }
 }
 

@@ -4,9 +4,13 @@
 //! filter. Inputs are deleted only after the manifest that drops them is
 //! durable and the last reader holding them lets go (`version.rs`).
 
+mod level_cursor;
 mod pick;
 mod retain;
+mod targets;
 
+#[cfg(test)]
+mod pick_tests;
 #[cfg(test)]
 mod tests;
 
@@ -15,15 +19,17 @@ use std::sync::Arc;
 use bloomlsm_sstable::TableIter;
 
 use crate::counters::Counters;
-use crate::error::{Error, Result};
+use crate::cursor::EntryCursor;
+use crate::error::Result;
 use crate::filter_budget::{PlannedWrite, table_keys};
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
-use crate::merge::{MergingIter, Source};
+use crate::merging_cursor::MergingCursor;
 use crate::version::TableHandle;
 
+use level_cursor::LevelCursor;
 pub(crate) use pick::Compaction;
-use retain::RetainIter;
+use retain::Retain;
 
 impl DbInner {
     /// Runs compactions until no level needs one, the store shuts down, or
@@ -73,21 +79,19 @@ impl DbInner {
     /// the last reader holding them lets go).
     /// REQUIRES: the compaction lock is held and every input is live.
     fn merge(&self, c: &Compaction<Arc<TableHandle>>) -> Result<()> {
+        if c.trivial_move {
+            return self.trivial_move(c);
+        }
         let inputs: Vec<Arc<TableHandle>> = c.all_inputs().cloned().collect();
-        let sources: Vec<Source> = inputs
-            .iter()
-            .map(|t| {
-                Counters::add(&self.counters.bytes_compacted_read, t.meta.file_size);
-                Box::new(
-                    TableIter::new(Arc::clone(&t.table), false).map(|r| r.map_err(Error::from)),
-                ) as Source
-            })
-            .collect();
+        for t in &inputs {
+            Counters::add(&self.counters.bytes_compacted_read, t.meta.file_size);
+        }
+        let mut merged = MergingCursor::new(input_cursors(&inputs));
         // Read after the inputs were chosen: a snapshot registered later has
         // a sequence at or above every entry of the inputs, so the newest
         // version of each key, always kept, is the one it sees.
         let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();
-        let mut stream = RetainIter::new(MergingIter::new(sources), snapshots, c.deeper.checker());
+        let mut retain = Retain::new(snapshots, c.deeper.checker());
         // The inputs' distinct keys bound the outputs' from above.
         let (plan, claim) = self.plan_filters(PlannedWrite {
             level: c.output_level,
@@ -96,10 +100,10 @@ impl DbInner {
         });
         let outputs = self.tables.write(
             c.output_level,
-            &mut stream,
             self.options.target_file_bytes,
             plan.bits_per_key,
             &self.counters,
+            &mut |out| retain.run(&mut merged, out),
         )?;
         self.install(VersionEdit {
             added: &outputs,
@@ -110,4 +114,56 @@ impl DbInner {
         Counters::add(&self.counters.compactions, 1);
         Ok(())
     }
+}
+
+impl DbInner {
+    /// Moves the inputs to the output level by a manifest edit: the files
+    /// are not read or written. Sound because no output-level table meets
+    /// them and they do not meet each other (so the output level stays
+    /// sorted and disjoint), and every version moves (tombstones and what
+    /// snapshots see included), merely one level deeper, where it still
+    /// shadows everything below it.
+    /// REQUIRES: the compaction lock is held and every input is live.
+    fn trivial_move(&self, c: &Compaction<Arc<TableHandle>>) -> Result<()> {
+        let moved: Vec<Arc<TableHandle>> = c
+            .inputs
+            .iter()
+            .map(|t| Arc::new(t.moved_to(c.output_level)))
+            .collect();
+        self.install_moving(
+            VersionEdit {
+                added: &moved,
+                ..VersionEdit::default()
+            },
+            &c.inputs,
+        )?;
+        Counters::add(&self.counters.trivial_moves, 1);
+        Ok(())
+    }
+}
+
+/// One cursor per L0 table (they may overlap) and one per deeper level (its
+/// tables are disjoint and sorted, so they are read one after another).
+/// REQUIRES: `inputs` grouped by level, each level's tables in key order.
+fn input_cursors(inputs: &[Arc<TableHandle>]) -> Vec<Box<dyn EntryCursor>> {
+    let mut cursors: Vec<Box<dyn EntryCursor>> = Vec::new();
+    let mut i = 0;
+    while i < inputs.len() {
+        let level = inputs[i].meta.level;
+        if level == 0 {
+            cursors.push(Box::new(TableIter::new(
+                Arc::clone(&inputs[i].table),
+                false,
+            )));
+            i += 1;
+            continue;
+        }
+        let run = inputs[i..]
+            .iter()
+            .take_while(|t| t.meta.level == level)
+            .count();
+        cursors.push(Box::new(LevelCursor::new(inputs[i..i + run].to_vec())));
+        i += run;
+    }
+    cursors
 }

@@ -2,6 +2,9 @@
 //! the whole input set and the tombstone decision can be tested on
 //! hand-built trees without any file.
 
+use std::cmp::Ordering;
+
+use super::targets::level_targets;
 use crate::manifest::TableMeta;
 use crate::options::Options;
 
@@ -42,6 +45,10 @@ pub(crate) struct Compaction<T> {
     pub(crate) deeper: DeeperRanges,
     /// The round-robin pointer of `level` after this compaction, if it moves.
     pub(crate) next_pointer: Option<Vec<u8>>,
+    /// Nothing to merge: no table of `output_level` meets the inputs, and
+    /// the inputs do not meet each other, so they move to `output_level`
+    /// by a manifest edit alone, every version (and tombstone) kept.
+    pub(crate) trivial_move: bool,
 }
 
 impl<T> Compaction<T> {
@@ -109,8 +116,13 @@ impl BaseLevelCheck<'_> {
 
 /// The most urgent compaction of the tree `levels` (L0 newest first, deeper
 /// levels sorted by smallest key), or `None` when no level is over budget.
-/// `pointers[level]` is the largest key of the last table compacted out of
-/// that level (round robin over the key space, as LevelDB does).
+/// L0 goes, whole, into the base level (`targets.rs`) once it holds
+/// `l0_compaction_trigger` tables. Otherwise the level most over its budget
+/// gives the table whose overlap with the next level is the smallest part
+/// of its own size (RocksDB's `kMinOverlappingRatio`: the least rewriting
+/// per byte moved down); ties go round robin, to the first after
+/// `pointers[level]`, the largest key of the last table compacted out of
+/// that level.
 pub(crate) fn pick<T: TableRef + Clone>(
     levels: &[Vec<T>],
     options: &Options,
@@ -119,29 +131,78 @@ pub(crate) fn pick<T: TableRef + Clone>(
     if levels.len() < 2 {
         return None;
     }
+    let bytes: Vec<u64> = levels.iter().map(|l| level_bytes(l)).collect();
+    let targets = level_targets(&bytes, options);
     if levels[0].len() >= options.l0_compaction_trigger {
-        return Some(expand(levels, 0, levels[0].clone(), None));
+        return Some(expand(
+            levels,
+            0,
+            levels[0].clone(),
+            targets.base_level,
+            None,
+        ));
     }
     let last = levels.len() - 1;
     let (mut best, mut best_score) = (None, 1.0f64);
-    for (level, tables) in levels.iter().enumerate().take(last).skip(1) {
-        let bytes: u64 = tables.iter().map(|t| t.meta().file_size).sum();
-        let score = bytes as f64 / options.level_budget(level).max(1) as f64;
+    for (level, (&bytes, &budget)) in bytes
+        .iter()
+        .zip(&targets.budgets)
+        .enumerate()
+        .take(last)
+        .skip(targets.base_level)
+    {
+        let score = bytes as f64 / budget.max(1) as f64;
         if score > best_score {
             best = Some(level);
             best_score = score;
         }
     }
     let level = best?;
-    let tables = &levels[level];
     let pointer = pointers.get(level).map_or(&[][..], Vec::as_slice);
-    let pick = tables
-        .iter()
-        .find(|t| t.meta().smallest_key.as_slice() > pointer)
-        .or_else(|| tables.first())?
-        .clone();
+    let pick = least_overlapping(&levels[level], &levels[level + 1], pointer)?.clone();
     let next_pointer = Some(pick.meta().largest_key.clone());
-    Some(expand(levels, level, vec![pick], next_pointer))
+    Some(expand(levels, level, vec![pick], level + 1, next_pointer))
+}
+
+fn level_bytes<T: TableRef>(tables: &[T]) -> u64 {
+    tables.iter().map(|t| t.meta().file_size).sum()
+}
+
+/// The table of `tables` (a sorted level) whose overlapping bytes in `next`
+/// (the sorted level below) are the smallest fraction of its own size;
+/// among equals, the first at or after the round-robin `pointer`.
+fn least_overlapping<'a, T: TableRef>(
+    tables: &'a [T],
+    next: &[T],
+    pointer: &[u8],
+) -> Option<&'a T> {
+    let start = tables
+        .iter()
+        .position(|t| t.meta().smallest_key.as_slice() > pointer)
+        .unwrap_or(0);
+    let mut best: Option<(&T, u64)> = None;
+    for t in tables[start..].iter().chain(&tables[..start]) {
+        let m = t.meta();
+        let overlap = level_bytes(overlapping_slice(next, &m.smallest_key, &m.largest_key));
+        let better = best.is_none_or(|(b, b_overlap)| {
+            // overlap / size < b_overlap / b_size, without division.
+            let lhs = u128::from(overlap) * u128::from(b.meta().file_size.max(1));
+            let rhs = u128::from(b_overlap) * u128::from(m.file_size.max(1));
+            lhs.cmp(&rhs) == Ordering::Less
+        });
+        if better {
+            best = Some((t, overlap));
+        }
+    }
+    best.map(|(t, _)| t)
+}
+
+/// The tables of a sorted level (disjoint, by smallest key) that meet
+/// `[smallest, largest]`: a contiguous run, found by binary search.
+fn overlapping_slice<'a, T: TableRef>(tables: &'a [T], smallest: &[u8], largest: &[u8]) -> &'a [T] {
+    let from = tables.partition_point(|t| t.meta().largest_key.as_slice() < smallest);
+    let to = tables.partition_point(|t| t.meta().smallest_key.as_slice() <= largest);
+    &tables[from..to.max(from)]
 }
 
 /// A compaction of every table into the deepest level in use (at least L1).
@@ -160,17 +221,18 @@ pub(crate) fn pick_all<T: TableRef + Clone>(levels: &[Vec<T>]) -> Option<Compact
         overlapping,
         deeper: DeeperRanges::none(),
         next_pointer: None,
+        trivial_move: false,
     })
 }
 
-/// Adds the overlapping tables of the next level and the ranges below it.
+/// Adds the overlapping tables of `output_level` and the ranges below it.
 fn expand<T: TableRef + Clone>(
     levels: &[Vec<T>],
     level: usize,
     inputs: Vec<T>,
+    output_level: usize,
     next_pointer: Option<Vec<u8>>,
 ) -> Compaction<T> {
-    let output_level = level + 1;
     let next_level = match key_range(&inputs) {
         Some((smallest, largest)) => overlapping(&levels[output_level], smallest, largest),
         None => Vec::new(),
@@ -193,6 +255,7 @@ fn expand<T: TableRef + Clone>(
         ),
         None => DeeperRanges::none(),
     };
+    let trivial_move = next_level.is_empty() && pairwise_disjoint(&inputs);
     Compaction {
         level,
         inputs,
@@ -200,7 +263,23 @@ fn expand<T: TableRef + Clone>(
         overlapping: next_level,
         deeper,
         next_pointer,
+        trivial_move,
     }
+}
+
+/// No two of `tables` share a key, so they can sit in one sorted level.
+fn pairwise_disjoint<T: TableRef>(tables: &[T]) -> bool {
+    let mut ranges: Vec<(&[u8], &[u8])> = tables
+        .iter()
+        .map(|t| {
+            (
+                t.meta().smallest_key.as_slice(),
+                t.meta().largest_key.as_slice(),
+            )
+        })
+        .collect();
+    ranges.sort_unstable();
+    ranges.windows(2).all(|w| w[0].1 < w[1].0)
 }
 
 /// The smallest and largest user key over `tables`.

@@ -1,11 +1,11 @@
-//! What a compaction keeps of each user key's versions.
+//! What a compaction keeps of each user key's versions, streamed from the
+//! merged inputs to the output tables without copying an entry (only the
+//! current user key is kept, in one reused buffer).
 
-use std::collections::VecDeque;
-use std::iter::Peekable;
-
-use bloomlsm_sstable::{Entry, EntryKind};
+use bloomlsm_sstable::EntryKind;
 
 use super::pick::BaseLevelCheck;
+use crate::cursor::{EntryCursor, EntrySink};
 use crate::error::Result;
 
 /// Keeps, for each user key, the versions some reader can still see: the
@@ -13,24 +13,33 @@ use crate::error::Result;
 /// snapshot. Trailing tombstones (nothing older kept below them) are
 /// dropped only when no level below the output can hold the key: a
 /// tombstone dropped above an older value would bring that value back.
-pub(crate) struct RetainIter<'a, I: Iterator<Item = Result<Entry>>> {
-    inner: Peekable<I>,
+pub(crate) struct Retain<'a> {
     /// Live snapshot sequence numbers, ascending.
     snapshots: Vec<u64>,
     base: BaseLevelCheck<'a>,
-    ready: VecDeque<Entry>,
-    failed: bool,
+    /// The user key whose versions are being read (valid when `in_key`).
+    key: Vec<u8>,
+    in_key: bool,
+    /// Sequence of the previous version of `key` (u64::MAX before the first).
+    newer: u64,
+    /// A version of `key` was kept.
+    kept_any: bool,
+    /// Kept tombstones of `key` not yet written: written when a kept value
+    /// follows them, dropped or written at the end of the key.
+    pending_tombstones: Vec<u64>,
 }
 
-impl<'a, I: Iterator<Item = Result<Entry>>> RetainIter<'a, I> {
-    /// REQUIRES: `inner` is in table order; `snapshots` ascending.
-    pub(crate) fn new(inner: I, snapshots: Vec<u64>, base: BaseLevelCheck<'a>) -> Self {
+impl<'a> Retain<'a> {
+    /// REQUIRES: `snapshots` ascending.
+    pub(crate) fn new(snapshots: Vec<u64>, base: BaseLevelCheck<'a>) -> Self {
         Self {
-            inner: inner.peekable(),
             snapshots,
             base,
-            ready: VecDeque::new(),
-            failed: false,
+            key: Vec::new(),
+            in_key: false,
+            newer: u64::MAX,
+            kept_any: false,
+            pending_tombstones: Vec::new(),
         }
     }
 
@@ -40,65 +49,59 @@ impl<'a, I: Iterator<Item = Result<Entry>>> RetainIter<'a, I> {
         self.snapshots.get(i).is_some_and(|&s| s < newer)
     }
 
-    /// Moves the kept versions of the next user key to `ready`.
-    fn next_key(&mut self) -> Result<bool> {
-        let Some(first) = self.inner.next() else {
-            return Ok(false);
-        };
-        let mut versions = vec![first?];
-        while let Some(Ok(next)) = self.inner.peek() {
-            if next.user_key != versions[0].user_key {
-                break;
+    /// Reads `input` (in table order) to its end and writes what is kept
+    /// to `out`, in table order.
+    pub(crate) fn run(
+        &mut self,
+        input: &mut dyn EntryCursor,
+        out: &mut dyn EntrySink,
+    ) -> Result<()> {
+        while input.advance()? {
+            let user_key = input.user_key();
+            if !self.in_key || self.key != user_key {
+                self.end_key(out)?;
+                self.key.clear();
+                self.key.extend_from_slice(user_key);
+                self.in_key = true;
+                self.newer = u64::MAX;
+                self.kept_any = false;
             }
-            if let Some(Ok(e)) = self.inner.next() {
-                versions.push(e);
+            let seq = input.seq();
+            let keep = !self.kept_any || self.needed_by_snapshot(seq, self.newer);
+            self.newer = seq;
+            if !keep {
+                continue;
             }
-        }
-        if let Some(Err(_)) = self.inner.peek()
-            && let Some(Err(e)) = self.inner.next()
-        {
-            return Err(e);
-        }
-        let mut kept: Vec<Entry> = Vec::with_capacity(1);
-        let mut newer = u64::MAX;
-        for v in versions {
-            let seq = v.seq;
-            if kept.is_empty() || self.needed_by_snapshot(seq, newer) {
-                kept.push(v);
-            }
-            newer = seq;
-        }
-        if kept.last().is_some_and(|e| e.kind == EntryKind::Delete)
-            && self.base.is_base_level_for(&kept[0].user_key)
-        {
-            while kept.last().is_some_and(|e| e.kind == EntryKind::Delete) {
-                kept.pop();
-            }
-        }
-        self.ready.extend(kept);
-        Ok(true)
-    }
-}
-
-impl<I: Iterator<Item = Result<Entry>>> Iterator for RetainIter<'_, I> {
-    type Item = Result<Entry>;
-
-    fn next(&mut self) -> Option<Result<Entry>> {
-        loop {
-            if let Some(e) = self.ready.pop_front() {
-                return Some(Ok(e));
-            }
-            if self.failed {
-                return None;
-            }
-            match self.next_key() {
-                Ok(true) => continue,
-                Ok(false) => return None,
-                Err(e) => {
-                    self.failed = true;
-                    return Some(Err(e));
+            self.kept_any = true;
+            match input.kind() {
+                EntryKind::Delete => self.pending_tombstones.push(seq),
+                EntryKind::Put => {
+                    self.write_pending(out)?;
+                    out.add(user_key, seq, EntryKind::Put, input.value())?;
                 }
             }
         }
+        self.end_key(out)
+    }
+
+    /// The end of `key`'s versions: trailing tombstones go when no deeper
+    /// level can hold the key, else they are written.
+    fn end_key(&mut self, out: &mut dyn EntrySink) -> Result<()> {
+        if self.pending_tombstones.is_empty() {
+            return Ok(());
+        }
+        if self.base.is_base_level_for(&self.key) {
+            self.pending_tombstones.clear();
+            return Ok(());
+        }
+        self.write_pending(out)
+    }
+
+    fn write_pending(&mut self, out: &mut dyn EntrySink) -> Result<()> {
+        for &seq in &self.pending_tombstones {
+            out.add(&self.key, seq, EntryKind::Delete, &[])?;
+        }
+        self.pending_tombstones.clear();
+        Ok(())
     }
 }

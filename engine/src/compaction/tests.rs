@@ -4,7 +4,8 @@
 use bloomlsm_sstable::{Entry, EntryKind};
 
 use super::pick::{DeeperRanges, pick, pick_all};
-use super::retain::RetainIter;
+use super::retain::Retain;
+use crate::cursor::tests::VecCursor;
 use crate::error::Result;
 use crate::manifest::TableMeta;
 use crate::options::Options;
@@ -30,6 +31,9 @@ fn options() -> Options {
         l1_bytes: 100,
         level_size_ratio: 10,
         num_levels: 5,
+        // These cases are about static budgets (`pick_tests.rs` has the
+        // dynamic ones).
+        dynamic_level_bytes: false,
         ..Options::default()
     }
 }
@@ -185,8 +189,12 @@ fn run(
     snapshots: Vec<u64>,
     deeper: &DeeperRanges,
 ) -> Vec<(String, u64)> {
-    RetainIter::new(entries.into_iter(), snapshots, deeper.checker())
-        .map(|r| r.unwrap())
+    let mut input = VecCursor::new(entries.into_iter().map(|r| r.unwrap()).collect());
+    let mut out: Vec<Entry> = Vec::new();
+    Retain::new(snapshots, deeper.checker())
+        .run(&mut input, &mut out)
+        .unwrap();
+    out.into_iter()
         .map(|e| (String::from_utf8(e.user_key).unwrap(), e.seq))
         .collect()
 }
@@ -276,13 +284,13 @@ mod in_a_store {
         let inner = &db.inner;
         let tables = inner
             .tables
-            .write(
-                level,
-                &mut entries.into_iter(),
-                u64::MAX,
-                10.0,
-                &inner.counters,
-            )
+            .write(level, u64::MAX, 10.0, &inner.counters, &mut |out| {
+                for e in &entries {
+                    let e = e.as_ref().unwrap();
+                    out.add(&e.user_key, e.seq, e.kind, &e.value)?;
+                }
+                Ok(())
+            })
             .unwrap();
         inner
             .install(crate::install::VersionEdit {
@@ -300,6 +308,7 @@ mod in_a_store {
             num_levels: 4,
             l1_bytes: 64,
             level_size_ratio: 1000,
+            dynamic_level_bytes: false,
             ..Options::default()
         };
         let db = Db::open(dir.path(), options).unwrap();

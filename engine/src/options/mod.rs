@@ -64,7 +64,13 @@ pub struct Options {
     /// L0 tables at which writes wait for compaction (default 12).
     pub l0_stop_trigger: usize,
     /// Byte budget of L1 (default 64 MiB); level n+1 gets `level_size_ratio` times level n.
+    /// With `dynamic_level_bytes`, the budget of the level L0 compacts into.
     pub l1_bytes: u64,
+    /// Level budgets from the last level's size up, L0 compacting into the
+    /// shallowest level that needs to exist (default true; RocksDB's
+    /// `level_compaction_dynamic_level_bytes`, on by default since 8.4).
+    /// False: L0 into L1, budgets from `l1_bytes` down.
+    pub dynamic_level_bytes: bool,
     /// Size ratio between adjacent levels (default 10).
     pub level_size_ratio: u64,
     /// Number of levels, L0 included (default 7).
@@ -103,6 +109,7 @@ impl Default for Options {
             l0_stop_trigger: 12,
             l1_bytes: 64 << 20,
             level_size_ratio: 10,
+            dynamic_level_bytes: true,
             num_levels: 7,
             target_file_bytes: 8 << 20,
             max_key_bytes: 64 << 10,

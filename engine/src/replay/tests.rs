@@ -14,7 +14,7 @@ fn batch(seq: u64, ops: usize, value_len: usize) -> Vec<u8> {
             &random_bytes(value_len, seq + i as u64),
         );
     }
-    b.encode(seq)
+    b.encode(seq).to_vec()
 }
 
 fn record(payload: &[u8]) -> Vec<u8> {
@@ -143,7 +143,7 @@ fn a_record_inside_a_torn_value_is_not_the_log() {
     let mut b = WriteBatch::new();
     b.put(b"log", &value);
     let mut bytes = wal_of([1]);
-    bytes.extend_from_slice(&record(&b.encode(2)));
+    bytes.extend_from_slice(&record(b.encode(2)));
     let torn = bytes[..bytes.len() - 32].to_vec();
     assert_eq!(replay(vec![torn], TORN, FRESH).unwrap(), Some(1));
     // The record that does follow a torn one (sequence 3) is found.

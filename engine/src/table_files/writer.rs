@@ -1,0 +1,108 @@
+//! The writer behind `TableFiles::write`: takes entries in table order and
+//! cuts them into tables, only between user keys.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bloomlsm_sstable::{EntryKind, TableBuilder, WritableFile};
+
+use super::TableFiles;
+use crate::counters::Counters;
+use crate::cursor::EntrySink;
+use crate::error::Result;
+use crate::fs::names;
+use crate::version::TableHandle;
+
+/// Where the tables of one `TableFiles::write` go.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct OutputSpec {
+    pub(super) level: usize,
+    /// A table is cut once it reaches this size (between user keys).
+    pub(super) cut_bytes: u64,
+    pub(super) bits_per_key: f64,
+}
+
+/// Writes the entries it is given to new tables of one level. Invariant:
+/// `last_key` is the user key of the last entry added (when `any`), so a
+/// table is cut only where the user key changes and the tables of a sorted
+/// level never share a user key.
+pub(super) struct TableWriter<'a> {
+    files: &'a TableFiles,
+    spec: OutputSpec,
+    counters: &'a Counters,
+    current: Option<(u64, TableBuilder<Box<dyn WritableFile>>)>,
+    last_key: Vec<u8>,
+    any: bool,
+    /// Finished tables, opened.
+    pub(super) out: Vec<Arc<TableHandle>>,
+    /// Every file created, finished or not (removed on failure).
+    pub(super) created: Vec<PathBuf>,
+}
+
+impl<'a> TableWriter<'a> {
+    pub(super) fn new(files: &'a TableFiles, spec: OutputSpec, counters: &'a Counters) -> Self {
+        Self {
+            files,
+            spec,
+            counters,
+            current: None,
+            last_key: Vec::new(),
+            any: false,
+            out: Vec::new(),
+            created: Vec::new(),
+        }
+    }
+
+    /// Finishes the open table and fsyncs the directory once.
+    pub(super) fn finish(&mut self) -> Result<()> {
+        if let Some((number, builder)) = self.current.take() {
+            let summary = builder.finish()?;
+            let handle = self
+                .files
+                .finish(self.spec.level, number, summary, self.counters)?;
+            self.out.push(handle);
+        }
+        if !self.out.is_empty() {
+            self.files.sync_dir()?;
+        }
+        Ok(())
+    }
+}
+
+impl EntrySink for TableWriter<'_> {
+    fn add(&mut self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> Result<()> {
+        let new_key = !self.any || self.last_key != user_key;
+        if new_key
+            && let Some((_, builder)) = &self.current
+            && builder.estimated_file_size() >= self.spec.cut_bytes
+            && let Some((number, builder)) = self.current.take()
+        {
+            let summary = builder.finish()?;
+            let handle = self
+                .files
+                .finish(self.spec.level, number, summary, self.counters)?;
+            self.out.push(handle);
+        }
+        let builder = match &mut self.current {
+            Some((_, builder)) => builder,
+            None => {
+                let number = self.files.new_file_number();
+                let path = names::table(&self.files.dir, number);
+                let file = self.files.fs.create(&path)?;
+                self.created.push(path.clone());
+                let options = self.files.table_options(self.spec.bits_per_key);
+                let (_, builder) = self
+                    .current
+                    .insert((number, TableBuilder::new(file, &path, options)));
+                builder
+            }
+        };
+        builder.add(user_key, seq, kind, value)?;
+        if new_key {
+            self.last_key.clear();
+            self.last_key.extend_from_slice(user_key);
+            self.any = true;
+        }
+        Ok(())
+    }
+}
