@@ -34,6 +34,15 @@ pub(crate) fn table_keys(t: &TableHandle) -> u64 {
     t.table.properties().distinct_keys
 }
 
+/// Distinct keys of every table, level by level, in each level's order.
+#[cfg(test)]
+pub(crate) fn keys_per_level(levels: &[Vec<Arc<TableHandle>>]) -> Vec<Vec<u64>> {
+    levels
+        .iter()
+        .map(|l| l.iter().map(|t| table_keys(t)).collect())
+        .collect()
+}
+
 /// Bytes of a table's filter in memory (0 without a usable one).
 pub(crate) fn table_filter_bytes(t: &TableHandle) -> u64 {
     t.table.filter().map_or(0, |f| f.memory_bytes() as u64)

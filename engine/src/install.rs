@@ -89,14 +89,7 @@ impl DbInner {
         #[cfg(test)]
         self.install_hook.call(|| {
             let levels = self.current.read().version.levels.clone();
-            let keys = levels
-                .iter()
-                .map(|l| {
-                    l.iter()
-                        .map(|t| crate::filter_budget::table_keys(t))
-                        .collect()
-                })
-                .collect();
+            let keys = crate::filter_budget::keys_per_level(&levels);
             (self.stats(), keys)
         });
         for t in edit.removed {

@@ -88,19 +88,7 @@ fn watch(db: &Db, kind: FilterKind) -> Arc<Mutex<Vec<Sample>>> {
 
 /// The sample of the store as it is now.
 fn sample_now(db: &Db, kind: FilterKind) -> Sample {
-    let keys: Vec<Vec<u64>> = db
-        .inner
-        .current
-        .read()
-        .version
-        .levels
-        .iter()
-        .map(|l| {
-            l.iter()
-                .map(|t| crate::filter_budget::table_keys(t))
-                .collect()
-        })
-        .collect();
+    let keys = crate::filter_budget::keys_per_level(&db.inner.current.read().version.levels);
     sample(kind, &db.stats(), &keys)
 }
 

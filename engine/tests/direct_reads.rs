@@ -111,14 +111,20 @@ fn each_table_reads_points_direct(dir: &Path) -> bool {
     !per_table.is_empty() && per_table.values().all(|&counts| counts == (1, 1))
 }
 
-/// `read_bytes` of /proc/self/io: bytes this process had read from storage.
-fn device_read_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/io")
+/// `read_bytes` of an io accounting file (/proc/self/io for the process,
+/// /proc/thread-self/io for the calling thread): bytes read from storage.
+fn read_bytes_of(io: &str) -> u64 {
+    std::fs::read_to_string(io)
         .unwrap()
         .lines()
         .find_map(|l| l.strip_prefix("read_bytes:"))
         .map(|v| v.trim().parse().unwrap())
         .unwrap()
+}
+
+/// Bytes this process had read from storage.
+fn device_read_bytes() -> u64 {
+    read_bytes_of("/proc/self/io")
 }
 
 #[test]
@@ -276,12 +282,7 @@ fn dev_shm_store_agrees_with_the_kernel_about_o_direct() {
 /// compactions run on the writing thread, and other tests' reads (on their
 /// own threads) do not count.
 fn thread_device_read_bytes() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/io")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("read_bytes:"))
-        .map(|v| v.trim().parse().unwrap())
-        .unwrap()
+    read_bytes_of("/proc/thread-self/io")
 }
 
 #[test]

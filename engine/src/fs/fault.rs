@@ -217,31 +217,35 @@ struct FaultReader {
     fs: FaultFs,
 }
 
-impl RandomAccessFile for FaultReader {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+impl FaultReader {
+    /// `read` (a point or a bulk read of the inner file), unless short
+    /// reads are injected: then half of `buf` is read and the rest fails.
+    fn read_with(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        read: impl Fn(&mut [u8], u64) -> io::Result<()>,
+    ) -> io::Result<()> {
         if self.fs.state.lock().short_reads && buf.len() > 1 {
             let half = buf.len() / 2;
-            self.inner.read_exact_at(&mut buf[..half], offset)?;
+            read(&mut buf[..half], offset)?;
             self.fs.state.lock().faults_injected += 1;
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 "injected short read",
             ));
         }
-        self.inner.read_exact_at(buf, offset)
+        read(buf, offset)
+    }
+}
+
+impl RandomAccessFile for FaultReader {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.read_with(buf, offset, |b, o| self.inner.read_exact_at(b, o))
     }
 
     fn read_exact_at_bulk(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        if self.fs.state.lock().short_reads && buf.len() > 1 {
-            let half = buf.len() / 2;
-            self.inner.read_exact_at_bulk(&mut buf[..half], offset)?;
-            self.fs.state.lock().faults_injected += 1;
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "injected short read",
-            ));
-        }
-        self.inner.read_exact_at_bulk(buf, offset)
+        self.read_with(buf, offset, |b, o| self.inner.read_exact_at_bulk(b, o))
     }
 
     fn len(&self) -> io::Result<u64> {
