@@ -12,6 +12,8 @@ mod targets;
 #[cfg(test)]
 mod pick_tests;
 #[cfg(test)]
+mod shape_model_tests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
