@@ -128,16 +128,6 @@ pub enum ManifestDamage {
         /// Its largest sequence.
         largest: u64,
     },
-    /// A table at a level the store does not have.
-    #[error("table {number} at level {level} but the store has {levels} levels")]
-    Level {
-        /// Its file number.
-        number: u64,
-        /// Its level.
-        level: usize,
-        /// Levels of the store.
-        levels: usize,
-    },
 }
 
 /// Why WAL replay refused a store.

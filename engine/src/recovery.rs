@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::counters::Counters;
-use crate::damage::{Damage, ManifestDamage};
+use crate::damage::Damage;
 use crate::error::{Error, Result};
 use crate::filter_budget::{PlannedWrite, plan_write};
 use crate::fs::names::{self, FileType};
@@ -111,16 +111,18 @@ fn recover_into(
     let num_levels = options.num_levels;
     let mut version = Version::new(num_levels);
     for meta in &state.tables {
+        // The manifest is checksummed, so a level past the tree's comes
+        // from the options, not from damage: the store was written with
+        // more levels (with dynamic level budgets, even a small store's
+        // tables sit at the last level). Refused as the option it is.
         if meta.level >= num_levels {
-            return Err(Error::corruption(
-                &manifest_path,
-                0,
-                ManifestDamage::Level {
-                    number: meta.number,
-                    level: meta.level,
-                    levels: num_levels,
-                },
-            ));
+            return Err(Error::InvalidOptions(format!(
+                "table {} is at level {}, but num_levels is {num_levels}: open the \
+                 store with num_levels of at least {}",
+                meta.number,
+                meta.level,
+                meta.level + 1
+            )));
         }
         version.levels[meta.level].push(tables.open(meta.clone())?);
     }

@@ -142,3 +142,45 @@ fn max_size_keys_that_prefix_each_other_through_flush_compaction_and_reopen() {
     let db = Db::open(dir.path(), opts).unwrap();
     check(&db, &model, &probes, "after the last reopen");
 }
+
+/// Finding: with dynamic level budgets (the default) even a store of four
+/// keys has its tables at the last level, so reopening it with fewer
+/// `num_levels` (an option change) was refused as a corrupt manifest, and
+/// before dynamic budgets the same store, its tables at L1, opened fine.
+/// It must be refused as an options error that says what to do, and leave
+/// the store as it was.
+#[test]
+fn reopening_with_fewer_levels_than_the_tree_uses_is_an_options_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        l0_compaction_trigger: 2,
+        ..options()
+    };
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    for r in 0..3u8 {
+        db.put(&[b'k', r], b"v").unwrap();
+        db.flush().unwrap();
+    }
+    db.put(b"z", b"v").unwrap();
+    let deepest = db.stats().levels.iter().rposition(|l| l.tables > 0);
+    assert_eq!(
+        deepest,
+        Some(opts.num_levels - 1),
+        "an empty tree's L0 goes to the last level"
+    );
+    db.close().unwrap();
+    let fewer = Options {
+        num_levels: 3,
+        ..opts.clone()
+    };
+    let Err(err) = Db::open(dir.path(), fewer) else {
+        panic!("opened with 3 levels, though the tree has a table at L6");
+    };
+    assert!(
+        matches!(err, bloomlsm::Error::InvalidOptions(_)),
+        "an option mismatch reported as: {err}"
+    );
+    assert!(err.to_string().contains("num_levels"), "{err}");
+    let db = Db::open(dir.path(), opts).unwrap();
+    assert_eq!(db.get(b"k\x01").unwrap(), Some(b"v".to_vec()));
+}
