@@ -12,7 +12,11 @@ use crate::error::Result;
 /// it onto the next one. `user_key` and `value` borrow the entry under the
 /// cursor and stay valid until the next `advance`.
 pub(crate) trait EntryCursor {
-    /// Moves to the next entry; false at the end (and after an error).
+    /// Moves to the next entry; false at the end. After an error the
+    /// cursor is spent and must not be advanced again: its position is
+    /// unspecified (a `TableIter` that failed to parse an entry has moved
+    /// past it, so a retry would skip it). Every caller stops at the first
+    /// error and abandons what it was writing.
     fn advance(&mut self) -> Result<bool>;
     /// REQUIRES: the last `advance` returned true.
     fn user_key(&self) -> &[u8];
