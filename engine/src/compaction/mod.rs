@@ -10,6 +10,8 @@ mod retain;
 mod targets;
 
 #[cfg(test)]
+mod moving_readers_tests;
+#[cfg(test)]
 mod pick_tests;
 #[cfg(test)]
 mod shape_model_tests;

@@ -20,25 +20,25 @@ use crate::{Db, Options, Snapshot};
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// xorshift64: the same case every run.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
 }
 
-fn key(n: u64) -> Vec<u8> {
+pub(super) fn key(n: u64) -> Vec<u8> {
     format!("k{n:06}").into_bytes()
 }
 
-fn options(dynamic_level_bytes: bool) -> Options {
+pub(super) fn options(dynamic_level_bytes: bool) -> Options {
     Options {
         // Narrow tables of several small blocks, a deep tree of tiny
         // levels, compactions run inline at each write.
@@ -58,7 +58,7 @@ fn options(dynamic_level_bytes: bool) -> Options {
 
 /// A directory in memory (`/dev/shm`) where there is one: this test
 /// checks answers, not durability, and fsyncs on a disk dominate it.
-fn scratch_dir() -> tempfile::TempDir {
+pub(super) fn scratch_dir() -> tempfile::TempDir {
     let shm = std::path::Path::new("/dev/shm");
     if shm.is_dir() {
         tempfile::tempdir_in(shm).unwrap()
@@ -369,80 +369,4 @@ fn trivial_moves_boundary_writes_and_shrinking_trees_agree_with_a_model() {
 #[test]
 fn the_same_shapes_under_static_level_budgets() {
     run_case(0x5851_f42d_4c95_7f2d, false, 160);
-}
-
-/// Background flushes and compactions (mostly trivial moves: the writer
-/// appends ascending keys) while readers check that every acknowledged
-/// write is visible at its version or a later one.
-#[test]
-fn readers_see_every_acknowledged_write_while_tables_move_down() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    const KEYS: u64 = 6000;
-    let dir = scratch_dir();
-    let options = Options {
-        background_work: true,
-        ..options(true)
-    };
-    let db = Arc::new(Db::open(dir.path(), options).unwrap());
-    let latest: Arc<Vec<AtomicU64>> = Arc::new((0..KEYS).map(|_| AtomicU64::new(0)).collect());
-    let written = Arc::new(AtomicU64::new(0));
-    let parse = |v: &[u8]| -> u64 {
-        let s = std::str::from_utf8(v).unwrap();
-        s.rsplit_once(':').unwrap().1.parse().unwrap()
-    };
-    let readers: Vec<_> = (0..2u64)
-        .map(|r| {
-            let (db, latest, written) =
-                (Arc::clone(&db), Arc::clone(&latest), Arc::clone(&written));
-            std::thread::spawn(move || {
-                let mut rng = Rng(0x1234_5678 + r);
-                let mut reads = 0u64;
-                loop {
-                    let n = written.load(Ordering::Acquire);
-                    if n >= KEYS {
-                        return reads;
-                    }
-                    if n == 0 {
-                        std::thread::yield_now();
-                        continue;
-                    }
-                    let k = rng.below(n);
-                    let want = latest[k as usize].load(Ordering::Acquire);
-                    let got = db.get(&key(k)).unwrap();
-                    let got = got.map(|v| parse(&v));
-                    assert!(
-                        got.is_some_and(|g| g >= want),
-                        "key {k}: got version {got:?}, acknowledged {want}"
-                    );
-                    reads += 1;
-                }
-            })
-        })
-        .collect();
-    let mut rng = Rng(99);
-    let mut version = 0u64;
-    let mut put = |k: u64| {
-        version += 1;
-        db.put(&key(k), format!("{k}:{version}").as_bytes())
-            .unwrap();
-        latest[k as usize].fetch_max(version, Ordering::Release);
-    };
-    for i in 0..KEYS {
-        // Every key in order; now and then an overwrite of an old one (a
-        // table that then meets the moved ones by a key or two).
-        put(i);
-        written.store(i + 1, Ordering::Release);
-        if i > 10 && rng.below(8) == 0 {
-            put(rng.below(i));
-        }
-    }
-    let reads: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
-    db.wait_for_background_work().unwrap();
-    let stats = db.stats();
-    eprintln!(
-        "{reads} reads; {} flushes, {} trivial moves, {} compactions",
-        stats.flushes, stats.trivial_moves, stats.compactions
-    );
-    assert!(stats.trivial_moves > 0);
 }
