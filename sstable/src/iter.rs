@@ -51,10 +51,7 @@ impl TableIter {
     /// Positions the cursor so that the next entry returned is the first
     /// with user key `>= user_key`.
     pub fn seek(&mut self, user_key: &[u8]) -> Result<()> {
-        let i = self
-            .table
-            .index
-            .partition_point(|e| e.last_user_key.as_slice() < user_key);
+        let i = self.table.index.first_block_reaching(user_key);
         self.current = None;
         self.on_unreturned = false;
         self.here = None;
@@ -63,7 +60,7 @@ impl TableIter {
             return Ok(());
         }
         let mut it = self.load(i)?;
-        let offset = self.table.index[i].handle.offset;
+        let offset = self.table.index.handle(i).offset;
         it.seek(user_key, u64::MAX >> 8)
             .map_err(|r| self.table.corruption(BlockKind::Data, offset, r))?;
         self.next_block = i + 1;
@@ -73,7 +70,7 @@ impl TableIter {
     }
 
     fn load(&self, i: usize) -> Result<BlockIter<Arc<Block>>> {
-        let handle = self.table.index[i].handle;
+        let handle = self.table.index.handle(i);
         let (block, _) = self.table.data_block(handle, self.fill_cache)?;
         Ok(BlockIter::new(block))
     }
@@ -124,7 +121,7 @@ impl TableIter {
             }
             let i = self.next_block;
             let it = self.load(i)?;
-            self.current = Some((it, self.table.index[i].handle.offset));
+            self.current = Some((it, self.table.index.handle(i).offset));
             self.next_block += 1;
         }
     }

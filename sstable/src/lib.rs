@@ -25,6 +25,7 @@ mod error;
 mod file;
 mod filter_status;
 pub mod format;
+mod index;
 mod iter;
 mod lookup;
 mod properties;

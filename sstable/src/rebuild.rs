@@ -30,14 +30,11 @@ pub fn rebuild_filter<W: WritableFile>(
         path: path.clone(),
         source,
     };
-    let data_end = table
-        .index
-        .last()
-        .map_or(0, |e| e.handle.offset + e.handle.size + TRAILER_LEN as u64);
+    let data_end = table.index.data_end();
     // The data region, verified block by block while it is copied.
     let mut copied = 0u64;
-    for entry in &table.index {
-        let block = table.read_verified_raw(entry.handle, BlockKind::Data)?;
+    for handle in table.index.handles() {
+        let block = table.read_verified_raw(handle, BlockKind::Data)?;
         file.write_all(&block).map_err(io)?;
         copied += block.len() as u64;
     }

@@ -16,16 +16,9 @@ use crate::filter_status::{FilterLoadError, FilterStatus};
 use crate::format::{
     BlockHandle, BlockKind, FOOTER_LEN, Footer, FooterError, TRAILER_LEN, verify_block,
 };
+use crate::index::{TableIndex, TableIndexBuilder};
 use crate::lookup::{BlockSource, Lookup, Outcome};
 use crate::properties::TableProperties;
-
-/// One data block as the index describes it.
-#[derive(Clone, Debug)]
-pub(crate) struct IndexEntry {
-    pub(crate) last_user_key: Vec<u8>,
-    pub(crate) last_seq: u64,
-    pub(crate) handle: BlockHandle,
-}
 
 /// An open table. Immutable and shared by readers (`Arc<Table>`).
 #[derive(Debug)]
@@ -34,7 +27,7 @@ pub struct Table {
     file: TableFile,
     footer: Footer,
     properties: TableProperties,
-    pub(crate) index: Vec<IndexEntry>,
+    pub(crate) index: TableIndex,
     filter: Option<AnyFilter>,
     filter_status: FilterStatus,
     cache: Option<Arc<BlockCache>>,
@@ -157,15 +150,10 @@ impl Table {
             }
             None => false,
         };
-        let i = self.index.partition_point(|e| {
-            compare_keys(&e.last_user_key, e.last_seq, user_key, snapshot_seq).is_lt()
-        });
-        let Some(entry) = self.index.get(i) else {
+        let i = self.index.first_block_not_before(user_key, snapshot_seq);
+        if i >= self.index.len() {
             // Past the last entry: only newer versions of the largest key.
-            let in_table = self
-                .index
-                .last()
-                .is_some_and(|e| e.last_user_key == user_key);
+            let in_table = i > 0 && self.index.last_user_key(i - 1) == user_key;
             return Ok(Lookup {
                 outcome: Outcome::NotFound {
                     key_in_table: in_table,
@@ -173,15 +161,14 @@ impl Table {
                 filter_consulted,
                 block: None,
             });
-        };
-        let (block, source) = self.data_block(entry.handle, true)?;
+        }
+        let handle = self.index.handle(i);
+        let (block, source) = self.data_block(handle, true)?;
         let mut it = BlockIter::new(&*block);
-        let corrupt = |reason: BlockError| {
-            self.file
-                .corruption(BlockKind::Data, entry.handle.offset, reason)
-        };
+        let corrupt =
+            |reason: BlockError| self.file.corruption(BlockKind::Data, handle.offset, reason);
         let newer_seen = it.seek(user_key, snapshot_seq).map_err(corrupt)?;
-        let newer_before_block = i > 0 && self.index[i - 1].last_user_key == user_key;
+        let newer_before_block = i > 0 && self.index.last_user_key(i - 1) == user_key;
         let outcome = match it.valid().then(|| split_internal_key(it.key())).flatten() {
             Some((u, seq, tag)) if u == user_key => match EntryKind::from_tag(tag) {
                 Some(EntryKind::Put) => Outcome::Found {
@@ -298,12 +285,7 @@ impl Table {
 
     /// Bytes of memory the filter and index keep.
     pub fn memory_bytes(&self) -> usize {
-        self.filter.as_ref().map_or(0, |f| f.memory_bytes())
-            + self
-                .index
-                .iter()
-                .map(|e| e.last_user_key.len() + 40)
-                .sum::<usize>()
+        self.filter.as_ref().map_or(0, |f| f.memory_bytes()) + self.index.memory_bytes()
     }
 }
 
@@ -394,14 +376,13 @@ impl TableFile {
 
     /// Decodes the index block at file offset `at`. Its handles must tile
     /// the data region from offset 0 in key order.
-    fn decode_index(&self, bytes: Vec<u8>, at: u64) -> Result<Vec<IndexEntry>> {
+    fn decode_index(&self, bytes: Vec<u8>, at: u64) -> Result<TableIndex> {
         let bad = |reason: BlockError| self.corruption(BlockKind::Index, at, reason);
         // `Block::new` refuses a block without entries: the index names at
         // least one data block.
         let block = Block::new(bytes).map_err(bad)?;
         let mut it = block.iter();
-        let mut entries: Vec<IndexEntry> = Vec::new();
-        let mut next_offset = 0u64;
+        let mut entries = TableIndexBuilder::default();
         while it.advance().map_err(bad)? {
             let offset = it.entry_offset();
             let (user, seq, _) = split_internal_key(it.key()).ok_or_else(|| {
@@ -416,30 +397,26 @@ impl TableFile {
                     len: it.value().len(),
                 })
             })?;
-            if handle.offset != next_offset {
+            let expected = entries.next_offset();
+            if handle.offset != expected {
                 return Err(bad(BlockError::HandleMisplaced {
                     offset,
                     handle,
-                    expected: next_offset,
+                    expected,
                 }));
             }
             let limit = self.blocks_end();
             if !handle.fits_before(limit) {
                 return Err(bad(BlockError::PastEnd { handle, limit }));
             }
-            if let Some(prev) = entries.last()
-                && !compare_keys(&prev.last_user_key, prev.last_seq, user, seq).is_lt()
+            if let Some((prev_user, prev_seq)) = entries.last()
+                && !compare_keys(prev_user, prev_seq, user, seq).is_lt()
             {
                 return Err(bad(BlockError::IndexOutOfOrder { offset }));
             }
-            next_offset = handle.offset + handle.size + TRAILER_LEN as u64;
-            entries.push(IndexEntry {
-                last_user_key: user.to_vec(),
-                last_seq: seq,
-                handle,
-            });
+            entries.push(user, seq, handle);
         }
-        Ok(entries)
+        Ok(entries.finish())
     }
 
     /// Loads the filter; a damaged filter is recorded, never an error.
