@@ -84,6 +84,9 @@ pub struct RunShape {
 const GRID_STEP: f64 = 0.01;
 /// Most bits per key a run is given.
 const GRID_MAX: f64 = 40.0;
+/// Fewest bits per key a filter is built with (a store builds none below
+/// this; the rate there is 1).
+const GRID_MIN_FILTER: f64 = 1.0;
 
 /// Monkey's predicted reduction of the summed false positive rates of
 /// `runs` at equal memory, on the filter's own rate curve: 1 - (the least
@@ -111,7 +114,14 @@ pub fn monkey_predicted_reduction_on_curve(
         .iter()
         .map(|r| {
             (0..=steps)
-                .map(|j| expected_fpr(kind, r.table_keys.max(1), j as f64 * GRID_STEP))
+                .map(|j| {
+                    let b = j as f64 * GRID_STEP;
+                    if b < GRID_MIN_FILTER {
+                        1.0
+                    } else {
+                        expected_fpr(kind, r.table_keys.max(1), b)
+                    }
+                })
                 .collect()
         })
         .collect();
@@ -206,6 +216,12 @@ mod tests {
         // Standard Bloom is exactly a e^(-s b): the closed form.
         let standard = monkey_predicted_reduction_on_curve(FilterKind::Standard, &levels, 10.0);
         assert!((standard - closed).abs() < 0.01, "{standard} vs {closed}");
+        // Blocked flattens at high bits: a little less than the closed form.
+        let blocked = monkey_predicted_reduction_on_curve(FilterKind::Blocked, &levels, 10.0);
+        assert!(
+            blocked < closed && blocked > closed - 0.1,
+            "{blocked} vs {closed}"
+        );
         // Ribbon of equal large tables is close to exponential too.
         let ribbon = monkey_predicted_reduction_on_curve(FilterKind::Ribbon, &levels, 10.0);
         assert!((ribbon - closed).abs() < 0.04, "{ribbon} vs {closed}");
