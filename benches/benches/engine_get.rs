@@ -30,6 +30,7 @@ fn bench(c: &mut Criterion) {
         target_file_bytes: 8 << 20,
         l1_bytes: 64 << 20,
         direct_io: false,
+        entry_bytes: 116,
     };
     let off = Mirror {
         bits_per_key: 0.0,

@@ -5,7 +5,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use bloomlsm::{Db, FilterKind, Options, SyncMode};
 use bloomlsm_filter::Filter as _;
+use bloomlsm_filter::planning::RunShape;
 use rocksdb::statistics::Ticker;
+
+use crate::probes::LevelProbes;
+use crate::rocks_probes::{self, parse_property};
 
 /// Read-path counters of an engine, as cumulative totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -35,6 +39,23 @@ pub struct Mirror {
     pub l1_bytes: u64,
     /// Table reads bypass the page cache (`O_DIRECT`) on both engines.
     pub direct_io: bool,
+    /// Key plus value bytes of the loaded entries (0: unknown, taken as
+    /// 116); sizes the tables RocksDB's Ribbon filter is calibrated on.
+    #[serde(default)]
+    pub entry_bytes: usize,
+}
+
+impl Mirror {
+    /// Keys a full table of `target_file_bytes` holds, about: each entry
+    /// also stores an 8-byte sequence and tag and about 3 bytes of lengths.
+    pub fn keys_per_table(&self) -> u64 {
+        let entry = if self.entry_bytes == 0 {
+            116
+        } else {
+            self.entry_bytes
+        };
+        self.target_file_bytes / (entry as u64 + 11)
+    }
 }
 
 /// Memory an engine keeps for its tables, and what it wrote.
@@ -72,9 +93,21 @@ pub trait Engine: Sync {
     fn space(&self) -> Result<EngineSpace>;
     /// The tree's shape in words (tables and keys or bytes per level).
     fn levels(&self) -> Result<String>;
-    /// Keys per run an absent get probes (each L0 table, each level
-    /// below), where the engine reports them; empty otherwise.
-    fn runs(&self) -> Vec<u64>;
+    /// The runs an absent get probes (each L0 table, each level below)
+    /// with their keys and keys per table, where the engine reports them;
+    /// empty otherwise.
+    fn runs(&self) -> Vec<RunShape>;
+    /// The kind of filter of our engines (none for RocksDB).
+    fn filter_kind(&self) -> Option<FilterKind> {
+        None
+    }
+    /// Every level with its tables, keys and filter bytes, and cumulative
+    /// filter probes and block reads of point reads there (RocksDB: of the
+    /// threads that switched counting on).
+    fn level_probes(&self) -> Result<Vec<LevelProbes>>;
+    /// Switches per-level counting of this thread's point reads on or off
+    /// (RocksDB counts per thread; ours always counts).
+    fn count_probes_on_this_thread(&self, _on: bool) {}
 }
 
 /// bloomlsm. Under the optimized policy the engine keeps filter memory at
@@ -83,6 +116,7 @@ pub trait Engine: Sync {
 pub struct Bloom {
     name: String,
     db: Db,
+    kind: FilterKind,
 }
 
 impl Bloom {
@@ -114,6 +148,7 @@ impl Bloom {
         Ok(Self {
             name: name.to_string(),
             db,
+            kind,
         })
     }
 
@@ -201,29 +236,54 @@ impl Engine for Bloom {
             .collect();
         Ok(levels.join("; "))
     }
-    fn runs(&self) -> Vec<u64> {
-        // L0 tables are taken as equal shares of L0 (stats are per level).
+    fn runs(&self) -> Vec<RunShape> {
+        // Tables of a level are taken as equal shares of it (stats are per
+        // level).
         let mut runs = Vec::new();
         for (level, l) in self.db.stats().levels.iter().enumerate() {
             if l.tables == 0 {
                 continue;
             }
+            let table_keys = l.entries / l.tables;
             if level == 0 {
-                runs.extend((0..l.tables).map(|_| l.entries / l.tables));
+                runs.extend((0..l.tables).map(|_| RunShape {
+                    keys: table_keys,
+                    table_keys,
+                }));
             } else {
-                runs.push(l.entries);
+                runs.push(RunShape {
+                    keys: l.entries,
+                    table_keys,
+                });
             }
         }
         runs
     }
+    fn filter_kind(&self) -> Option<FilterKind> {
+        Some(self.kind)
+    }
+    fn level_probes(&self) -> Result<Vec<LevelProbes>> {
+        Ok(self
+            .db
+            .stats()
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(level, l)| LevelProbes {
+                level,
+                tables: l.tables,
+                keys: l.entries,
+                filter_bytes: l.filter_bytes,
+                probes: l.filter_negatives
+                    + l.filter_false_positives
+                    + l.filter_true_positives
+                    + l.probes_without_filter,
+                false_positives: l.filter_false_positives + l.probes_without_filter,
+                block_reads: l.data_blocks_read,
+            })
+            .collect())
+    }
 }
-
-/// How RocksDB's Ribbon filter is asked for `bits_per_key` bits of memory
-/// per key: `set_ribbon_filter` takes "Bloom-equivalent" bits per key (the
-/// rate of a Bloom filter that size) and spends about 0.7 of them, so the
-/// bench asks for bits / 0.7. The bits it really spent are reported
-/// (filter bytes per key).
-pub const ROCKSDB_RIBBON_BLOOM_EQUIVALENT: f64 = 1.0 / 0.7;
 
 /// RocksDB through the `rocksdb` crate.
 pub struct Rocks {
@@ -245,7 +305,20 @@ impl Rocks {
         let mut table = rocksdb::BlockBasedOptions::default();
         if m.bits_per_key > 0.0 {
             if ribbon {
-                table.set_ribbon_filter(m.bits_per_key * ROCKSDB_RIBBON_BLOOM_EQUIVALENT);
+                // Equal memory: the Bloom-equivalent at which RocksDB's own
+                // filters of tables this size take `bits_per_key` (the bits
+                // it really spent are reported as filter bytes per key).
+                let scratch = dir.with_extension("ribbon-calibration");
+                let bloom_bits = crate::rocks_ribbon::bloom_equivalent_for_memory(
+                    &scratch,
+                    m.bits_per_key,
+                    m.keys_per_table(),
+                )?;
+                eprintln!(
+                    "{name}: Ribbon at {:.3} Bloom-equivalent bits/key for {} bits/key of memory",
+                    bloom_bits, m.bits_per_key
+                );
+                table.set_ribbon_filter(bloom_bits);
             } else {
                 table.set_bloom_filter(m.bits_per_key, false);
             }
@@ -367,22 +440,15 @@ impl Engine for Rocks {
         }
         Ok(levels.join("; "))
     }
-    fn runs(&self) -> Vec<u64> {
+    fn runs(&self) -> Vec<RunShape> {
         Vec::new()
     }
-}
-
-/// Reads `name=value` from RocksDB's table-properties text.
-fn parse_property(text: &str, name: &str) -> Option<u64> {
-    text.split(';').find_map(|part| {
-        let (k, v) = part.split_once('=')?;
-        // Some names carry a parenthesized detail: "index block size (user-key? 1, ...)".
-        let k = k.trim();
-        let named = k == name
-            || k.strip_prefix(name)
-                .is_some_and(|rest| rest.starts_with(" ("));
-        named.then(|| v.trim().parse().ok()).flatten()
-    })
+    fn level_probes(&self) -> Result<Vec<LevelProbes>> {
+        rocks_probes::level_probes(&self.db, 7)
+    }
+    fn count_probes_on_this_thread(&self, on: bool) {
+        rocks_probes::count_on_this_thread(on);
+    }
 }
 
 fn dir_bytes(dir: &Path) -> Result<u64> {

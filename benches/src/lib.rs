@@ -5,9 +5,12 @@
 pub mod engines;
 pub mod keys;
 pub mod plots;
+pub mod probes;
 pub mod procfs;
 pub mod progress;
 pub mod report;
+pub mod rocks_probes;
+pub mod rocks_ribbon;
 pub mod run;
 pub mod scale;
 pub mod workload;

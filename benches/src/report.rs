@@ -30,6 +30,10 @@ pub struct EngineFacts {
     /// for this engine's runs after the fill (0 where runs are unknown).
     #[serde(default)]
     pub monkey_predicted_reduction: f64,
+    /// The same prediction on the filter's own rate curve for each run's
+    /// table size (`planning::monkey_predicted_reduction_on_curve`).
+    #[serde(default)]
+    pub monkey_predicted_on_curve: f64,
 }
 
 /// One point of the bits-per-key sweep.
@@ -58,6 +62,9 @@ pub struct Report {
     pub facts: Vec<EngineFacts>,
     /// The sweep, when run.
     pub sweep: Vec<SweepPoint>,
+    /// Per-level profiles of absent gets, one per engine.
+    #[serde(default)]
+    pub probes: Vec<crate::probes::ProbeProfile>,
 }
 
 /// The distinct items, in the order first seen.
@@ -164,6 +171,7 @@ impl Report {
             );
         }
         out += &self.monkey_markdown();
+        out += &crate::probes::markdown(&self.probes);
         for m in self.measurements.iter().filter(|m| !m.notes.is_empty()) {
             out += &format!("\ncrawler on {}:", m.engine);
             for (k, v) in &m.notes {
@@ -212,15 +220,16 @@ impl Report {
                 continue;
             };
             if out.is_empty() {
-                out += "\n| uniform | optimized | reads per absent get (uniform / optimized) | filter bytes/key (uniform / optimized) | measured reduction | predicted (1 - e^H / L) | measured / predicted |\n|---|---|---:|---:|---:|---:|---:|\n";
+                out += "\n| uniform | optimized | reads per absent get (uniform / optimized) | filter bytes/key (uniform / optimized) | measured reduction | closed form 1 - e^H / L | predicted on the filter's curve | measured / predicted on the curve |\n|---|---|---:|---:|---:|---:|---:|---:|\n";
             }
             let measured = if ru > 0.0 { 1.0 - ro / ru } else { 0.0 };
-            let predicted = fu.monkey_predicted_reduction;
+            let predicted = fu.monkey_predicted_on_curve;
             out += &format!(
-                "| {uniform} | {optimized} | {ru:.5} / {ro:.5} | {:.3} / {:.3} | {:.1}% | {:.1}% | {} |\n",
+                "| {uniform} | {optimized} | {ru:.5} / {ro:.5} | {:.3} / {:.3} | {:.1}% | {:.1}% | {:.1}% | {} |\n",
                 fu.filter_bytes_per_key,
                 fo.filter_bytes_per_key,
                 measured * 100.0,
+                fu.monkey_predicted_reduction * 100.0,
                 predicted * 100.0,
                 ratio(measured, predicted)
             );

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use bloomlsm::FilterKind;
+use bloomlsm_filter::planning;
 
 use crate::engines::{Bloom, Engine, Mirror, Rocks};
 use crate::report::{EngineFacts, Report, SweepPoint};
@@ -79,8 +80,9 @@ pub fn open_engine(
 }
 
 /// Facts about `e` measured once after the fill.
-pub fn facts(e: &dyn Engine, s: &Sizes) -> Result<EngineFacts> {
+pub fn facts(e: &dyn Engine, s: &Sizes, bits_per_key: f64) -> Result<EngineFacts> {
     let space = e.space()?;
+    let runs = e.runs();
     let disk_bytes = e.disk_bytes()?;
     let per_key = |b: u64| b as f64 / s.keys.max(1) as f64;
     let user = s.user_bytes().max(1) as f64;
@@ -92,7 +94,12 @@ pub fn facts(e: &dyn Engine, s: &Sizes) -> Result<EngineFacts> {
         write_amplification: space.table_bytes_written as f64 / user,
         space_amplification: disk_bytes as f64 / user,
         levels: e.levels()?,
-        monkey_predicted_reduction: bloomlsm_filter::math::monkey_predicted_reduction(&e.runs()),
+        monkey_predicted_reduction: bloomlsm_filter::math::monkey_predicted_reduction(
+            &runs.iter().map(|r| r.keys).collect::<Vec<u64>>(),
+        ),
+        monkey_predicted_on_curve: e.filter_kind().map_or(0.0, |kind| {
+            planning::monkey_predicted_reduction_on_curve(kind, &runs, bits_per_key)
+        }),
     })
 }
 
@@ -103,19 +110,21 @@ pub fn run(config: &RunConfig, base: Option<&Path>) -> Result<Report> {
     let s = &config.sizes;
     let mut measurements = Vec::new();
     let mut facts_all = Vec::new();
+    let mut probes = Vec::new();
     let more_threads: Vec<usize> = config.threads.iter().copied().filter(|&t| t > 1).collect();
     for name in &config.engines {
         let dir: PathBuf = temp.path().join(name);
         let engine = open_engine(name, &dir, &config.mirror, &config.filter_policy)?;
         let e = engine.as_ref();
         measurements.push(workload::fill(e, s)?);
-        facts_all.push(facts(e, s)?);
+        facts_all.push(facts(e, s, config.mirror.bits_per_key)?);
         for (workload, present, seed) in [("readrandom", 1.0, 1), ("readmissing", 0.0, 2)] {
             measurements.push(workload::reads(e, s, workload, present, seed, 1)?);
             for &t in &more_threads {
                 measurements.push(workload::reads(e, s, workload, present, seed, t)?);
             }
         }
+        probes.push(crate::probes::profile(e, s, s.ops)?);
         measurements.push(workload::reads(e, s, "mixed", 0.1, 3, 1)?);
         measurements.push(workload::scans(e, s)?);
         measurements.push(workload::crawler(e, s, config.mirror.bits_per_key)?);
@@ -156,5 +165,6 @@ pub fn run(config: &RunConfig, base: Option<&Path>) -> Result<Report> {
         measurements,
         facts: facts_all,
         sweep,
+        probes,
     })
 }

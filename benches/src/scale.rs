@@ -86,7 +86,7 @@ pub fn run_point(config: &PointConfig) -> Result<ScalePoint> {
     let engine = open_engine(&config.engine, &dir, m, &config.run.filter_policy)?;
     let e = engine.as_ref();
     let fill = workload::fill(e, s)?;
-    let facts = facts(e, s)?;
+    let facts = facts(e, s, m.bits_per_key)?;
     release_free_memory();
     let memory_after_fill = ProcMemory::now();
     let threads = 1;

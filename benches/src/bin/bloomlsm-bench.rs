@@ -158,6 +158,7 @@ fn main() -> Result<()> {
             target_file_bytes,
             l1_bytes: a.l1_bytes,
             direct_io: a.direct_io,
+            entry_bytes: a.key_bytes + a.value_bytes,
         },
         engines: a.engines,
         threads: a.threads,
