@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use super::targets::level_targets;
+use super::targets::{LevelTargets, level_targets};
 use crate::manifest::TableMeta;
 use crate::options::Options;
 
@@ -115,14 +115,13 @@ impl BaseLevelCheck<'_> {
 }
 
 /// The most urgent compaction of the tree `levels` (L0 newest first, deeper
-/// levels sorted by smallest key), or `None` when no level is over budget.
-/// L0 goes, whole, into the base level (`targets.rs`) once it holds
-/// `l0_compaction_trigger` tables. Otherwise the level most over its budget
-/// gives the table whose overlap with the next level is the smallest part
-/// of its own size (RocksDB's `kMinOverlappingRatio`: the least rewriting
-/// per byte moved down); ties go round robin, to the first after
-/// `pointers[level]`, the largest key of the last table compacted out of
-/// that level.
+/// levels sorted by smallest key), or `None` when no level needs one. The
+/// level of the highest score (`scores`) goes, if that score reaches 1:
+/// L0 whole into the base level (`targets.rs`); any other level gives the
+/// table whose overlap with the next level is the smallest part of its own
+/// size (RocksDB's `kMinOverlappingRatio`: the least rewriting per byte
+/// moved down); ties go round robin, to the first after `pointers[level]`,
+/// the largest key of the last table compacted out of that level.
 pub(crate) fn pick<T: TableRef + Clone>(
     levels: &[Vec<T>],
     options: &Options,
@@ -133,7 +132,19 @@ pub(crate) fn pick<T: TableRef + Clone>(
     }
     let bytes: Vec<u64> = levels.iter().map(|l| level_bytes(l)).collect();
     let targets = level_targets(&bytes, options);
-    if levels[0].len() >= options.l0_compaction_trigger {
+    let scores = scores(levels[0].len(), &bytes, &targets, options);
+    let (level, score) = scores
+        .iter()
+        .copied()
+        .enumerate()
+        .fold(
+            (0, f64::MIN),
+            |best, (l, s)| if s > best.1 { (l, s) } else { best },
+        );
+    if score < 1.0 {
+        return None;
+    }
+    if level == 0 {
         return Some(expand(
             levels,
             0,
@@ -142,26 +153,60 @@ pub(crate) fn pick<T: TableRef + Clone>(
             None,
         ));
     }
-    let last = levels.len() - 1;
-    let (mut best, mut best_score) = (None, 1.0f64);
-    for (level, (&bytes, &budget)) in bytes
-        .iter()
-        .zip(&targets.budgets)
-        .enumerate()
-        .take(last)
-        .skip(targets.base_level)
-    {
-        let score = bytes as f64 / budget.max(1) as f64;
-        if score > best_score {
-            best = Some(level);
-            best_score = score;
-        }
-    }
-    let level = best?;
     let pointer = pointers.get(level).map_or(&[][..], Vec::as_slice);
     let pick = least_overlapping(&levels[level], &levels[level + 1], pointer)?.clone();
     let next_pointer = Some(pick.meta().largest_key.clone());
     Some(expand(levels, level, vec![pick], level + 1, next_pointer))
+}
+
+/// How urgently each level needs a compaction; 1 or more: it needs one.
+/// RocksDB's rules (`VersionStorageInfo::ComputeCompactionScore`):
+/// - L0 scores its table count over `l0_compaction_trigger`. With dynamic
+///   budgets it also reaches 1.01 once it holds `l1_bytes`, and L0 bytes
+///   over the base level's (actual or budget, the larger) once it holds
+///   more than the base level's budget; a score above 1 is scaled by 10.
+///   With static budgets it also scores its bytes over `l1_bytes`.
+/// - A level below scores bytes over budget. With dynamic budgets a level
+///   over budget scores bytes over (budget + the bytes about to come down
+///   into it: all of L0 and every shallower level's excess), scaled by 10:
+///   a level about to receive a large ratio of its size waits, so L0 is
+///   not starved by the base level nor the base level grown without bound
+///   by L0 (each L0 compaction rewrites the base level, so a base level
+///   let grow multiplies write amplification). Levels above the base
+///   level and the last level score 0.
+fn scores(l0_tables: usize, bytes: &[u64], targets: &LevelTargets, options: &Options) -> Vec<f64> {
+    const SCALE: f64 = 10.0;
+    let mut scores = vec![0.0; bytes.len()];
+    let l0_bytes = bytes[0] as f64;
+    let base = targets.base_level;
+    let mut l0 = l0_tables as f64 / options.l0_compaction_trigger.max(1) as f64;
+    if options.dynamic_level_bytes {
+        if l0_bytes >= options.l1_bytes as f64 {
+            l0 = l0.max(1.01);
+        }
+        let base_budget = targets.budgets[base] as f64;
+        if l0_bytes > base_budget {
+            l0 = l0.max(l0_bytes / (bytes[base] as f64).max(base_budget));
+        }
+        if l0 > 1.0 {
+            l0 *= SCALE;
+        }
+    } else {
+        l0 = l0.max(l0_bytes / options.l1_bytes.max(1) as f64);
+    }
+    scores[0] = l0;
+    let mut coming_down = l0_bytes;
+    let last = bytes.len() - 1;
+    for level in base..last {
+        let (b, budget) = (bytes[level] as f64, targets.budgets[level].max(1) as f64);
+        scores[level] = if !options.dynamic_level_bytes || b < budget {
+            b / budget
+        } else {
+            b / (budget + coming_down) * SCALE
+        };
+        coming_down += (b - budget).max(0.0);
+    }
+    scores
 }
 
 fn level_bytes<T: TableRef>(tables: &[T]) -> u64 {
