@@ -19,6 +19,10 @@ use crate::format::{
 use crate::lookup::{BlockSource, Lookup, Outcome};
 use crate::properties::TableProperties;
 
+mod readahead;
+
+pub(crate) use readahead::Readahead;
+
 /// One data block as the index describes it.
 #[derive(Clone, Debug)]
 pub(crate) struct IndexEntry {
