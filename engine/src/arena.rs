@@ -1,48 +1,29 @@
-//! An append-only byte arena for the memtable: keys and values are copied
-//! into large chunks, so an insert allocates nothing of its own (only the
-//! skiplist's node), and the bytes never move while the arena lives.
+//! An append-only arena for the memtable's skiplist (`skiplist.rs`): every
+//! node (its tower of links, its key and its value) is carved out of large
+//! 8-byte-aligned chunks, so an insert allocates nothing of its own, and
+//! the bytes never move or free while the arena lives.
 
-use parking_lot::Mutex;
-
-/// Bytes of one chunk. An entry larger than a quarter of it gets a chunk of
+/// Bytes of one chunk. A node larger than a quarter of it gets a chunk of
 /// its own, so at most a quarter of a chunk is left unused at its end.
 const CHUNK_BYTES: usize = 64 << 10;
 
-/// Bytes copied into an [`Arena`]. Invariant: points at `len` initialized
-/// bytes inside a chunk of the arena that made it, which never moves,
-/// changes or frees them before the arena is dropped.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ArenaBytes {
-    ptr: *const u8,
-    len: usize,
-}
+/// One chunk: `u64` words, so every chunk starts 8-byte aligned.
+type Chunk = Box<[std::mem::MaybeUninit<u64>]>;
 
-// SAFETY: the bytes behind an `ArenaBytes` are never written after they
-// are copied in (the arena only appends past them), so sharing the pointer
-// between threads shares immutable data.
-unsafe impl Send for ArenaBytes {}
-// SAFETY: as for `Send`: the bytes are immutable once handed out.
-unsafe impl Sync for ArenaBytes {}
-
-impl ArenaBytes {
-    /// The bytes.
-    ///
-    /// # Safety
-    /// The arena that made `self` is alive for `'a`.
-    pub(crate) unsafe fn as_slice<'a>(self) -> &'a [u8] {
-        // SAFETY: by the invariant the pointer is to `len` initialized,
-        // unchanging bytes, and the caller guarantees the arena (which owns
-        // them) outlives `'a`. A zero-length slice from a dangling but
-        // non-null, aligned pointer is allowed.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-}
-
-/// Chunks of copied bytes. Each chunk is a `Vec` filled only up to its
-/// capacity (never reallocated), so its buffer stays where it is.
+/// Chunks of carved-out bytes. Not `Sync` by itself: the skiplist owns it
+/// behind its writer lock and hands readers only pointers into chunks,
+/// which never move (each chunk is its own heap allocation) until the arena
+/// is dropped.
 #[derive(Debug, Default)]
 pub(crate) struct Arena {
-    chunks: Mutex<Vec<Vec<u8>>>,
+    /// Every chunk, the one being filled last.
+    chunks: Vec<Chunk>,
+    /// Bytes of the last chunk already handed out.
+    used_in_last: usize,
+    /// Bytes of every chunk but the unused end of the one being filled:
+    /// what the arena holds for its nodes, padding and abandoned chunk ends
+    /// included (as RocksDB's arena counts its memory usage).
+    memory_bytes: usize,
 }
 
 impl Arena {
@@ -50,46 +31,48 @@ impl Arena {
         Self::default()
     }
 
-    /// Copies `bytes` in and returns where they are.
-    pub(crate) fn copy(&self, bytes: &[u8]) -> ArenaBytes {
-        if bytes.is_empty() {
-            return ArenaBytes {
-                ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
-                len: 0,
-            };
-        }
-        let mut chunks = self.chunks.lock();
-        let fits = chunks
-            .last()
-            .is_some_and(|c| c.capacity() - c.len() >= bytes.len());
-        if !fits {
-            if bytes.len() > CHUNK_BYTES / 4 {
+    /// Bytes the arena holds for what it handed out (see `memory_bytes`).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.memory_bytes
+    }
+
+    /// `len` bytes, 8-byte aligned, uninitialized, valid until the arena
+    /// is dropped and never handed out again. `len` is rounded up to a
+    /// multiple of 8 (the padding is counted).
+    pub(crate) fn alloc(&mut self, len: usize) -> *mut u8 {
+        let len = len.div_ceil(8).max(1) * 8;
+        let last_room = self.chunks.last().map_or(0, |c| c.len() * 8) - self.used_in_last;
+        if len > last_room {
+            if len > CHUNK_BYTES / 4 {
                 // A chunk of its own, kept before the current one so that
                 // the current one goes on filling.
-                let own = bytes.to_vec();
-                let ptr = own.as_ptr();
-                let at = chunks.len().saturating_sub(1);
-                chunks.insert(at, own);
-                return ArenaBytes {
-                    ptr,
-                    len: bytes.len(),
-                };
+                let own = new_chunk(len);
+                let ptr = own.as_ptr() as *mut u8;
+                let at = self.chunks.len().saturating_sub(1);
+                self.chunks.insert(at, own);
+                self.memory_bytes += len;
+                return ptr;
             }
-            chunks.push(Vec::with_capacity(CHUNK_BYTES));
+            // The rest of the last chunk is abandoned, and counted.
+            self.memory_bytes += last_room;
+            self.chunks.push(new_chunk(CHUNK_BYTES));
+            self.used_in_last = 0;
         }
-        let Some(chunk) = chunks.last_mut() else {
+        let Some(chunk) = self.chunks.last_mut() else {
             unreachable!("a chunk was just pushed")
         };
-        let start = chunk.len();
-        // Within capacity: no reallocation, earlier bytes stay put.
-        chunk.extend_from_slice(bytes);
-        ArenaBytes {
-            // SAFETY: `start + bytes.len() <= chunk.len()`, so the offset is
-            // inside the chunk's allocation.
-            ptr: unsafe { chunk.as_ptr().add(start) },
-            len: bytes.len(),
-        }
+        // SAFETY: `used_in_last + len <= chunk.len() * 8`, so the offset
+        // stays inside the chunk's allocation.
+        let ptr = unsafe { (chunk.as_mut_ptr() as *mut u8).add(self.used_in_last) };
+        self.used_in_last += len;
+        self.memory_bytes += len;
+        ptr
     }
+}
+
+/// A chunk of `bytes` (a multiple of 8), left uninitialized.
+fn new_chunk(bytes: usize) -> Chunk {
+    Box::new_uninit_slice(bytes / 8)
 }
 
 #[cfg(test)]
@@ -97,18 +80,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn copies_stay_put_across_many_chunks_and_large_entries() {
-        let arena = Arena::new();
-        let mut copies = Vec::new();
+    fn allocations_are_aligned_disjoint_stable_and_counted() {
+        let mut arena = Arena::new();
+        let mut spans: Vec<(*mut u8, usize, u8)> = Vec::new();
+        let mut asked = 0;
         for i in 0..5000usize {
-            // Sizes from 0 up to past a quarter chunk, so both paths run.
-            let len = (i * 37) % (CHUNK_BYTES / 3);
-            let bytes: Vec<u8> = (0..len).map(|j| (i + j) as u8).collect();
-            copies.push((arena.copy(&bytes), bytes));
+            // Sizes from 1 up to past a quarter chunk, so both paths run.
+            let len = 1 + (i * 37) % (CHUNK_BYTES / 3);
+            let ptr = arena.alloc(len);
+            assert_eq!(ptr as usize % 8, 0);
+            // SAFETY: `alloc` handed out `len` writable bytes.
+            unsafe { std::ptr::write_bytes(ptr, i as u8, len) };
+            spans.push((ptr, len, i as u8));
+            asked += len.div_ceil(8) * 8;
         }
-        for (copy, bytes) in &copies {
-            // SAFETY: `arena` is alive for the whole test.
-            assert_eq!(unsafe { copy.as_slice() }, bytes.as_slice());
+        for &(ptr, len, fill) in &spans {
+            // SAFETY: the arena is alive and the bytes were written above.
+            let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
+            assert!(
+                bytes.iter().all(|&b| b == fill),
+                "an allocation was overwritten"
+            );
         }
+        // Everything handed out is counted; what is counted beyond that is
+        // abandoned chunk ends, at most a quarter chunk each.
+        assert!(arena.memory_bytes() >= asked);
+        let small_chunks = arena.chunks.len();
+        assert!(arena.memory_bytes() - asked <= small_chunks * CHUNK_BYTES / 4);
     }
 }

@@ -54,6 +54,7 @@ mod rebalance_tests;
 mod rebuild;
 mod recovery;
 mod replay;
+mod skiplist;
 mod stats;
 mod table_files;
 #[cfg(test)]

@@ -66,17 +66,30 @@ impl BlockBuilder {
     }
 
     /// Appends the restart array and returns the block, leaving the builder
-    /// empty for the next block.
+    /// empty for the next block. Hand the block back with [`Self::recycle`]
+    /// once written, so the next block fills the same buffer instead of
+    /// growing a new one.
     pub(crate) fn finish(&mut self) -> Vec<u8> {
         let mut block = std::mem::take(&mut self.buffer);
         for r in &self.restarts {
             block.extend_from_slice(&r.to_le_bytes());
         }
         block.extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
-        self.restarts = vec![0];
+        self.restarts.clear();
+        self.restarts.push(0);
         self.since_restart = 0;
         self.last_key.clear();
         self.entries = 0;
         block
+    }
+
+    /// Takes back a block returned by `finish` as the buffer of the next
+    /// one (its bytes are discarded, its capacity kept). REQUIRES: nothing
+    /// was added since that `finish`.
+    pub(crate) fn recycle(&mut self, mut block: Vec<u8>) {
+        if self.buffer.is_empty() {
+            block.clear();
+            self.buffer = block;
+        }
     }
 }

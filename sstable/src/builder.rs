@@ -236,6 +236,7 @@ impl<W: WritableFile> TableBuilder<W> {
         let block = self.data.finish();
         let start = self.offset;
         let handle = self.write_block(BlockKind::Data, &block)?;
+        self.data.recycle(block);
         self.props.data_blocks += 1;
         self.props.data_bytes += self.offset - start;
         let mut encoded = Vec::with_capacity(16);

@@ -7,7 +7,7 @@ use crate::block_error::BlockError;
 use crate::entry::{Entry, EntryKind, compare_keys, split_internal_key};
 use crate::error::Result;
 use crate::format::BlockKind;
-use crate::table::Table;
+use crate::table::{Readahead, Table};
 
 /// An owning cursor over a table (for scans and compaction). Holds at most
 /// one data block in memory.
@@ -27,6 +27,8 @@ pub struct TableIter {
     /// seek); otherwise the next entry is found by advancing it.
     on_unreturned: bool,
     fill_cache: bool,
+    /// The window read ahead by a pass that does not fill the cache.
+    readahead: Option<Readahead>,
     failed: bool,
     /// The entry under the cursor, parsed by the last `advance` that
     /// returned true: (user key length, sequence, kind).
@@ -35,7 +37,9 @@ pub struct TableIter {
 
 impl TableIter {
     /// A cursor before the first entry. `fill_cache` chooses whether blocks
-    /// read from the file are added to the block cache (compaction says no).
+    /// read from the file are added to the block cache (compaction says no);
+    /// a cursor that does not fill the cache reads the file ahead, 256 KiB
+    /// per read, for a pass over the whole table.
     pub fn new(table: Arc<Table>, fill_cache: bool) -> Self {
         Self {
             table,
@@ -43,6 +47,7 @@ impl TableIter {
             current: None,
             on_unreturned: false,
             fill_cache,
+            readahead: (!fill_cache).then(Readahead::default),
             failed: false,
             here: None,
         }
@@ -69,9 +74,12 @@ impl TableIter {
         Ok(())
     }
 
-    fn load(&self, i: usize) -> Result<BlockIter<Arc<Block>>> {
+    fn load(&mut self, i: usize) -> Result<BlockIter<Arc<Block>>> {
         let handle = self.table.index.handle(i);
-        let (block, _) = self.table.data_block(handle, self.fill_cache)?;
+        let (block, _) = match &mut self.readahead {
+            Some(ra) => self.table.data_block_ahead(handle, ra)?,
+            None => self.table.data_block(handle, self.fill_cache)?,
+        };
         Ok(BlockIter::new(block))
     }
 

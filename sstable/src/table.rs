@@ -20,6 +20,10 @@ use crate::index::{TableIndex, TableIndexBuilder};
 use crate::lookup::{BlockSource, Lookup, Outcome};
 use crate::properties::TableProperties;
 
+mod readahead;
+
+pub(crate) use readahead::Readahead;
+
 /// An open table. Immutable and shared by readers (`Arc<Table>`).
 #[derive(Debug)]
 pub struct Table {

@@ -47,7 +47,9 @@ pub struct Options {
     pub filter_kind: FilterKind,
     /// Data block size in bytes (default 4096).
     pub block_size: usize,
-    /// A memtable is frozen and flushed past this many bytes (default 8 MiB).
+    /// A memtable is frozen and flushed once its arena holds this many bytes
+    /// (default 8 MiB): its versions with their skiplist links, headers and
+    /// padding, as RocksDB counts `write_buffer_size`.
     pub memtable_bytes: usize,
     /// Frozen memtables allowed to wait for flush before writers wait (default 2).
     pub max_immutable_memtables: usize,
