@@ -136,6 +136,29 @@ fn floor_to_filter(bits: f64) -> f64 {
     }
 }
 
+/// The most bits per key, at most `bits`, whose filter for `keys` keys
+/// takes at most `free_bytes` (0 if none does). Bits per key alone do not
+/// bound the bytes: a small Ribbon table takes the bytes of a large one's
+/// rate at its bits (`table_sizing`), up to a sixth more than keys x bits.
+fn fit_bits(kind: FilterKind, keys: u64, bits: f64, free_bytes: f64) -> f64 {
+    let fits =
+        |b: f64| b <= 0.0 || planning::planned_memory_bytes(kind, keys, b) as f64 <= free_bytes;
+    if fits(bits) {
+        return bits;
+    }
+    // Invariant: `lo` fits, `hi` does not.
+    let (mut lo, mut hi) = (0.0, bits);
+    while hi - lo > 0.01 {
+        let mid = (lo + hi) / 2.0;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// Bits per key for the tables of `write` into the tree `levels` under
 /// `policy`; `claimed` is what other writes in flight have claimed.
 pub(crate) fn plan_write(
@@ -185,7 +208,8 @@ pub(crate) fn plan_write(
     budget += own_share;
     let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0 - ROUNDING_BITS;
     let cap = free_bits / write.keys.max(1) as f64;
-    let bits = floor_to_filter(target.min(cap).clamp(0.0, 100.0));
+    let bits = target.min(cap).clamp(0.0, 100.0);
+    let bits = floor_to_filter(fit_bits(kind, write.keys, bits, free_bits / 8.0));
     let planned = if bits > 0.0 {
         planning::planned_memory_bytes(kind, write.keys, bits)
     } else {
@@ -302,6 +326,12 @@ pub(crate) fn rebalance_pick(
             }
             let now = actual(t);
             let raised = target.min(now + free_bits / keys as f64);
+            let raised = fit_bits(
+                kind,
+                keys,
+                raised,
+                free_bits / 8.0 + table_filter_bytes(t) as f64,
+            );
             let worth = raised >= MIN_FILTER_BITS_PER_KEY
                 && raised > now + tolerance.under
                 && bytes_at(t, raised - tolerance.under) > table_filter_bytes(t);

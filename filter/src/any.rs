@@ -8,6 +8,7 @@ use crate::hash::KeyHash;
 use crate::kind::FilterKind;
 use crate::ribbon::RibbonFilter;
 use crate::standard::BloomFilter;
+use crate::table_sizing;
 
 /// A standard, blocked or Ribbon filter, as stored in a table's filter block.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,8 +24,10 @@ pub enum AnyFilter {
 const TABLE_KINDS: &str = "standard, blocked or ribbon";
 
 impl AnyFilter {
-    /// A filter of `kind` holding exactly `hashes`, at `bits_per_key`.
-    /// The counting kind is not a table filter and is refused.
+    /// A table filter of `kind` holding exactly `hashes`, at `bits_per_key`
+    /// as [`crate::table_sizing`] sizes it (a small Ribbon filter gets the
+    /// bytes that reach a large one's rate). The counting kind is not a
+    /// table filter and is refused.
     pub fn build(kind: FilterKind, hashes: &[KeyHash], bits_per_key: f64) -> Result<Self> {
         let n = hashes.len() as u64;
         match kind {
@@ -38,9 +41,9 @@ impl AnyFilter {
                 hashes.iter().for_each(|&h| f.insert_hash(h));
                 Ok(Self::Blocked(f))
             }
-            FilterKind::Ribbon => Ok(Self::Ribbon(RibbonFilter::from_hashes(
+            FilterKind::Ribbon => Ok(Self::Ribbon(RibbonFilter::build(
                 hashes,
-                bits_per_key,
+                table_sizing::ribbon_table_target(n, bits_per_key),
             ))),
             FilterKind::Counting => Err(FilterError::WrongKind {
                 expected: TABLE_KINDS,

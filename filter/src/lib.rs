@@ -41,6 +41,7 @@ pub mod math;
 pub mod planning;
 mod ribbon;
 mod standard;
+pub mod table_sizing;
 
 pub use any::AnyFilter;
 pub use blocked::{BLOCK_BITS, BlockedBloomFilter};
