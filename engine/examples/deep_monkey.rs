@@ -1,4 +1,4 @@
-//! Monkey on a deep tree (issue 12), bloomlsm alone: loads the same keys
+//! Monkey on a deep tree, bloomlsm alone: loads the same keys
 //! into a store with uniform filters and one with the optimized policy at
 //! the same average bits per key, for the blocked and the Ribbon kind, and
 //! rebuilds the uniform store's filters with the optimized policy (the same

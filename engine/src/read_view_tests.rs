@@ -1,4 +1,4 @@
-//! A reader takes its view first and its sequence after (issue: a flush
+//! A reader takes its view first and its sequence after (a flush
 //! and a compaction between the two used to drop the version the reader's
 //! sequence needed, so `get` said "absent" for a key that never was).
 //! A test-only pause point stops a reader between the two steps while the

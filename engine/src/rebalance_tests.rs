@@ -1,4 +1,4 @@
-//! Equal filter memory throughout a load (issue 12): under the optimized
+//! Equal filter memory throughout a load: under the optimized
 //! policy the filters of the live tables never take more than 1.02 x what
 //! uniform filters would take for the same tables, at every install
 //! (flush, compaction, rebalancing rebuild) of a load that builds a deep

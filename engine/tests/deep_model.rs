@@ -509,7 +509,7 @@ fn replay(case: Case) {
     }
 }
 
-/// Shrunk from seed 0xfdc9d9af00040ccc (issue 10, fault 2): two L0 tables
+/// Shrunk from seed 0xfdc9d9af00040ccc (fault 2 of RELIABILITY.md): two L0 tables
 /// hold versions v1414 and v1419 of one key; `rebuild_filters` gives the
 /// older table the larger file number, and `get` returned v1414.
 #[test]

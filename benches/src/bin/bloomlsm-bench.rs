@@ -67,7 +67,7 @@ struct Args {
     /// Shrink everything for a smoke run (seconds).
     #[arg(long)]
     quick: bool,
-    /// The deep configuration (issue 12): 2,000,000 keys with 32-byte
+    /// The deep configuration: 2,000,000 keys with 32-byte
     /// values, 32 KiB memtables, L1 of 128 KiB (size ratio 10), 512 KiB
     /// tables, no block cache, 500,000 operations per read workload, so the
     /// tree has L1 to L4; engines bloomlsm, bloomlsm-optimized,
