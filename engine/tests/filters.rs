@@ -99,8 +99,10 @@ fn reads_saved_match_the_filters_fpr() {
 fn compaction_rebuilds_filters_from_exactly_their_keys() {
     let n = 10_000;
     let dir = tempfile::tempdir().unwrap();
-    // No background compaction until the manual one: L0 may grow.
+    // No background compaction until the manual one: L0 may grow (in
+    // tables, and in bytes: L0 is also compacted once it holds l1_bytes).
     let opts = Options {
+        l1_bytes: 1 << 40,
         l0_compaction_trigger: 1000,
         l0_slowdown_trigger: 1000,
         l0_stop_trigger: 1000,

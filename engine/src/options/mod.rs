@@ -59,7 +59,10 @@ pub struct Options {
     pub sync: SyncMode,
     /// WAL damage handling (default `TolerateTornTail`).
     pub wal_recovery: WalRecovery,
-    /// L0 tables that trigger a compaction into L1 (default 4).
+    /// L0 tables that trigger a compaction into the base level (default
+    /// 4). L0 is also compacted, whatever its table count, once its bytes
+    /// reach `l1_bytes` (as RocksDB does), so a few large flushes do not
+    /// pile up into one giant compaction.
     pub l0_compaction_trigger: usize,
     /// L0 tables at which each write is delayed by 1 ms (default 8).
     pub l0_slowdown_trigger: usize,
