@@ -48,7 +48,15 @@ impl Arena {
                 // the current one goes on filling.
                 let own = new_chunk(len);
                 let ptr = own.as_ptr() as *mut u8;
-                let at = self.chunks.len().saturating_sub(1);
+                // Invariant: the last chunk is the one being filled, so an
+                // own chunk never goes last (`used_in_last` measures the
+                // last chunk; a full own chunk there would be handed out
+                // again). Without a chunk being filled yet, start one.
+                if self.chunks.is_empty() {
+                    self.chunks.push(new_chunk(CHUNK_BYTES));
+                    self.used_in_last = 0;
+                }
+                let at = self.chunks.len() - 1;
                 self.chunks.insert(at, own);
                 self.memory_bytes += len;
                 return ptr;
@@ -107,5 +115,32 @@ mod tests {
         assert!(arena.memory_bytes() >= asked);
         let small_chunks = arena.chunks.len();
         assert!(arena.memory_bytes() - asked <= small_chunks * CHUNK_BYTES / 4);
+    }
+
+    #[test]
+    fn a_large_first_allocation_is_not_handed_out_again() {
+        // The first allocation takes a chunk of its own; the small ones
+        // after it must not be carved out of that chunk.
+        let mut arena = Arena::new();
+        let big_len = CHUNK_BYTES / 2;
+        let big = arena.alloc(big_len);
+        // SAFETY: `alloc` handed out `big_len` writable bytes.
+        unsafe { std::ptr::write_bytes(big, 0xAB, big_len) };
+        for i in 0..100usize {
+            let small = arena.alloc(16);
+            let (b, s) = (big as usize, small as usize);
+            assert!(
+                s + 16 <= b || s >= b + big_len,
+                "small allocation {i} at {s:#x} lies inside the large one at {b:#x}"
+            );
+            // SAFETY: `alloc` handed out 16 writable bytes.
+            unsafe { std::ptr::write_bytes(small, 0, 16) };
+        }
+        // SAFETY: the arena is alive and the bytes were written above.
+        let bytes = unsafe { std::slice::from_raw_parts(big, big_len) };
+        assert!(
+            bytes.iter().all(|&b| b == 0xAB),
+            "the large allocation was overwritten"
+        );
     }
 }
