@@ -99,11 +99,14 @@ fn reads_saved_match_the_filters_fpr() {
 fn compaction_rebuilds_filters_from_exactly_their_keys() {
     let n = 10_000;
     let dir = tempfile::tempdir().unwrap();
-    // No background compaction until the manual one: L0 may grow.
+    // No background compaction until the manual one: L0 may grow. L0 is
+    // compacted by its bytes too (once it holds `l1_bytes`), so L1's budget
+    // is set past everything this test writes, as well as the table count.
     let opts = Options {
         l0_compaction_trigger: 1000,
         l0_slowdown_trigger: 1000,
         l0_stop_trigger: 1000,
+        l1_bytes: 64 << 20,
         ..options(10.0, FilterKind::Standard)
     };
     let db = Db::open(dir.path(), opts).unwrap();

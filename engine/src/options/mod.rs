@@ -59,7 +59,9 @@ pub struct Options {
     pub sync: SyncMode,
     /// WAL damage handling (default `TolerateTornTail`).
     pub wal_recovery: WalRecovery,
-    /// L0 tables that trigger a compaction into L1 (default 4).
+    /// L0 tables that trigger a compaction into L1 (default 4). L0 is also
+    /// compacted, whatever its table count, once it holds `l1_bytes`, as
+    /// RocksDB scores L0: a large trigger alone does not hold L0 back.
     pub l0_compaction_trigger: usize,
     /// L0 tables at which each write is delayed by 1 ms (default 8).
     pub l0_slowdown_trigger: usize,
