@@ -12,6 +12,8 @@ mod targets;
 #[cfg(test)]
 mod moving_readers_tests;
 #[cfg(test)]
+mod pick_liveness_tests;
+#[cfg(test)]
 mod pick_tests;
 #[cfg(test)]
 mod shape_model_tests;
