@@ -258,6 +258,7 @@ impl RibbonFilter {
         &self,
         hash: KeyHash,
         head: impl Fn(&[u128; 4], &[u128; 4], u128, u128) -> u32,
+        tail: impl Fn(&Solution, &Layout, solution::Span) -> bool,
     ) -> bool {
         if self.layout.num_blocks() == 0 {
             // Built from no keys.
@@ -271,23 +272,43 @@ impl RibbonFilter {
             coefficients(x),
             result_bits(x),
             head,
+            tail,
         )
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt")]
     fn contains_popcnt(&self, hash: KeyHash) -> bool {
-        self.contains_with(hash, solution::head_parities)
+        // Closures inherit the target features: the call is safe in them.
+        self.contains_with(hash, solution::head_parities, |s, l, span| {
+            tail_popcnt(s, l, span)
+        })
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt,avx512f,avx512vpopcntdq")]
+    #[target_feature(enable = "popcnt,avx512f,avx512vpopcntdq,bmi2")]
     fn contains_wide(&self, hash: KeyHash) -> bool {
         // The closure inherits the target features.
-        self.contains_with(hash, |here, next, left, right| {
-            wide::head_parities(here, next, left, right)
-        })
+        self.contains_with(
+            hash,
+            |here, next, left, right| wide::head_parities(here, next, left, right),
+            |s, l, span| tail_popcnt(s, l, span),
+        )
     }
+}
+
+/// [`solution::tail_matches`] out of line, with popcnt.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+#[target_feature(enable = "popcnt")]
+fn tail_popcnt(solution: &Solution, layout: &Layout, span: solution::Span) -> bool {
+    solution::tail_matches(solution, layout, span)
+}
+
+/// [`solution::tail_matches`] out of line.
+#[inline(never)]
+fn tail_portable(solution: &Solution, layout: &Layout, span: solution::Span) -> bool {
+    solution::tail_matches(solution, layout, span)
 }
 
 /// Bands every key's equation under `seed`, in the order of their start
@@ -358,7 +379,7 @@ impl Filter for RibbonFilter {
                 return unsafe { self.contains_popcnt(hash) };
             }
         }
-        self.contains_with(hash, solution::head_parities)
+        self.contains_with(hash, solution::head_parities, tail_portable)
     }
 
     fn num_bits(&self) -> u64 {

@@ -47,7 +47,11 @@ pub(crate) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
 fn back_substitute_popcnt(banding: &Banding, layout: &Layout) -> Solution {
-    back_substitute_portable(banding, layout)
+    // A closure written here inherits popcnt (one written in a function
+    // inlined here would not): `solve_block` is inlined into it.
+    back_substitute_with(banding, layout, |columns, rows, state| {
+        solve_block(columns, rows, state);
+    })
 }
 
 /// Back-substitution one block at a time with `solve` doing a block's rows
@@ -71,9 +75,10 @@ pub(crate) fn back_substitute_with(
     solution
 }
 
-#[inline(always)]
 fn back_substitute_portable(banding: &Banding, layout: &Layout) -> Solution {
-    back_substitute_with(banding, layout, solve_block)
+    back_substitute_with(banding, layout, |columns, rows, state| {
+        solve_block(columns, rows, state);
+    })
 }
 
 /// Solves one block's 128 rows, last to first, into the first `columns`
@@ -157,6 +162,7 @@ pub(crate) fn matches(
     coeff: u128,
     result: u32,
     head_parities: impl Fn(&[u128; 4], &[u128; 4], u128, u128) -> u32,
+    tail: impl Fn(&Solution, &Layout, Span) -> bool,
 ) -> bool {
     let block = start / COEFF_BITS;
     let offset = (start % COEFF_BITS) as u32;
@@ -171,9 +177,13 @@ pub(crate) fn matches(
     } else {
         0
     };
-    let here = layout.head_of_block(block) as usize;
-    let next = if straddles { here + head } else { here };
-    let column = |a: usize, b: usize| parity((solution.get(a) & left) ^ (solution.get(b) & right));
+    let span = Span {
+        block,
+        straddles,
+        left,
+        right,
+        result,
+    };
     let head_bits = if head == HEAD_COLUMNS as usize {
         // Each block's head is one whole line.
         let line = block as usize;
@@ -184,16 +194,53 @@ pub(crate) fn matches(
             right,
         )
     } else {
-        (0..head).fold(0, |bits, j| bits | column(here + j, next + j) << j)
+        let here = layout.head_of_block(block) as usize;
+        let next = if straddles { here + head } else { here };
+        (0..head).fold(0, |bits, j| {
+            bits | span.column(solution, here + j, next + j) << j
+        })
     };
     let head_mask = (1u32 << head) - 1;
     if (head_bits ^ result) & head_mask != 0 {
         return false;
     }
-    let (tail, tail_columns) = layout.tail_of_block(block);
+    tail(solution, layout, span)
+}
+
+/// What a query needs of its key to check the tail.
+#[derive(Clone, Copy)]
+pub(crate) struct Span {
+    block: u64,
+    straddles: bool,
+    left: u128,
+    right: u128,
+    result: u32,
+}
+
+impl Span {
+    /// The parity of one column: segment `a` of the start block, `b` of
+    /// the next.
+    #[inline(always)]
+    fn column(&self, solution: &Solution, a: usize, b: usize) -> u32 {
+        parity((solution.get(a) & self.left) ^ (solution.get(b) & self.right))
+    }
+}
+
+/// The rest of [`matches`]: whether the tail columns agree too. Kept out
+/// of the head check's code (callers compile it out of line) so that the
+/// path of most absent keys holds few registers.
+#[inline(always)]
+pub(crate) fn tail_matches(solution: &Solution, layout: &Layout, span: Span) -> bool {
+    let head = layout.head_columns() as usize;
+    let (tail, tail_columns) = layout.tail_of_block(span.block);
     let (tail, tail_columns) = (tail as usize, tail_columns as usize);
-    let tail_next = if straddles { tail + tail_columns } else { tail };
-    (0..tail_columns).all(|j| column(tail + j, tail_next + j) == (result >> (head + j)) & 1)
+    let tail_next = if span.straddles {
+        tail + tail_columns
+    } else {
+        tail
+    };
+    (0..tail_columns)
+        .all(|j| span.column(solution, tail + j, tail_next + j) == (span.result >> (head + j)) & 1)
 }
 
 #[cfg(test)]
@@ -238,7 +285,8 @@ mod tests {
                         eq.start,
                         eq.coeff,
                         eq.result,
-                        head_parities
+                        head_parities,
+                        tail_matches
                     ),
                     "{layout:?} {eq:?}"
                 );

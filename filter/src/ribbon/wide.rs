@@ -16,7 +16,7 @@ use std::arch::x86_64::{
     __m512i, _MM_PERM_BADC, _mm512_and_si512, _mm512_loadu_si512, _mm512_mask_shuffle_epi32,
     _mm512_popcnt_epi64, _mm512_set_epi64, _mm512_set1_epi64, _mm512_set4_epi64,
     _mm512_shldi_epi64, _mm512_shuffle_epi32, _mm512_slli_epi64, _mm512_srlv_epi64,
-    _mm512_ternarylogic_epi64, _mm512_test_epi64_mask, _mm512_xor_si512,
+    _mm512_ternarylogic_epi64, _mm512_test_epi64_mask, _mm512_xor_si512, _pext_u32,
 };
 
 use super::banding::{Banding, HI, LO, RESULT, Row};
@@ -43,13 +43,14 @@ pub(crate) fn query_available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
         && std::arch::is_x86_feature_detected!("popcnt")
+        && std::arch::is_x86_feature_detected!("bmi2")
 }
 
 /// [`super::solution::head_parities`] in one vector: the two lines' four
 /// columns masked by `left` and `right` and xored, each lane's halves
 /// folded, counted, and bit 0 of each count gathered into a mask.
 #[inline]
-#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+#[target_feature(enable = "avx512f,avx512vpopcntdq,bmi2")]
 pub(crate) fn head_parities(here: &[u128; 4], next: &[u128; 4], left: u128, right: u128) -> u32 {
     // SAFETY: each is a reference to 64 readable bytes; unaligned loads.
     let (h, n) = unsafe {
@@ -75,8 +76,7 @@ pub(crate) fn head_parities(here: &[u128; 4], next: &[u128; 4], left: u128, righ
     let folded = _mm512_xor_si512(masked, _mm512_shuffle_epi32::<_MM_PERM_BADC>(masked));
     let odd = _mm512_test_epi64_mask(_mm512_popcnt_epi64(folded), _mm512_set1_epi64(1));
     // Bits 0, 2, 4, 6 (the low halves of lanes 0..4) to bits 0..4.
-    let m = u32::from(odd);
-    (m & 1) | ((m >> 1) & 2) | ((m >> 2) & 4) | ((m >> 3) & 8)
+    _pext_u32(u32::from(odd), 0x55)
 }
 
 /// [`super::solution::back_substitute`] with vectors.
