@@ -24,6 +24,9 @@ mod hasher;
 mod layout;
 mod sizing;
 mod solution;
+mod storage;
+#[cfg(target_arch = "x86_64")]
+mod wide;
 
 use banding::Banding;
 use hasher::{COEFF_BITS, NUM_SEEDS, RibbonHasher, coefficients, result_bits};
@@ -31,6 +34,7 @@ use layout::Layout;
 pub use layout::MAX_COLUMNS;
 pub use sizing::{RIBBON_FIXED_BYTES, RibbonSizing, RibbonTarget, ribbon_sizing};
 use sizing::{blocks_for, layout_for};
+use storage::Solution;
 
 use crate::codec::{self, RibbonParams};
 use crate::error::{FilterError, Result};
@@ -61,7 +65,7 @@ const MAX_BLOCKS: u64 = u32::MAX as u64;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RibbonFilter {
-    segments: Vec<u128>,
+    solution: Solution,
     layout: Layout,
     seed: u32,
     hasher: RibbonHasher,
@@ -113,10 +117,10 @@ impl RibbonFilter {
         let items = hashes.len() as u64;
         let mut num_blocks = blocks_for(items);
         if num_blocks == 0 {
-            return Self::assemble(Layout::new(0, 0), 0, Vec::new(), 0);
+            return Self::assemble(Layout::new(0, 0), 0, Solution::default(), 0);
         }
         if num_blocks > MAX_BLOCKS {
-            return Self::assemble(Layout::new(2, 0), 0, Vec::new(), items);
+            return Self::assemble(Layout::new(2, 0), 0, Solution::default(), items);
         }
         // The first seed follows from the keys, so equal key sets give
         // equal filters and different ones rarely share a seed.
@@ -126,7 +130,7 @@ impl RibbonFilter {
             let layout = layout_for(target, items, num_blocks);
             if layout.num_segments() == 0 {
                 // Nothing to store: every key is "maybe".
-                return Self::assemble(layout, 0, Vec::new(), items);
+                return Self::assemble(layout, 0, Solution::default(), items);
             }
             let mut band: Option<Banding> = None;
             for attempt in 0..seeds_per_size {
@@ -136,8 +140,8 @@ impl RibbonFilter {
                     band.clear();
                 }
                 if solve(band, hashes, &layout, seed, &mut order) {
-                    let segments = solution::back_substitute(band, &layout);
-                    return Self::assemble(layout, seed, segments, items);
+                    let solution = solution::back_substitute(band, &layout);
+                    return Self::assemble(layout, seed, solution, items);
                 }
             }
             let grown = num_blocks + num_blocks.div_ceil(8);
@@ -146,17 +150,17 @@ impl RibbonFilter {
             }
             num_blocks = grown;
         }
-        Self::assemble(Layout::new(num_blocks, 0), 0, Vec::new(), items)
+        Self::assemble(Layout::new(num_blocks, 0), 0, Solution::default(), items)
     }
 
-    fn assemble(layout: Layout, seed: u32, segments: Vec<u128>, items: u64) -> Self {
+    fn assemble(layout: Layout, seed: u32, solution: Solution, items: u64) -> Self {
         let num_starts = if layout.num_blocks() == 0 {
             0
         } else {
             layout.num_starts()
         };
         Self {
-            segments,
+            solution,
             layout,
             seed,
             hasher: RibbonHasher::new(seed, num_starts),
@@ -186,11 +190,9 @@ impl RibbonFilter {
             num_blocks: self.layout.num_blocks() as u32,
             seed: self.seed,
         };
-        let mut payload = Vec::with_capacity(codec::RIBBON_PARAMS_LEN + self.segments.len() * 16);
+        let mut payload = Vec::with_capacity(codec::RIBBON_PARAMS_LEN + self.solution.len() * 16);
         payload.extend_from_slice(&codec::encode_ribbon_params(params));
-        for segment in &self.segments {
-            payload.extend_from_slice(&segment.to_le_bytes());
-        }
+        self.solution.write_v2(&mut payload);
         codec::encode(
             FilterKind::Ribbon,
             self.layout.upper_columns(),
@@ -238,16 +240,75 @@ impl RibbonFilter {
             ));
         }
         // The codec checked solution.len() == num_segments * 16.
-        let segments = solution
-            .chunks_exact(16)
-            .map(|c| {
-                let mut w = [0u8; 16];
-                w.copy_from_slice(c);
-                u128::from_le_bytes(w)
-            })
-            .collect();
-        Ok(Self::assemble(layout, params.seed, segments, header.items))
+        let v1 = header.version < codec::RIBBON_FORMAT_VERSION;
+        let solution = Solution::read(solution, &layout, v1);
+        Ok(Self::assemble(layout, params.seed, solution, header.items))
     }
+}
+
+impl RibbonFilter {
+    /// The query, with `head` computing the four head columns' parities.
+    /// Out of cache, the fewer instructions a lookup takes, the more
+    /// independent lookups the processor overlaps (its reorder window
+    /// holds more of them), so [`Filter::contains_hash`] calls a copy
+    /// compiled for the CPU it runs on: AVX-512 (the four head columns in
+    /// one vector) or `popcnt` (not in the x86-64 baseline), else this one.
+    #[inline(always)]
+    fn contains_with(
+        &self,
+        hash: KeyHash,
+        head: impl Fn(&[u128; 4], &[u128; 4], u128, u128) -> u32,
+        tail: impl Fn(&Solution, &Layout, solution::Span) -> bool,
+    ) -> bool {
+        if self.layout.num_blocks() == 0 {
+            // Built from no keys.
+            return false;
+        }
+        let x = self.hasher.seeded(hash);
+        solution::matches(
+            &self.solution,
+            &self.layout,
+            self.hasher.start(x),
+            coefficients(x),
+            result_bits(x),
+            head,
+            tail,
+        )
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn contains_popcnt(&self, hash: KeyHash) -> bool {
+        // Closures inherit the target features: the call is safe in them.
+        self.contains_with(hash, solution::head_parities, |s, l, span| {
+            tail_popcnt(s, l, span)
+        })
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt,avx512f,avx512vpopcntdq,bmi2")]
+    fn contains_wide(&self, hash: KeyHash) -> bool {
+        // The closure inherits the target features.
+        self.contains_with(
+            hash,
+            |here, next, left, right| wide::head_parities(here, next, left, right),
+            |s, l, span| tail_popcnt(s, l, span),
+        )
+    }
+}
+
+/// [`solution::tail_matches`] out of line, with popcnt.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+#[target_feature(enable = "popcnt")]
+fn tail_popcnt(solution: &Solution, layout: &Layout, span: solution::Span) -> bool {
+    solution::tail_matches(solution, layout, span)
+}
+
+/// [`solution::tail_matches`] out of line.
+#[inline(never)]
+fn tail_portable(solution: &Solution, layout: &Layout, span: solution::Span) -> bool {
+    solution::tail_matches(solution, layout, span)
 }
 
 /// Bands every key's equation under `seed`, in the order of their start
@@ -264,7 +325,7 @@ fn solve(
     sort_by_block(hashes, &hasher, layout.num_blocks(), order);
     band.add_all(order.len(), |k| {
         let mut eq = hasher.equation(order[k]);
-        let (_, columns) = layout.segments_of_block(eq.start / COEFF_BITS);
+        let columns = layout.columns_of_block(eq.start / COEFF_BITS);
         // Result bits a key never checks need not be solved for.
         eq.result &= column_mask(columns);
         eq
@@ -305,18 +366,20 @@ const fn column_mask(columns: u32) -> u32 {
 impl Filter for RibbonFilter {
     #[inline]
     fn contains_hash(&self, hash: KeyHash) -> bool {
-        if self.layout.num_blocks() == 0 {
-            // Built from no keys.
-            return false;
+        #[cfg(target_arch = "x86_64")]
+        {
+            if wide::query_available() {
+                // SAFETY: `query_available` checked every feature that
+                // `contains_wide` enables, on this CPU.
+                return unsafe { self.contains_wide(hash) };
+            }
+            if std::arch::is_x86_feature_detected!("popcnt") {
+                // SAFETY: the CPU has popcnt, checked just above; that is
+                // the only requirement of `contains_popcnt`.
+                return unsafe { self.contains_popcnt(hash) };
+            }
         }
-        let x = self.hasher.seeded(hash);
-        solution::matches(
-            &self.segments,
-            &self.layout,
-            self.hasher.start(x),
-            coefficients(x),
-            result_bits(x),
-        )
+        self.contains_with(hash, solution::head_parities, tail_portable)
     }
 
     fn num_bits(&self) -> u64 {
@@ -332,15 +395,10 @@ impl Filter for RibbonFilter {
     }
 
     fn fill_ratio(&self) -> f64 {
-        if self.segments.is_empty() {
+        if self.solution.len() == 0 {
             return 0.0;
         }
-        let ones: u64 = self
-            .segments
-            .iter()
-            .map(|s| u64::from(s.count_ones()))
-            .sum();
-        ones as f64 / self.num_bits() as f64
+        self.solution.count_ones() as f64 / self.num_bits() as f64
     }
 
     fn theoretical_fpr(&self) -> f64 {
@@ -351,7 +409,7 @@ impl Filter for RibbonFilter {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.segments.len() * std::mem::size_of::<u128>()
+        self.solution.memory_bytes()
     }
 
     /// A Ribbon filter's rate does not follow from its fill (each result
@@ -419,6 +477,41 @@ mod tests {
         keys.extend_from_within(..1000);
         let f = RibbonFilter::from_hashes(&keys, 8.0);
         assert!(keys.iter().all(|&h| f.contains_hash(h)));
+    }
+
+    /// `f`'s bytes as format version 1 wrote them: each block's columns
+    /// together.
+    fn v1_bytes(f: &RibbonFilter) -> Vec<u8> {
+        let v2 = f.to_bytes();
+        let at = codec::HEADER_LEN + codec::RIBBON_PARAMS_LEN;
+        let mut v1 = v2[..at].to_vec();
+        v1[4..6].copy_from_slice(&1u16.to_le_bytes());
+        for block in 0..f.layout.num_blocks() {
+            assert_eq!(
+                (v1.len() - at) as u64,
+                16 * f.layout.v1_first_segment(block)
+            );
+            for column in 0..f.layout.columns_of_block(block) {
+                let s = at + 16 * f.layout.segment(block, column) as usize;
+                v1.extend_from_slice(&v2[s..s + 16]);
+            }
+        }
+        let crc = crc32fast::hash(&v1);
+        v1.extend_from_slice(&crc.to_le_bytes());
+        v1
+    }
+
+    #[test]
+    fn version_1_order_reads_as_the_same_filter() {
+        for bpk in [1.5, 2.0, 5.5, 7.0, 9.9, 13.3, 40.0] {
+            let keys = hashes(3000, b'k');
+            let f = RibbonFilter::from_hashes(&keys, bpk);
+            let old = v1_bytes(&f);
+            assert_ne!(old, f.to_bytes());
+            let back = RibbonFilter::from_bytes(&old).unwrap();
+            assert_eq!(back, f, "{bpk}");
+            assert!(keys.iter().all(|&h| back.contains_hash(h)));
+        }
     }
 
     #[test]
