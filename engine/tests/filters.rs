@@ -99,11 +99,14 @@ fn reads_saved_match_the_filters_fpr() {
 fn compaction_rebuilds_filters_from_exactly_their_keys() {
     let n = 10_000;
     let dir = tempfile::tempdir().unwrap();
-    // No background compaction until the manual one: L0 may grow.
+    // No background compaction until the manual one: L0 may grow, in
+    // tables (the triggers) and in bytes (with dynamic level budgets L0
+    // also compacts once it holds `l1_bytes`).
     let opts = Options {
         l0_compaction_trigger: 1000,
         l0_slowdown_trigger: 1000,
         l0_stop_trigger: 1000,
+        l1_bytes: 1 << 30,
         ..options(10.0, FilterKind::Standard)
     };
     let db = Db::open(dir.path(), opts).unwrap();
