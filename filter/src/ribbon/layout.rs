@@ -100,6 +100,20 @@ impl Layout {
         self.upper_columns - (block < self.upper_start_block) as u32
     }
 
+    /// The first block with any columns (`num_blocks` when no block has
+    /// one). Every block from it on has at least one column, so there are
+    /// at most `num_segments` of them.
+    pub(crate) const fn first_block_with_columns(&self) -> u64 {
+        if self.num_segments == 0 {
+            self.num_blocks
+        } else if self.upper_columns == 1 {
+            // Lower blocks have no columns.
+            self.upper_start_block
+        } else {
+            0
+        }
+    }
+
     /// Columns every block keeps in the head (see the module notes).
     #[inline]
     pub(crate) const fn head_columns(&self) -> u32 {
@@ -226,6 +240,9 @@ mod tests {
         assert_eq!(l.tail_of_block(2), (0, 0));
         assert_eq!(l.tail_of_block(3), (0, 1));
         assert_eq!(l.v1_first_segment(3), 0);
+        assert_eq!(l.first_block_with_columns(), 3);
+        assert_eq!(Layout::new(4, 0).first_block_with_columns(), 4);
+        assert_eq!(Layout::new(4, 5).first_block_with_columns(), 0);
         assert!(l.expected_fpr() > 0.9);
         assert_eq!(Layout::new(3, 96).upper_columns(), 32);
         // Two columns everywhere: all head, no tail.

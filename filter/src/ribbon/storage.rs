@@ -92,7 +92,10 @@ impl Solution {
         });
         if v1 {
             // Version 1: block after block, each block's columns in order.
-            for block in 0..layout.num_blocks() {
+            // Blocks before the first with columns hold nothing, so the
+            // walk is as long as the bytes whatever block count a header
+            // claims.
+            for block in layout.first_block_with_columns()..layout.num_blocks() {
                 for column in 0..layout.columns_of_block(block) {
                     let value = values.next().unwrap_or(0);
                     solution.set(layout.segment(block, column) as usize, value);
