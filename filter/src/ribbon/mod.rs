@@ -514,6 +514,44 @@ mod tests {
         }
     }
 
+    /// Every query path this CPU runs gives the portable path's answer, on
+    /// filters of heads of 0 to 4 columns with and without tails, both
+    /// column counts, and for present and absent keys. The AVX-512 path is
+    /// compared only where the CPU has it (said on stdout when not).
+    #[test]
+    fn query_paths_agree_with_the_portable_one() {
+        #[cfg(target_arch = "x86_64")]
+        let (popcnt, wide) = (
+            std::arch::is_x86_feature_detected!("popcnt"),
+            wide::query_available(),
+        );
+        #[cfg(target_arch = "x86_64")]
+        if !wide {
+            println!("note: no AVX-512 on this CPU; the AVX-512 query is not compared");
+        }
+        let probes = hashes(20_000, b'q');
+        for bpk in [0.7, 1.5, 2.5, 3.3, 4.2, 5.5, 7.0, 9.9, 13.3, 40.0] {
+            let keys = hashes(3000, b'k');
+            let f = RibbonFilter::from_hashes(&keys, bpk);
+            for &h in keys.iter().chain(&probes) {
+                let portable = f.contains_with(h, solution::head_parities, tail_portable);
+                assert_eq!(f.contains_hash(h), portable, "{bpk}");
+                #[cfg(target_arch = "x86_64")]
+                {
+                    if popcnt {
+                        // SAFETY: the CPU has popcnt, checked above.
+                        assert_eq!(unsafe { f.contains_popcnt(h) }, portable, "{bpk}");
+                    }
+                    if wide {
+                        // SAFETY: `query_available` checked every feature
+                        // `contains_wide` enables.
+                        assert_eq!(unsafe { f.contains_wide(h) }, portable, "{bpk}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn rate_matches_layout() {
         let keys = hashes(50_000, b'k');

@@ -271,10 +271,22 @@ mod tests {
             }
         }
         assert!(eqs.len() > 200, "{} equations banded", eqs.len());
-        let solutions = [
-            back_substitute(&band, &layout),
+        // Every path this CPU runs, the portable one first.
+        let mut solutions = vec![
             back_substitute_portable(&band, &layout),
+            back_substitute(&band, &layout),
         ];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("popcnt") {
+                // SAFETY: the CPU has popcnt, checked just above.
+                solutions.push(unsafe { back_substitute_popcnt(&band, &layout) });
+            }
+            if super::super::wide::available() {
+                // SAFETY: `available` checked every feature it enables.
+                solutions.push(unsafe { super::super::wide::back_substitute_wide(&band, &layout) });
+            }
+        }
         for solution in &solutions {
             assert_eq!(solution.len() as u64, layout.num_segments());
             for &eq in &eqs {
@@ -292,7 +304,9 @@ mod tests {
                 );
             }
         }
-        assert_eq!(solutions[0], solutions[1], "{layout:?}");
+        for solution in &solutions[1..] {
+            assert_eq!(solution, &solutions[0], "{layout:?}");
+        }
     }
 
     #[test]
@@ -303,6 +317,10 @@ mod tests {
 
     #[test]
     fn every_column_count_solves() {
+        #[cfg(target_arch = "x86_64")]
+        if !super::super::wide::available() {
+            println!("note: no AVX-512 on this CPU; AVX-512 back-substitution is not compared");
+        }
         // Each count of columns has its own code: upper blocks of `c`
         // columns after lower ones of `c - 1` (none for 1), then whole.
         for c in 1..=MAX_COLUMNS as u64 {
