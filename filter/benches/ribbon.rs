@@ -1,5 +1,5 @@
-//! Ribbon against the blocked Bloom filter, in one process: the issue's
-//! speed targets (construction at most 4x the blocked filter's time per key,
+//! Ribbon against the blocked Bloom filter, in one process: the speed
+//! targets (construction at most 4x the blocked filter's time per key,
 //! an absent-key query at most 2x out of cache) measured as ratios within
 //! one run.
 //!
@@ -11,8 +11,8 @@
 //! - `ribbon_query_{size}`: `contains_hash` of absent keys, the hash given
 //!   (a splitmix64 of a counter, so probes are random and cost a few
 //!   instructions), on filters of 2 GiB each at 10 bits per key
-//!   (`BLOOMLSM_BENCH_FILTER_MIB` to change it): far larger than the last
-//!   level cache (260 MiB here), so nearly every probe misses it. `independent` lookups may
+//!   (`BLOOMLSM_BENCH_FILTER_MIB` to change it): far larger than any last
+//!   level cache, so nearly every probe misses it. `independent` lookups may
 //!   overlap in the processor; `chained` makes each probe's hash depend on
 //!   the previous answer (the latency of one, as far as the processor
 //!   cannot guess the answer). Filters that large take minutes to build

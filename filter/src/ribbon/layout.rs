@@ -14,8 +14,9 @@
 //! block (`h = min(HEAD_COLUMNS, fewest columns of any block)`, so the head
 //! of block `b` is segments `b h .. b h + h`); then the *tail*, every
 //! block's other columns, block after block. A query reads the heads of
-//! blocks `b` and `b + 1`, `2 h` segments side by side (128 bytes at a
-//! 128-byte multiple for `h = 4`: two adjacent cache lines), and an absent
+//! blocks `b` and `b + 1`, `2 h` segments side by side (for `h = 4`, 128 bytes
+//! at a multiple of 64: each block's head is one 64-byte line in memory, so
+//! two adjacent cache lines), and an absent
 //! key fails one of those `h` columns with probability `1 - 2^-h`; only
 //! the rest (and present keys) read the two blocks' tails, again side by
 //! side.
