@@ -276,6 +276,14 @@ impl RibbonFilter {
         )
     }
 
+    /// The portable copy. Out of line on x86-64, so that
+    /// [`Filter::contains_hash`] only dispatches (a jump, with no registers
+    /// saved for a copy it does not run).
+    #[cfg_attr(target_arch = "x86_64", inline(never))]
+    fn contains_portable(&self, hash: KeyHash) -> bool {
+        self.contains_with(hash, solution::head_parities, tail_portable)
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt")]
     fn contains_popcnt(&self, hash: KeyHash) -> bool {
@@ -294,6 +302,49 @@ impl RibbonFilter {
             |here, next, left, right| wide::head_parities(here, next, left, right),
             |s, l, span| tail_popcnt(s, l, span),
         )
+    }
+}
+
+/// The query copy this CPU runs, not yet chosen.
+#[cfg(target_arch = "x86_64")]
+const QUERY_UNKNOWN: u8 = 0;
+/// The portable copy.
+#[cfg(target_arch = "x86_64")]
+const QUERY_PORTABLE: u8 = 1;
+/// `contains_popcnt`: the CPU has popcnt.
+#[cfg(target_arch = "x86_64")]
+const QUERY_POPCNT: u8 = 2;
+/// `contains_wide`: [`wide::query_available`] is true.
+#[cfg(target_arch = "x86_64")]
+const QUERY_WIDE: u8 = 3;
+
+/// Which query copy this CPU runs, detected once and then one load per
+/// query (the checks of five features per query cost about twenty
+/// instructions). Invariant: the stored value is `QUERY_UNKNOWN` or what
+/// `choose_query_path` found on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn query_path() -> u8 {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static PATH: AtomicU8 = AtomicU8::new(QUERY_UNKNOWN);
+    let path = PATH.load(Ordering::Relaxed);
+    if path != QUERY_UNKNOWN {
+        return path;
+    }
+    let path = choose_query_path();
+    PATH.store(path, Ordering::Relaxed);
+    path
+}
+
+#[cfg(target_arch = "x86_64")]
+#[cold]
+fn choose_query_path() -> u8 {
+    if wide::query_available() {
+        QUERY_WIDE
+    } else if std::arch::is_x86_feature_detected!("popcnt") {
+        QUERY_POPCNT
+    } else {
+        QUERY_PORTABLE
     }
 }
 
@@ -367,19 +418,16 @@ impl Filter for RibbonFilter {
     #[inline]
     fn contains_hash(&self, hash: KeyHash) -> bool {
         #[cfg(target_arch = "x86_64")]
-        {
-            if wide::query_available() {
-                // SAFETY: `query_available` checked every feature that
-                // `contains_wide` enables, on this CPU.
-                return unsafe { self.contains_wide(hash) };
-            }
-            if std::arch::is_x86_feature_detected!("popcnt") {
-                // SAFETY: the CPU has popcnt, checked just above; that is
-                // the only requirement of `contains_popcnt`.
-                return unsafe { self.contains_popcnt(hash) };
-            }
+        match query_path() {
+            // SAFETY: `query_path` is WIDE only when `query_available`
+            // found every feature that `contains_wide` enables on this CPU.
+            QUERY_WIDE => return unsafe { self.contains_wide(hash) },
+            // SAFETY: `query_path` is POPCNT only when this CPU has popcnt,
+            // the only requirement of `contains_popcnt`.
+            QUERY_POPCNT => return unsafe { self.contains_popcnt(hash) },
+            _ => {}
         }
-        self.contains_with(hash, solution::head_parities, tail_portable)
+        self.contains_portable(hash)
     }
 
     fn num_bits(&self) -> u64 {
@@ -534,7 +582,7 @@ mod tests {
             let keys = hashes(3000, b'k');
             let f = RibbonFilter::from_hashes(&keys, bpk);
             for &h in keys.iter().chain(&probes) {
-                let portable = f.contains_with(h, solution::head_parities, tail_portable);
+                let portable = f.contains_portable(h);
                 assert_eq!(f.contains_hash(h), portable, "{bpk}");
                 #[cfg(target_arch = "x86_64")]
                 {
