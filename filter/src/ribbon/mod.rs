@@ -25,8 +25,6 @@ mod layout;
 mod sizing;
 mod solution;
 mod storage;
-#[cfg(target_arch = "x86_64")]
-mod wide;
 
 use banding::Banding;
 use hasher::{COEFF_BITS, NUM_SEEDS, RibbonHasher, coefficients, result_bits};
@@ -247,17 +245,16 @@ impl RibbonFilter {
 }
 
 impl RibbonFilter {
-    /// The query, with `head` computing the four head columns' parities.
-    /// Out of cache, the fewer instructions a lookup takes, the more
-    /// independent lookups the processor overlaps (its reorder window
+    /// The query, with `tail` checking the tail columns of keys that pass
+    /// the head. Out of cache, the fewer instructions a lookup takes, the
+    /// more independent lookups the processor overlaps (its reorder window
     /// holds more of them), so [`Filter::contains_hash`] calls a copy
-    /// compiled for the CPU it runs on: AVX-512 (the four head columns in
-    /// one vector) or `popcnt` (not in the x86-64 baseline), else this one.
+    /// compiled with `popcnt` (not in the x86-64 baseline) when the CPU
+    /// has it, else the portable one.
     #[inline(always)]
     fn contains_with(
         &self,
         hash: KeyHash,
-        head: impl Fn(&[u128; 4], &[u128; 4], u128, u128) -> u32,
         tail: impl Fn(&Solution, &Layout, solution::Span) -> bool,
     ) -> bool {
         if self.layout.num_blocks() == 0 {
@@ -271,7 +268,6 @@ impl RibbonFilter {
             self.hasher.start(x),
             coefficients(x),
             result_bits(x),
-            head,
             tail,
         )
     }
@@ -281,27 +277,14 @@ impl RibbonFilter {
     /// saved for a copy it does not run).
     #[cfg_attr(target_arch = "x86_64", inline(never))]
     fn contains_portable(&self, hash: KeyHash) -> bool {
-        self.contains_with(hash, solution::head_parities, tail_portable)
+        self.contains_with(hash, tail_portable)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt")]
     fn contains_popcnt(&self, hash: KeyHash) -> bool {
         // Closures inherit the target features: the call is safe in them.
-        self.contains_with(hash, solution::head_parities, |s, l, span| {
-            tail_popcnt(s, l, span)
-        })
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt,avx512f,avx512vpopcntdq,bmi2")]
-    fn contains_wide(&self, hash: KeyHash) -> bool {
-        // The closure inherits the target features.
-        self.contains_with(
-            hash,
-            |here, next, left, right| wide::head_parities(here, next, left, right),
-            |s, l, span| tail_popcnt(s, l, span),
-        )
+        self.contains_with(hash, |s, l, span| tail_popcnt(s, l, span))
     }
 }
 
@@ -314,13 +297,9 @@ const QUERY_PORTABLE: u8 = 1;
 /// `contains_popcnt`: the CPU has popcnt.
 #[cfg(target_arch = "x86_64")]
 const QUERY_POPCNT: u8 = 2;
-/// `contains_wide`: [`wide::query_available`] is true.
-#[cfg(target_arch = "x86_64")]
-const QUERY_WIDE: u8 = 3;
 
 /// Which query copy this CPU runs, detected once and then one load per
-/// query (the checks of five features per query cost about twenty
-/// instructions). Invariant: the stored value is `QUERY_UNKNOWN` or what
+/// query. Invariant: the stored value is `QUERY_UNKNOWN` or what
 /// `choose_query_path` found on this CPU.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -339,9 +318,7 @@ fn query_path() -> u8 {
 #[cfg(target_arch = "x86_64")]
 #[cold]
 fn choose_query_path() -> u8 {
-    if wide::query_available() {
-        QUERY_WIDE
-    } else if std::arch::is_x86_feature_detected!("popcnt") {
+    if std::arch::is_x86_feature_detected!("popcnt") {
         QUERY_POPCNT
     } else {
         QUERY_PORTABLE
@@ -418,14 +395,10 @@ impl Filter for RibbonFilter {
     #[inline]
     fn contains_hash(&self, hash: KeyHash) -> bool {
         #[cfg(target_arch = "x86_64")]
-        match query_path() {
-            // SAFETY: `query_path` is WIDE only when `query_available`
-            // found every feature that `contains_wide` enables on this CPU.
-            QUERY_WIDE => return unsafe { self.contains_wide(hash) },
+        if query_path() == QUERY_POPCNT {
             // SAFETY: `query_path` is POPCNT only when this CPU has popcnt,
             // the only requirement of `contains_popcnt`.
-            QUERY_POPCNT => return unsafe { self.contains_popcnt(hash) },
-            _ => {}
+            return unsafe { self.contains_popcnt(hash) };
         }
         self.contains_portable(hash)
     }
@@ -564,19 +537,11 @@ mod tests {
 
     /// Every query path this CPU runs gives the portable path's answer, on
     /// filters of heads of 0 to 4 columns with and without tails, both
-    /// column counts, and for present and absent keys. The AVX-512 path is
-    /// compared only where the CPU has it (said on stdout when not).
+    /// column counts, and for present and absent keys.
     #[test]
     fn query_paths_agree_with_the_portable_one() {
         #[cfg(target_arch = "x86_64")]
-        let (popcnt, wide) = (
-            std::arch::is_x86_feature_detected!("popcnt"),
-            wide::query_available(),
-        );
-        #[cfg(target_arch = "x86_64")]
-        if !wide {
-            println!("note: no AVX-512 on this CPU; the AVX-512 query is not compared");
-        }
+        let popcnt = std::arch::is_x86_feature_detected!("popcnt");
         let probes = hashes(20_000, b'q');
         for bpk in [0.7, 1.5, 2.5, 3.3, 4.2, 5.5, 7.0, 9.9, 13.3, 40.0] {
             let keys = hashes(3000, b'k');
@@ -585,16 +550,9 @@ mod tests {
                 let portable = f.contains_portable(h);
                 assert_eq!(f.contains_hash(h), portable, "{bpk}");
                 #[cfg(target_arch = "x86_64")]
-                {
-                    if popcnt {
-                        // SAFETY: the CPU has popcnt, checked above.
-                        assert_eq!(unsafe { f.contains_popcnt(h) }, portable, "{bpk}");
-                    }
-                    if wide {
-                        // SAFETY: `query_available` checked every feature
-                        // `contains_wide` enables.
-                        assert_eq!(unsafe { f.contains_wide(h) }, portable, "{bpk}");
-                    }
+                if popcnt {
+                    // SAFETY: the CPU has popcnt, checked above.
+                    assert_eq!(unsafe { f.contains_popcnt(h) }, portable, "{bpk}");
                 }
             }
         }

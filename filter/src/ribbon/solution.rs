@@ -8,9 +8,9 @@ use super::storage::Solution;
 
 /// The parity of `v`'s set bits. On x86-64 the `popcnt` instruction is not
 /// part of the baseline target, so back-substitution is compiled more than
-/// once and a copy the CPU can run is chosen at run time. The query keeps
-/// the portable form, inlined: it computes a few parities per key, and a
-/// call into a `target_feature` function would cost more than it saves.
+/// once and a copy the CPU can run is chosen at run time; so is the query
+/// (`RibbonFilter::contains_hash`), as a whole, so that the parities it
+/// computes are inlined into the copy and no call is made per parity.
 #[inline(always)]
 fn parity(v: u128) -> u32 {
     ((v as u64) ^ ((v >> 64) as u64)).count_ones() & 1
@@ -28,18 +28,11 @@ fn parity(v: u128) -> u32 {
 /// REQUIRES: `banding` has `layout.num_slots()` rows.
 pub(crate) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
     #[cfg(target_arch = "x86_64")]
-    {
-        if super::wide::available() {
-            // SAFETY: `available` checked every target feature that
-            // `back_substitute_wide` enables, on this CPU.
-            return unsafe { super::wide::back_substitute_wide(banding, layout) };
-        }
-        if std::arch::is_x86_feature_detected!("popcnt") {
-            // SAFETY: the CPU has popcnt, checked just above; that is the
-            // only requirement of a `target_feature(enable = "popcnt")`
-            // function.
-            return unsafe { back_substitute_popcnt(banding, layout) };
-        }
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU has popcnt, checked just above; that is the
+        // only requirement of a `target_feature(enable = "popcnt")`
+        // function.
+        return unsafe { back_substitute_popcnt(banding, layout) };
     }
     back_substitute_portable(banding, layout)
 }
@@ -58,7 +51,7 @@ fn back_substitute_popcnt(banding: &Banding, layout: &Layout) -> Solution {
 /// (into the first `columns` entries of the state; columns past those are
 /// left as they are), storing each block's segments where `layout` says.
 #[inline(always)]
-pub(crate) fn back_substitute_with(
+fn back_substitute_with(
     banding: &Banding,
     layout: &Layout,
     mut solve: impl FnMut(u32, &[Row; COEFF_BITS as usize], &mut [u128; MAX_COLUMNS as usize]),
@@ -127,9 +120,11 @@ fn solve_block_with<const C: usize>(
 /// The parities of the four head columns of one key, bit j for column j
 /// (the lines `here` and `next` are the heads of its start block and the
 /// next, `left` and `right` its coefficients shifted onto each), one
-/// column at a time.
+/// column at a time, each bit shifted into place. Not gathered with
+/// `pext`: AMD processors before Zen 3 run it in microcode, slowly, and no
+/// query copy enables bmi2.
 #[inline(always)]
-pub(crate) fn head_parities(here: &[u128; 4], next: &[u128; 4], left: u128, right: u128) -> u32 {
+fn head_parities(here: &[u128; 4], next: &[u128; 4], left: u128, right: u128) -> u32 {
     let mut bits = 0;
     for j in 0..4 {
         bits |= parity((here[j] & left) ^ (next[j] & right)) << j;
@@ -138,8 +133,7 @@ pub(crate) fn head_parities(here: &[u128; 4], next: &[u128; 4], left: u128, righ
 }
 
 /// Whether the equation (`start`, `coeff`, `result`) holds in the solution,
-/// for as many result bits as the start block has columns, with
-/// `head_parities` for the usual head of four columns.
+/// for as many result bits as the start block has columns.
 ///
 /// The head columns of the start block and the next lie side by side (two
 /// adjacent cache lines for 4 head columns), and an absent key fails one
@@ -161,7 +155,6 @@ pub(crate) fn matches(
     start: u64,
     coeff: u128,
     result: u32,
-    head_parities: impl Fn(&[u128; 4], &[u128; 4], u128, u128) -> u32,
     tail: impl Fn(&Solution, &Layout, Span) -> bool,
 ) -> bool {
     let block = start / COEFF_BITS;
@@ -277,15 +270,9 @@ mod tests {
             back_substitute(&band, &layout),
         ];
         #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("popcnt") {
-                // SAFETY: the CPU has popcnt, checked just above.
-                solutions.push(unsafe { back_substitute_popcnt(&band, &layout) });
-            }
-            if super::super::wide::available() {
-                // SAFETY: `available` checked every feature it enables.
-                solutions.push(unsafe { super::super::wide::back_substitute_wide(&band, &layout) });
-            }
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU has popcnt, checked just above.
+            solutions.push(unsafe { back_substitute_popcnt(&band, &layout) });
         }
         for solution in &solutions {
             assert_eq!(solution.len() as u64, layout.num_segments());
@@ -297,7 +284,6 @@ mod tests {
                         eq.start,
                         eq.coeff,
                         eq.result,
-                        head_parities,
                         tail_matches
                     ),
                     "{layout:?} {eq:?}"
@@ -317,10 +303,6 @@ mod tests {
 
     #[test]
     fn every_column_count_solves() {
-        #[cfg(target_arch = "x86_64")]
-        if !super::super::wide::available() {
-            println!("note: no AVX-512 on this CPU; AVX-512 back-substitution is not compared");
-        }
         // Each count of columns has its own code: upper blocks of `c`
         // columns after lower ones of `c - 1` (none for 1), then whole.
         for c in 1..=MAX_COLUMNS as u64 {
