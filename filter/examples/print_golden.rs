@@ -37,16 +37,26 @@ fn main() {
         .filter(|i| r.contains(&i.to_le_bytes()))
         .collect();
     println!("ribbon fixture maybe among 0..64: {maybe:?}");
+    let r = RibbonFilter::from_keys([&b"a"[..], b"b", b"c"], 5.5);
+    println!(
+        "ribbon head-and-tail fixture, 5.5 bits/key (seed {}): {}",
+        r.seed(),
+        hex(&r.to_bytes())
+    );
+    let maybe: Vec<u32> = (0..256u32)
+        .filter(|i| r.contains(&i.to_le_bytes()))
+        .collect();
+    println!("ribbon head-and-tail fixture maybe among 0..256: {maybe:?}");
     let big = RibbonFilter::from_keys((0..1000u32).map(|i| i.to_le_bytes()), 7.0);
     let bytes = big.to_bytes();
     let maybe: Vec<u32> = (1000..1400u32)
         .filter(|i| big.contains(&i.to_le_bytes()))
         .collect();
     println!(
-        "ribbon 1000 keys at 7 bits/key: seed {}, {} bytes, crc32 of bytes {:#010x}, maybe among 1000..1400: {maybe:?}",
+        "ribbon 1000 keys at 7 bits/key: seed {}, {} bytes, crc32 of bytes before the checksum {:#010x}, maybe among 1000..1400: {maybe:?}",
         big.seed(),
         bytes.len(),
-        crc32(&bytes)
+        crc32(&bytes[..bytes.len() - 4])
     );
 }
 

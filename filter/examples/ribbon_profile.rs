@@ -1,14 +1,23 @@
 //! Times Ribbon construction and lookups against the blocked Bloom filter
-//! in one process (a quick loop for profiling; the criterion benches in
-//! `benches/` are the measurements of record).
+//! in one process, the fastest of several runs of each, the two kinds
+//! alternating (so a loaded machine slows both alike; the criterion bench
+//! `benches/ribbon.rs` is the other measurement).
 //!
 //! `cargo run --release -p bloomlsm-filter --example ribbon_profile -- [keys] [what]`
-//! where `what` is `build`, `lookup`, `all` or `once` (one Ribbon build) (default `all`, 1,000,000 keys).
+//! where `what` is `build`, `lookup`, `all`, `once` (one Ribbon build, for
+//! `valgrind --tool=callgrind`) or `far` (absent lookups, hash given, on
+//! filters of `keys` keys at 10 bits per key with random contents, as in
+//! the bench; add `ribbon-first` to make the Ribbon one first) (1,000,000
+//! keys, `all` by default). Out of cache:
+//! `ribbon_profile 1718000000 far` (2 GiB each).
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use bloomlsm_filter::{BlockedBloomFilter, Filter, InsertFilter, KeyHash, RibbonFilter};
+
+#[path = "../benches/support/mod.rs"]
+mod support;
 
 fn hashes(n: u64, offset: u64) -> Vec<KeyHash> {
     (offset..offset + n)
@@ -16,15 +25,59 @@ fn hashes(n: u64, offset: u64) -> Vec<KeyHash> {
         .collect()
 }
 
-/// Nanoseconds per element of the fastest of `reps` runs of `f`.
-fn best_ns(reps: u32, elements: u64, mut f: impl FnMut()) -> f64 {
-    let mut best = f64::INFINITY;
+/// Nanoseconds per element of the fastest of `reps` runs of `a` and of
+/// `b`, run in alternation.
+fn best_pair(reps: u32, elements: u64, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
+    let (mut best_a, mut best_b) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..reps {
         let t = Instant::now();
-        f();
-        best = best.min(t.elapsed().as_secs_f64());
+        a();
+        best_a = best_a.min(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        b();
+        best_b = best_b.min(t.elapsed().as_secs_f64());
     }
-    best * 1e9 / elements as f64
+    let per = |s: f64| s * 1e9 / elements as f64;
+    (per(best_a), per(best_b))
+}
+
+fn far(n: u64) {
+    // Built in this order or the other (`ribbon-first`): memory allocated
+    // at different times may sit differently in the machine.
+    let ribbon_first = std::env::args().any(|a| a == "ribbon-first");
+    let early = ribbon_first.then(|| support::random_ribbon(n, 10.0));
+    let blocked = support::random_blocked(n, 10.0);
+    let ribbon = early.unwrap_or_else(|| support::random_ribbon(n, 10.0));
+    let probes = 2_000_000u64;
+    let base = std::cell::Cell::new(1u64 << 62);
+    let run = |f: &dyn Filter| {
+        // Fresh probes every run, so no run finds the last one's lines.
+        let first = base.get();
+        base.set(first + probes);
+        let hits = (first..first + probes)
+            .filter(|&i| f.contains_hash(KeyHash::from_raw(support::splitmix(i))))
+            .count();
+        black_box(hits);
+    };
+    let (b, r) = best_pair(9, probes, || run(&blocked), || run(&ribbon));
+    println!(
+        "absent lookup, hash given, {n} keys ({} MiB each): blocked {b:.2} ns, ribbon {r:.2} ns, ratio {:.2}",
+        ribbon.memory_bytes() >> 20,
+        r / b
+    );
+    // Each probe's hash depends on the previous answer: one at a time.
+    let chained = |f: &dyn Filter| {
+        let mut i = base.get();
+        for _ in 0..probes / 4 {
+            i += 1 + u64::from(f.contains_hash(KeyHash::from_raw(support::splitmix(i))));
+        }
+        base.set(i);
+    };
+    let (b, r) = best_pair(9, probes / 4, || chained(&blocked), || chained(&ribbon));
+    println!(
+        "absent lookup, chained: blocked {b:.2} ns, ribbon {r:.2} ns, ratio {:.2}",
+        r / b
+    );
 }
 
 fn main() {
@@ -34,22 +87,29 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
     let what = args.get(2).map_or("all", String::as_str);
+    if what == "far" {
+        far(n);
+        return;
+    }
     let present = hashes(n, 0);
     let reps = if n >= 10_000_000 { 3 } else { 7 };
     if what == "once" {
-        // One Ribbon build, for `valgrind --tool=callgrind`.
         black_box(RibbonFilter::from_hashes(&present, 10.0));
         return;
     }
     if what == "build" || what == "all" {
-        let blocked = best_ns(reps, n, || {
-            let mut f = BlockedBloomFilter::with_bits_per_key(n, 10.0);
-            present.iter().for_each(|&h| f.insert_hash(h));
-            black_box(f);
-        });
-        let ribbon = best_ns(reps, n, || {
-            black_box(RibbonFilter::from_hashes(&present, 10.0));
-        });
+        let (blocked, ribbon) = best_pair(
+            reps,
+            n,
+            || {
+                let mut f = BlockedBloomFilter::with_bits_per_key(n, 10.0);
+                present.iter().for_each(|&h| f.insert_hash(h));
+                black_box(f);
+            },
+            || {
+                black_box(RibbonFilter::from_hashes(&present, 10.0));
+            },
+        );
         println!(
             "build {n} keys: blocked {blocked:.2} ns/key, ribbon {ribbon:.2} ns/key, ratio {:.2}",
             ribbon / blocked
@@ -59,34 +119,19 @@ fn main() {
         let mut blocked = BlockedBloomFilter::with_bits_per_key(n, 10.0);
         present.iter().for_each(|&h| blocked.insert_hash(h));
         let ribbon = RibbonFilter::from_hashes(&present, 10.0);
-        let probes = hashes(4_000_000, n);
-        let count = probes.len() as u64;
-        let time = |f: &dyn Filter| {
-            best_ns(reps, count, || {
-                let hits = probes.iter().filter(|&&h| f.contains_hash(h)).count();
-                black_box(hits);
-            })
-        };
-        let (b, r) = (time(&blocked), time(&ribbon));
-        println!(
-            "absent lookup, hash given, {n} keys: blocked {b:.2} ns, ribbon {r:.2} ns, ratio {:.2}",
-            r / b
-        );
-        let present_probes: Vec<KeyHash> = present.iter().step_by(7).copied().collect();
-        let count = present_probes.len() as u64;
-        let time = |f: &dyn Filter| {
-            best_ns(reps, count, || {
-                let hits = present_probes
-                    .iter()
-                    .filter(|&&h| f.contains_hash(h))
-                    .count();
-                black_box(hits);
-            })
-        };
-        let (b, r) = (time(&blocked), time(&ribbon));
-        println!(
-            "present lookup, hash given, {n} keys: blocked {b:.2} ns, ribbon {r:.2} ns, ratio {:.2}",
-            r / b
-        );
+        for (name, probes) in [
+            ("absent", hashes(4_000_000, n)),
+            ("present", present.iter().step_by(7).copied().collect()),
+        ] {
+            let count = probes.len() as u64;
+            let run = |f: &dyn Filter| {
+                black_box(probes.iter().filter(|&&h| f.contains_hash(h)).count());
+            };
+            let (b, r) = best_pair(reps, count, || run(&blocked), || run(&ribbon));
+            println!(
+                "{name} lookup, hash given, {n} keys: blocked {b:.2} ns, ribbon {r:.2} ns, ratio {:.2}",
+                r / b
+            );
+        }
     }
 }

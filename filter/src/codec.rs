@@ -3,7 +3,7 @@
 //! ```text
 //! offset size  field
 //! 0      4     magic 0x464d_4c42 ("BLMF" little-endian)       FROZEN
-//! 4      2     format version (1)                             FROZEN
+//! 4      2     format version: 1, or 2 for ribbon (below)      FROZEN
 //! 6      1     filter kind tag (1 standard, 2 blocked, 3 counting, 4 ribbon)
 //! 7      1     hash id (1 = XXH3-64)
 //! 8      8     hash seed
@@ -21,6 +21,14 @@
 //! Ribbon parameters (8 bytes at offset 36): u32 number of 128-slot blocks
 //! (0 for a filter of no keys, else at least 2), u32 seed (0..=255).
 //! All integers little-endian, fixed width (bincode 2 with fixed-int encoding).
+//!
+//! Versions: 2 differs from 1 only in the order of a Ribbon filter's
+//! segments (`ribbon/layout.rs`: version 2 puts every block's first
+//! columns together so a query reads one short span first). This build
+//! writes 2 for Ribbon filters and 1 for the other kinds (their bytes did
+//! not change, so older readers still read them), and reads both for every
+//! kind; a newer version is refused with [`FilterError::UnsupportedVersion`]
+//! (a table then reads without its filter, every key "maybe").
 
 use bincode::{Decode, Encode};
 
@@ -31,8 +39,12 @@ use crate::math::{MAX_HASHES, MIN_HASHES};
 
 /// Magic number at the start of every serialized filter. FROZEN.
 pub const FILTER_MAGIC: u32 = 0x464d_4c42;
-/// The serialized filter format version this build writes and reads. FROZEN.
+/// The serialized filter format version this build writes for the Bloom
+/// kinds (and the oldest it reads). FROZEN.
 pub const FILTER_FORMAT_VERSION: u16 = 1;
+/// The version this build writes for Ribbon filters, the newest it reads.
+/// FROZEN.
+pub const RIBBON_FORMAT_VERSION: u16 = 2;
 /// Bytes in the fixed header.
 pub const HEADER_LEN: usize = 36;
 /// Bytes in the trailing checksum.
@@ -45,7 +57,7 @@ pub const RIBBON_PARAMS_LEN: usize = 8;
 pub struct FilterHeader {
     /// [`FILTER_MAGIC`].
     pub magic: u32,
-    /// [`FILTER_FORMAT_VERSION`].
+    /// [`FILTER_FORMAT_VERSION`] or [`RIBBON_FORMAT_VERSION`].
     pub version: u16,
     /// [`FilterKind::tag`].
     pub kind: u8,
@@ -119,7 +131,11 @@ pub(crate) fn encode(
 ) -> Vec<u8> {
     let header = FilterHeader {
         magic: FILTER_MAGIC,
-        version: FILTER_FORMAT_VERSION,
+        version: if kind == FilterKind::Ribbon {
+            RIBBON_FORMAT_VERSION
+        } else {
+            FILTER_FORMAT_VERSION
+        },
         kind: kind.tag(),
         hash_id: HASH_ID_XXH3_64,
         seed: HASH_SEED,
@@ -164,7 +180,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(FilterHeader, FilterKind, &[u8])> 
     if header.magic != FILTER_MAGIC {
         return Err(FilterError::BadMagic(header.magic));
     }
-    if header.version != FILTER_FORMAT_VERSION {
+    if !(FILTER_FORMAT_VERSION..=RIBBON_FORMAT_VERSION).contains(&header.version) {
         return Err(FilterError::UnsupportedVersion(header.version));
     }
     let kind = FilterKind::from_tag(header.kind)?;

@@ -169,6 +169,66 @@ fn ribbon_errors_are_specific() {
     ));
 }
 
+/// A Ribbon filter's bytes from its fields, the solution `segments`
+/// pseudo-random segments from `fill`, signed.
+fn ribbon_bytes(
+    version: u16,
+    k: u32,
+    segments: u64,
+    items: u64,
+    blocks: u32,
+    seed: u32,
+    fill: u64,
+) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&0x464d_4c42u32.to_le_bytes());
+    b.extend_from_slice(&version.to_le_bytes());
+    b.extend_from_slice(&[4, 1]);
+    b.extend_from_slice(&bloomlsm_filter::HASH_SEED.to_le_bytes());
+    b.extend_from_slice(&k.to_le_bytes());
+    b.extend_from_slice(&(segments * 128).to_le_bytes());
+    b.extend_from_slice(&items.to_le_bytes());
+    b.extend_from_slice(&blocks.to_le_bytes());
+    b.extend_from_slice(&seed.to_le_bytes());
+    let mut x = fill;
+    for _ in 0..segments * 2 {
+        x = x
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .wrapping_add(0x632b_e59b_d9b4_e019);
+        b.extend_from_slice(&(x ^ (x >> 29)).to_le_bytes());
+    }
+    let crc = crc32fast_hash(&b);
+    b.extend_from_slice(&crc.to_le_bytes());
+    b
+}
+
+#[test]
+fn ribbon_versions_outside_1_and_2_are_refused() {
+    let good = ribbon_bytes(2, 2, 4, 3, 2, 7, 1);
+    assert!(RibbonFilter::from_bytes(&good).is_ok());
+    assert!(RibbonFilter::from_bytes(&resign(good.clone(), 4, &1u16.to_le_bytes())).is_ok());
+    for version in [0u16, 3, 0xffff] {
+        assert!(matches!(
+            RibbonFilter::from_bytes(&resign(good.clone(), 4, &version.to_le_bytes())),
+            Err(FilterError::UnsupportedVersion(v)) if v == version
+        ));
+    }
+}
+
+/// A version 1 filter claiming the most blocks with few segments decodes
+/// (and quickly: reading version 1 order walks the blocks that hold
+/// segments, not all of them).
+#[test]
+fn version_1_with_the_most_blocks_decodes() {
+    for segments in [0u64, 1, 5] {
+        let k = u32::from(segments > 0);
+        let bytes = ribbon_bytes(1, k, segments, 9, u32::MAX, 3, 11);
+        let f = RibbonFilter::from_bytes(&bytes).unwrap();
+        assert_eq!(f.num_bits(), segments * 128);
+        let _ = f.contains(b"x");
+    }
+}
+
 fn crc32fast_hash(bytes: &[u8]) -> u32 {
     // The same CRC-32 (IEEE) as the codec, computed bitwise so the test
     // does not share code with what it checks.
@@ -202,6 +262,37 @@ proptest! {
             bytes[at] = value;
         }
         let _ = decode_all(&bytes);
+    }
+
+    /// Ribbon headers of either version, with any block count (small ones
+    /// and ones near the u32 limit) and solution bytes of the size the
+    /// header claims: decoding never panics and takes time in proportion
+    /// to the bytes, not to the block count; what decodes answers any
+    /// probe and re-encodes to the same filter (and version 2 bytes to
+    /// themselves).
+    #[test]
+    fn ribbon_headers_of_either_version_decode_safely(
+        version in 1u16..=2,
+        blocks in prop_oneof![0u32..40, (u32::MAX - 40)..=u32::MAX, any::<u32>()],
+        segments in 0u64..160,
+        k_off in prop_oneof![Just(0i64), -2i64..3],
+        seed in prop_oneof![0u32..256, any::<u32>()],
+        fill in any::<u64>(),
+        probes in proptest::collection::vec(any::<u64>(), 1..64),
+    ) {
+        let k = if blocks == 0 { 0 } else { segments.div_ceil(u64::from(blocks)) as i64 + k_off };
+        let bytes = ribbon_bytes(version, u32::try_from(k).unwrap_or(0), segments, u64::from(blocks), blocks, seed, fill);
+        if let Ok(f) = RibbonFilter::from_bytes(&bytes) {
+            for probe in probes {
+                let _ = f.contains_hash(KeyHash::from_raw(probe));
+            }
+            let _ = (f.theoretical_fpr(), f.fill_ratio(), f.estimated_fpr(), f.mean_columns());
+            let again = f.to_bytes();
+            if version == 2 {
+                prop_assert_eq!(&again, &bytes);
+            }
+            prop_assert_eq!(RibbonFilter::from_bytes(&again).unwrap(), f);
+        }
     }
 
     /// Whatever a re-signed (checksum-valid) edit of a Ribbon filter's

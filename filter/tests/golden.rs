@@ -47,8 +47,22 @@ const FIXTURE_HEX: &str = "424c4d46010001016d736c6d6f6f6c62030000008000000000000
 const BLOCKED_K7_HEX: &str = "424c4d46010002016d736c6d6f6f6c62070000000004000000000000030000000000000000000000110040000040000002000000000020000001000000000204000080000000100000000000000000000200000000000000000000000000000000040004000000000000000000000000000001000000000000000000000000000000000000040000000000800000000000000000000020080040000000000000000000409f4491fd";
 
 /// A Ribbon filter of "a", "b" and "c" at 2 bits per key: two blocks of two
-/// columns, solved with seed 206.
-const RIBBON_HEX: &str = "424c4d46010004016d736c6d6f6f6c62020000000002000000000000030000000000000002000000ce00000000000000000000000000002000000000000000000000000000000020020000000000000000000000000000000000000001000000000000000000000000000000902b2f4d";
+/// columns, solved with seed 206, as format version 1 wrote it (still read).
+const RIBBON_V1_HEX: &str = "424c4d46010004016d736c6d6f6f6c62020000000002000000000000030000000000000002000000ce00000000000000000000000000002000000000000000000000000000000020020000000000000000000000000000000000000001000000000000000000000000000000902b2f4d";
+
+/// The same filter as version 2 writes it: with two columns every segment
+/// is in the head, in the same order as version 1, so only the version and
+/// the checksum differ.
+const RIBBON_V2_HEX: &str = "424c4d46020004016d736c6d6f6f6c62020000000002000000000000030000000000000002000000ce00000000000000000000000000002000000000000000000000000000000020020000000000000000000000000000000000000001000000000000000000000000000000a76aec58";
+
+/// "a", "b" and "c" at 5.5 bits per key (format version 2): two blocks of
+/// 5 and 6 columns, seed 206; the heads of 4 columns (8 segments) come
+/// first, then block 0's tail of one column and block 1's of two.
+const RIBBON_SPLIT_HEX: &str = "424c4d46020004016d736c6d6f6f6c62060000008005000000000000030000000000000002000000ce0000000000000000000000000000200000000000000000000000000000002002000000000000000000000000000020000000000000000000000000000000000000000000000000000000000000000000000000010000000000000000000000000000000100000000000000000000000000000001000000000000000000000000000000000000000000000000000020020000000100000000000000000000000000000001000000000000000000000000000000c6a7485f";
+
+/// Which of the 4-byte little-endian keys 0..256 the split fixture calls
+/// "maybe".
+const RIBBON_SPLIT_MAYBE: [u32; 3] = [43, 46, 205];
 
 /// Which of the 4-byte little-endian keys 0..64 the Ribbon fixture calls
 /// "maybe" (about a quarter: two result bits).
@@ -128,9 +142,13 @@ fn blocked_filters_of_the_old_k_still_read() {
 
 #[test]
 fn ribbon_fixture_is_frozen() {
-    // Decoding and querying are the format: these must never change.
-    let bytes = unhex(RIBBON_HEX);
+    // Decoding and querying are the format: these must never change, for
+    // either version.
+    let v1 = RibbonFilter::from_bytes(&unhex(RIBBON_V1_HEX)).unwrap();
+    let bytes = unhex(RIBBON_V2_HEX);
     let decoded = RibbonFilter::from_bytes(&bytes).unwrap();
+    assert_eq!(v1, decoded, "version 1 reads as the same filter");
+    assert_eq!(v1.to_bytes(), bytes, "and is written back as version 2");
     assert_eq!(
         (decoded.seed(), decoded.len(), decoded.num_hashes()),
         (206, 3, 2)
@@ -156,6 +174,32 @@ fn ribbon_fixture_is_frozen() {
 }
 
 #[test]
+fn ribbon_head_and_tail_fixture_is_frozen() {
+    let bytes = unhex(RIBBON_SPLIT_HEX);
+    let decoded = RibbonFilter::from_bytes(&bytes).unwrap();
+    assert_eq!(
+        (decoded.seed(), decoded.num_hashes(), decoded.num_bits()),
+        (206, 6, 11 * 128)
+    );
+    for k in [&b"a"[..], b"b", b"c"] {
+        assert!(decoded.contains(k));
+    }
+    let maybe: Vec<u32> = (0..256u32)
+        .filter(|i| decoded.contains(&i.to_le_bytes()))
+        .collect();
+    assert_eq!(maybe, RIBBON_SPLIT_MAYBE);
+    let spec: Vec<u32> = (0..256u32)
+        .filter(|i| spec_query(&bytes, KeyHash::of(&i.to_le_bytes()).raw()))
+        .collect();
+    assert_eq!(spec, RIBBON_SPLIT_MAYBE);
+    // Construction (may be updated deliberately, as above).
+    assert_eq!(
+        RibbonFilter::from_keys([&b"a"[..], b"b", b"c"], 5.5).to_bytes(),
+        bytes
+    );
+}
+
+#[test]
 fn ribbon_of_a_thousand_keys_is_frozen() {
     let f = RibbonFilter::from_keys((0..1000u32).map(|i| i.to_le_bytes()), 7.0);
     assert_eq!((f.seed(), f.to_bytes().len()), (95, 928));
@@ -163,7 +207,13 @@ fn ribbon_of_a_thousand_keys_is_frozen() {
         .filter(|i| f.contains(&i.to_le_bytes()))
         .collect();
     assert_eq!(maybe, [1086, 1117, 1119, 1182, 1199, 1278]);
-    assert_eq!(crc32(&f.to_bytes()), 0x2144_df1c);
+    // The checksum of everything before it. (The crc32 of a filter's whole
+    // bytes, checksum included, is the same for every valid filter, the
+    // CRC residue 0x2144_df1c: that is what this line checked before
+    // format version 2, which pinned nothing.)
+    let bytes = f.to_bytes();
+    assert_eq!(crc32(&bytes[..bytes.len() - 4]), 0x6625_04f1);
+    assert_eq!(crc32(&bytes), 0x2144_df1c);
 }
 
 fn crc32(bytes: &[u8]) -> u32 {
@@ -190,8 +240,9 @@ fn mix64(v: u64) -> u64 {
 }
 
 /// The Ribbon query exactly as `sstable/FORMAT.md` states it, from the
-/// serialized bytes alone.
+/// serialized bytes alone, for format versions 1 and 2.
 fn spec_query(bytes: &[u8], h: u64) -> bool {
+    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
     let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
     let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
     let (k, m) = (u64::from(u32_at(16)), u64_at(20));
@@ -207,8 +258,16 @@ fn spec_query(bytes: &[u8], h: u64) -> bool {
     let u = segments.div_ceil(b);
     assert_eq!(u, k);
     let lower = u * b - segments;
-    let first = |j: u64| j * u - j.min(lower);
     let columns = |j: u64| if j < lower { u - 1 } else { u };
+    // Version 1: block j's columns from segment j u - min(j, L) on.
+    // Version 2: heads of min(4, fewest columns) columns, then tails.
+    let head = 4.min(if lower > 0 { u - 1 } else { u });
+    let place = |j: u64, i: u64| match version {
+        1 => j * u - j.min(lower) + i,
+        2 if i < head => j * head + i,
+        2 => b * head + j * (u - head) - j.min(lower) + (i - head),
+        _ => panic!("version {version}"),
+    };
     let x = (h ^ mix64(s ^ 0x614f_d729_fd4c_5389)).wrapping_mul(0x833c_792a_e7bd_c8eb);
     let p = ((u128::from(x) * u128::from(128 * b - 127)) >> 64) as u64;
     let (j, o) = (p / 128, (p % 128) as u32);
@@ -216,9 +275,9 @@ fn spec_query(bytes: &[u8], h: u64) -> bool {
     let c = ((u128::from(y) * u128::from(0xd545_3ea6_c191_d439u64)) ^ (u128::from(y) << 64)) | 1;
     let r = ((x ^ (x >> 29)).wrapping_mul(0x99ba_7935_1750_b503) >> 32) as u32;
     (0..columns(j)).all(|i| {
-        let mut v = seg(first(j) + i) & (c << o);
+        let mut v = seg(place(j, i)) & (c << o);
         if o > 0 {
-            v ^= seg(first(j + 1) + i) & (c >> (128 - o));
+            v ^= seg(place(j + 1, i)) & (c >> (128 - o));
         }
         v.count_ones() % 2 == (r >> i) & 1
     })
@@ -226,11 +285,13 @@ fn spec_query(bytes: &[u8], h: u64) -> bool {
 
 #[test]
 fn ribbon_query_as_the_format_states_it() {
-    let bytes = unhex(RIBBON_HEX);
-    let maybe: Vec<u32> = (0..64u32)
-        .filter(|i| spec_query(&bytes, KeyHash::of(&i.to_le_bytes()).raw()))
-        .collect();
-    assert_eq!(maybe, RIBBON_MAYBE);
+    for hex in [RIBBON_V1_HEX, RIBBON_V2_HEX] {
+        let bytes = unhex(hex);
+        let maybe: Vec<u32> = (0..64u32)
+            .filter(|i| spec_query(&bytes, KeyHash::of(&i.to_le_bytes()).raw()))
+            .collect();
+        assert_eq!(maybe, RIBBON_MAYBE);
+    }
     // A filter with two column counts (7 bits per key: 6 and 7 columns).
     let f = RibbonFilter::from_keys((0..1000u32).map(|i| i.to_le_bytes()), 7.0);
     let bytes = f.to_bytes();

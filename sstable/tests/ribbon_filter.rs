@@ -74,7 +74,7 @@ fn a_damaged_ribbon_filter_turns_every_key_into_maybe() {
     let mut newer_kind = filter.to_vec();
     newer_kind[6] = 5;
     let mut newer_version = filter.to_vec();
-    newer_version[4] = 2;
+    newer_version[4] = 3;
     for (what, damaged) in [
         ("flipped bit", flipped),
         ("unknown kind", newer_kind),
@@ -91,7 +91,7 @@ fn a_damaged_ribbon_filter_turns_every_key_into_maybe() {
                         source,
                         FilterError::ChecksumMismatch { .. }
                             | FilterError::UnknownKind(5)
-                            | FilterError::UnsupportedVersion(2)
+                            | FilterError::UnsupportedVersion(3)
                     ),
                     "{what}: {source:?}"
                 );

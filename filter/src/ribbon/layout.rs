@@ -1,19 +1,37 @@
 //! Where a Ribbon filter's solution bits live: interleaved column-major
-//! blocks with a mix of two column counts, for any fractional bits per key.
+//! blocks with a mix of two column counts, for any fractional bits per key,
+//! split so that a query touches one short span first.
 //!
-//! The slots are cut into blocks of 128 (one `u128` per column). Block `b`
-//! stores its columns one after another as 128-bit segments, and blocks
-//! follow each other in order. Blocks `0..upper_start_block` have
-//! `upper_columns - 1` columns, the rest `upper_columns`. A key starting in
-//! block `b` reads its block's segments and the next block's (its 128 slots
-//! straddle the two), and checks as many result bits as its start block has
-//! columns: so a filter of `s` segments over `n` blocks checks `s / n`
-//! result bits per key on average, whatever fraction that is.
+//! The slots are cut into blocks of 128 (one `u128` segment per column).
+//! Blocks `0..upper_start_block` have `upper_columns - 1` columns, the rest
+//! `upper_columns`: so a filter of `s` segments over `n` blocks checks
+//! `s / n` result bits per key on average, whatever fraction that is. A key
+//! starting in block `b` needs its columns' segments of blocks `b` and
+//! `b + 1` (its 128 slots straddle the two).
+//!
+//! Format version 2 order (what this build writes and holds in memory):
+//! first the *head*, the first `h` columns of every block, block after
+//! block (`h = min(HEAD_COLUMNS, fewest columns of any block)`, so the head
+//! of block `b` is segments `b h .. b h + h`); then the *tail*, every
+//! block's other columns, block after block. A query reads the heads of
+//! blocks `b` and `b + 1`, `2 h` segments side by side (for `h = 4`, 128 bytes
+//! at a multiple of 64: each block's head is one 64-byte line in memory, so
+//! two adjacent cache lines), and an absent
+//! key fails one of those `h` columns with probability `1 - 2^-h`; only
+//! the rest (and present keys) read the two blocks' tails, again side by
+//! side.
+//!
+//! Format version 1 order (still read): each block's columns in order,
+//! blocks one after another (the head and tail of a block together).
 
 use super::hasher::COEFF_BITS;
 
 /// Most result bits a key checks (32 result bits per equation).
 pub const MAX_COLUMNS: u32 = 32;
+
+/// Columns of a block in the head (fewer when a block has fewer). FROZEN
+/// for format version 2.
+pub(crate) const HEAD_COLUMNS: u32 = 4;
 
 /// The shape of a solution. Invariants: `num_segments <= MAX_COLUMNS *
 /// num_blocks`; `num_blocks` is 0 (empty filter) or at least 2;
@@ -77,18 +95,83 @@ impl Layout {
         self.num_slots() - COEFF_BITS + 1
     }
 
-    /// The first segment of block `block` and its number of columns.
-    /// Branch-free: whether a random block is a lower one is unpredictable.
+    /// Columns of block `block`.
     #[inline]
-    pub(crate) const fn segments_of_block(&self, block: u64) -> (u64, u32) {
-        let upper = self.upper_columns as u64;
+    pub(crate) const fn columns_of_block(&self, block: u64) -> u32 {
+        self.upper_columns - (block < self.upper_start_block) as u32
+    }
+
+    /// The first block with any columns (`num_blocks` when no block has
+    /// one). Every block from it on has at least one column, so there are
+    /// at most `num_segments` of them.
+    pub(crate) const fn first_block_with_columns(&self) -> u64 {
+        if self.num_segments == 0 {
+            self.num_blocks
+        } else if self.upper_columns == 1 {
+            // Lower blocks have no columns.
+            self.upper_start_block
+        } else {
+            0
+        }
+    }
+
+    /// Columns every block keeps in the head (see the module notes).
+    #[inline]
+    pub(crate) const fn head_columns(&self) -> u32 {
+        let fewest = self.upper_columns - (self.upper_start_block > 0) as u32;
+        if fewest < HEAD_COLUMNS {
+            fewest
+        } else {
+            HEAD_COLUMNS
+        }
+    }
+
+    /// The first head segment of block `block` (version 2 order).
+    #[inline]
+    pub(crate) const fn head_of_block(&self, block: u64) -> u64 {
+        block * self.head_columns() as u64
+    }
+
+    /// The first tail segment of block `block` (version 2 order) and its
+    /// number of tail columns. Branch-free: whether a random block is a
+    /// lower one is unpredictable.
+    #[inline]
+    pub(crate) const fn tail_of_block(&self, block: u64) -> (u64, u32) {
+        let head = self.head_columns();
+        let upper = (self.upper_columns - head) as u64;
         let lower_before = if block < self.upper_start_block {
             block
         } else {
             self.upper_start_block
         };
-        let is_lower = (block < self.upper_start_block) as u32;
-        (block * upper - lower_before, self.upper_columns - is_lower)
+        (
+            self.num_blocks * head as u64 + block * upper - lower_before,
+            self.columns_of_block(block) - head,
+        )
+    }
+
+    /// Where column `column` of block `block` sits in version 2 order.
+    /// REQUIRES: `column < self.columns_of_block(block)`.
+    #[inline]
+    pub(crate) const fn segment(&self, block: u64, column: u32) -> u64 {
+        let head = self.head_columns();
+        if column < head {
+            self.head_of_block(block) + column as u64
+        } else {
+            self.tail_of_block(block).0 + (column - head) as u64
+        }
+    }
+
+    /// The first segment of block `block` in version 1 order (its columns
+    /// follow it).
+    #[cfg(test)]
+    pub(crate) const fn v1_first_segment(&self, block: u64) -> u64 {
+        let lower_before = if block < self.upper_start_block {
+            block
+        } else {
+            self.upper_start_block
+        };
+        block * self.upper_columns as u64 - lower_before
     }
 
     /// The expected false positive rate for keys spread evenly over the
@@ -125,13 +208,19 @@ mod tests {
         let l = Layout::new(10, 73);
         assert_eq!(l.upper_columns(), 8);
         assert_eq!(l.upper_start_block(), 7);
-        // Seven blocks of 7 columns, then three of 8.
-        assert_eq!(l.segments_of_block(0), (0, 7));
-        assert_eq!(l.segments_of_block(6), (42, 7));
-        assert_eq!(l.segments_of_block(7), (49, 8));
-        assert_eq!(l.segments_of_block(9), (65, 8));
-        let (last, cols) = l.segments_of_block(9);
-        assert_eq!(last + u64::from(cols), l.num_segments());
+        // Seven blocks of 7 columns, then three of 8: heads of 4 columns
+        // (segments 0..40), then tails of 3 and 4.
+        assert_eq!(l.head_columns(), 4);
+        assert_eq!((l.columns_of_block(6), l.columns_of_block(7)), (7, 8));
+        assert_eq!(l.head_of_block(9), 36);
+        assert_eq!(l.tail_of_block(0), (40, 3));
+        assert_eq!(l.tail_of_block(6), (58, 3));
+        assert_eq!(l.tail_of_block(7), (61, 4));
+        assert_eq!(l.tail_of_block(9), (69, 4));
+        assert_eq!(l.segment(9, 7), l.num_segments() - 1);
+        // Version 1: each block's columns together.
+        assert_eq!(l.v1_first_segment(6), 42);
+        assert_eq!(l.v1_first_segment(9), 65);
     }
 
     #[test]
@@ -148,9 +237,37 @@ mod tests {
         // Fewer segments than blocks: the lower blocks have no columns.
         let l = Layout::new(4, 1);
         assert_eq!((l.upper_columns(), l.upper_start_block()), (1, 3));
-        assert_eq!(l.segments_of_block(2), (0, 0));
-        assert_eq!(l.segments_of_block(3), (0, 1));
+        assert_eq!(l.head_columns(), 0);
+        assert_eq!(l.tail_of_block(2), (0, 0));
+        assert_eq!(l.tail_of_block(3), (0, 1));
+        assert_eq!(l.v1_first_segment(3), 0);
+        assert_eq!(l.first_block_with_columns(), 3);
+        assert_eq!(Layout::new(4, 0).first_block_with_columns(), 4);
+        assert_eq!(Layout::new(4, 5).first_block_with_columns(), 0);
         assert!(l.expected_fpr() > 0.9);
         assert_eq!(Layout::new(3, 96).upper_columns(), 32);
+        // Two columns everywhere: all head, no tail.
+        let l = Layout::new(5, 10);
+        assert_eq!((l.head_columns(), l.head_of_block(4)), (2, 8));
+        assert_eq!(l.tail_of_block(4), (10, 0));
+    }
+
+    /// Version 2 order is a permutation of the segments, for every shape.
+    #[test]
+    fn every_segment_has_one_place() {
+        for blocks in [2u64, 3, 7] {
+            for segments in 0..=u64::from(MAX_COLUMNS) * blocks {
+                let l = Layout::new(blocks, segments);
+                let mut seen = vec![false; segments as usize];
+                for b in 0..blocks {
+                    for j in 0..l.columns_of_block(b) {
+                        let s = l.segment(b, j) as usize;
+                        assert!(!seen[s], "{l:?} block {b} column {j}");
+                        seen[s] = true;
+                    }
+                }
+                assert!(seen.iter().all(|&s| s), "{l:?}");
+            }
+        }
     }
 }

@@ -24,6 +24,7 @@ mod hasher;
 mod layout;
 mod sizing;
 mod solution;
+mod storage;
 
 use banding::Banding;
 use hasher::{COEFF_BITS, NUM_SEEDS, RibbonHasher, coefficients, result_bits};
@@ -31,6 +32,7 @@ use layout::Layout;
 pub use layout::MAX_COLUMNS;
 pub use sizing::{RIBBON_FIXED_BYTES, RibbonSizing, RibbonTarget, ribbon_sizing};
 use sizing::{blocks_for, layout_for};
+use storage::Solution;
 
 use crate::codec::{self, RibbonParams};
 use crate::error::{FilterError, Result};
@@ -61,7 +63,7 @@ const MAX_BLOCKS: u64 = u32::MAX as u64;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RibbonFilter {
-    segments: Vec<u128>,
+    solution: Solution,
     layout: Layout,
     seed: u32,
     hasher: RibbonHasher,
@@ -113,10 +115,10 @@ impl RibbonFilter {
         let items = hashes.len() as u64;
         let mut num_blocks = blocks_for(items);
         if num_blocks == 0 {
-            return Self::assemble(Layout::new(0, 0), 0, Vec::new(), 0);
+            return Self::assemble(Layout::new(0, 0), 0, Solution::default(), 0);
         }
         if num_blocks > MAX_BLOCKS {
-            return Self::assemble(Layout::new(2, 0), 0, Vec::new(), items);
+            return Self::assemble(Layout::new(2, 0), 0, Solution::default(), items);
         }
         // The first seed follows from the keys, so equal key sets give
         // equal filters and different ones rarely share a seed.
@@ -126,7 +128,7 @@ impl RibbonFilter {
             let layout = layout_for(target, items, num_blocks);
             if layout.num_segments() == 0 {
                 // Nothing to store: every key is "maybe".
-                return Self::assemble(layout, 0, Vec::new(), items);
+                return Self::assemble(layout, 0, Solution::default(), items);
             }
             let mut band: Option<Banding> = None;
             for attempt in 0..seeds_per_size {
@@ -136,8 +138,8 @@ impl RibbonFilter {
                     band.clear();
                 }
                 if solve(band, hashes, &layout, seed, &mut order) {
-                    let segments = solution::back_substitute(band, &layout);
-                    return Self::assemble(layout, seed, segments, items);
+                    let solution = solution::back_substitute(band, &layout);
+                    return Self::assemble(layout, seed, solution, items);
                 }
             }
             let grown = num_blocks + num_blocks.div_ceil(8);
@@ -146,17 +148,17 @@ impl RibbonFilter {
             }
             num_blocks = grown;
         }
-        Self::assemble(Layout::new(num_blocks, 0), 0, Vec::new(), items)
+        Self::assemble(Layout::new(num_blocks, 0), 0, Solution::default(), items)
     }
 
-    fn assemble(layout: Layout, seed: u32, segments: Vec<u128>, items: u64) -> Self {
+    fn assemble(layout: Layout, seed: u32, solution: Solution, items: u64) -> Self {
         let num_starts = if layout.num_blocks() == 0 {
             0
         } else {
             layout.num_starts()
         };
         Self {
-            segments,
+            solution,
             layout,
             seed,
             hasher: RibbonHasher::new(seed, num_starts),
@@ -186,11 +188,9 @@ impl RibbonFilter {
             num_blocks: self.layout.num_blocks() as u32,
             seed: self.seed,
         };
-        let mut payload = Vec::with_capacity(codec::RIBBON_PARAMS_LEN + self.segments.len() * 16);
+        let mut payload = Vec::with_capacity(codec::RIBBON_PARAMS_LEN + self.solution.len() * 16);
         payload.extend_from_slice(&codec::encode_ribbon_params(params));
-        for segment in &self.segments {
-            payload.extend_from_slice(&segment.to_le_bytes());
-        }
+        self.solution.write_v2(&mut payload);
         codec::encode(
             FilterKind::Ribbon,
             self.layout.upper_columns(),
@@ -238,16 +238,105 @@ impl RibbonFilter {
             ));
         }
         // The codec checked solution.len() == num_segments * 16.
-        let segments = solution
-            .chunks_exact(16)
-            .map(|c| {
-                let mut w = [0u8; 16];
-                w.copy_from_slice(c);
-                u128::from_le_bytes(w)
-            })
-            .collect();
-        Ok(Self::assemble(layout, params.seed, segments, header.items))
+        let v1 = header.version < codec::RIBBON_FORMAT_VERSION;
+        let solution = Solution::read(solution, &layout, v1);
+        Ok(Self::assemble(layout, params.seed, solution, header.items))
     }
+}
+
+impl RibbonFilter {
+    /// The query, with `tail` checking the tail columns of keys that pass
+    /// the head. Out of cache, the fewer instructions a lookup takes, the
+    /// more independent lookups the processor overlaps (its reorder window
+    /// holds more of them), so [`Filter::contains_hash`] calls a copy
+    /// compiled with `popcnt` (not in the x86-64 baseline) when the CPU
+    /// has it, else the portable one.
+    #[inline(always)]
+    fn contains_with(
+        &self,
+        hash: KeyHash,
+        tail: impl Fn(&Solution, &Layout, solution::Span) -> bool,
+    ) -> bool {
+        if self.layout.num_blocks() == 0 {
+            // Built from no keys.
+            return false;
+        }
+        let x = self.hasher.seeded(hash);
+        solution::matches(
+            &self.solution,
+            &self.layout,
+            self.hasher.start(x),
+            coefficients(x),
+            result_bits(x),
+            tail,
+        )
+    }
+
+    /// The portable copy. Out of line on x86-64, so that
+    /// [`Filter::contains_hash`] only dispatches (a jump, with no registers
+    /// saved for a copy it does not run).
+    #[cfg_attr(target_arch = "x86_64", inline(never))]
+    fn contains_portable(&self, hash: KeyHash) -> bool {
+        self.contains_with(hash, tail_portable)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn contains_popcnt(&self, hash: KeyHash) -> bool {
+        // Closures inherit the target features: the call is safe in them.
+        self.contains_with(hash, |s, l, span| tail_popcnt(s, l, span))
+    }
+}
+
+/// The query copy this CPU runs, not yet chosen.
+#[cfg(target_arch = "x86_64")]
+const QUERY_UNKNOWN: u8 = 0;
+/// The portable copy.
+#[cfg(target_arch = "x86_64")]
+const QUERY_PORTABLE: u8 = 1;
+/// `contains_popcnt`: the CPU has popcnt.
+#[cfg(target_arch = "x86_64")]
+const QUERY_POPCNT: u8 = 2;
+
+/// Which query copy this CPU runs, detected once and then one load per
+/// query. Invariant: the stored value is `QUERY_UNKNOWN` or what
+/// `choose_query_path` found on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn query_path() -> u8 {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static PATH: AtomicU8 = AtomicU8::new(QUERY_UNKNOWN);
+    let path = PATH.load(Ordering::Relaxed);
+    if path != QUERY_UNKNOWN {
+        return path;
+    }
+    let path = choose_query_path();
+    PATH.store(path, Ordering::Relaxed);
+    path
+}
+
+#[cfg(target_arch = "x86_64")]
+#[cold]
+fn choose_query_path() -> u8 {
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        QUERY_POPCNT
+    } else {
+        QUERY_PORTABLE
+    }
+}
+
+/// [`solution::tail_matches`] out of line, with popcnt.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+#[target_feature(enable = "popcnt")]
+fn tail_popcnt(solution: &Solution, layout: &Layout, span: solution::Span) -> bool {
+    solution::tail_matches(solution, layout, span)
+}
+
+/// [`solution::tail_matches`] out of line.
+#[inline(never)]
+fn tail_portable(solution: &Solution, layout: &Layout, span: solution::Span) -> bool {
+    solution::tail_matches(solution, layout, span)
 }
 
 /// Bands every key's equation under `seed`, in the order of their start
@@ -264,7 +353,7 @@ fn solve(
     sort_by_block(hashes, &hasher, layout.num_blocks(), order);
     band.add_all(order.len(), |k| {
         let mut eq = hasher.equation(order[k]);
-        let (_, columns) = layout.segments_of_block(eq.start / COEFF_BITS);
+        let columns = layout.columns_of_block(eq.start / COEFF_BITS);
         // Result bits a key never checks need not be solved for.
         eq.result &= column_mask(columns);
         eq
@@ -305,18 +394,13 @@ const fn column_mask(columns: u32) -> u32 {
 impl Filter for RibbonFilter {
     #[inline]
     fn contains_hash(&self, hash: KeyHash) -> bool {
-        if self.layout.num_blocks() == 0 {
-            // Built from no keys.
-            return false;
+        #[cfg(target_arch = "x86_64")]
+        if query_path() == QUERY_POPCNT {
+            // SAFETY: `query_path` is POPCNT only when this CPU has popcnt,
+            // the only requirement of `contains_popcnt`.
+            return unsafe { self.contains_popcnt(hash) };
         }
-        let x = self.hasher.seeded(hash);
-        solution::matches(
-            &self.segments,
-            &self.layout,
-            self.hasher.start(x),
-            coefficients(x),
-            result_bits(x),
-        )
+        self.contains_portable(hash)
     }
 
     fn num_bits(&self) -> u64 {
@@ -332,15 +416,10 @@ impl Filter for RibbonFilter {
     }
 
     fn fill_ratio(&self) -> f64 {
-        if self.segments.is_empty() {
+        if self.solution.len() == 0 {
             return 0.0;
         }
-        let ones: u64 = self
-            .segments
-            .iter()
-            .map(|s| u64::from(s.count_ones()))
-            .sum();
-        ones as f64 / self.num_bits() as f64
+        self.solution.count_ones() as f64 / self.num_bits() as f64
     }
 
     fn theoretical_fpr(&self) -> f64 {
@@ -351,7 +430,7 @@ impl Filter for RibbonFilter {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.segments.len() * std::mem::size_of::<u128>()
+        self.solution.memory_bytes()
     }
 
     /// A Ribbon filter's rate does not follow from its fill (each result
@@ -419,6 +498,64 @@ mod tests {
         keys.extend_from_within(..1000);
         let f = RibbonFilter::from_hashes(&keys, 8.0);
         assert!(keys.iter().all(|&h| f.contains_hash(h)));
+    }
+
+    /// `f`'s bytes as format version 1 wrote them: each block's columns
+    /// together.
+    fn v1_bytes(f: &RibbonFilter) -> Vec<u8> {
+        let v2 = f.to_bytes();
+        let at = codec::HEADER_LEN + codec::RIBBON_PARAMS_LEN;
+        let mut v1 = v2[..at].to_vec();
+        v1[4..6].copy_from_slice(&1u16.to_le_bytes());
+        for block in 0..f.layout.num_blocks() {
+            assert_eq!(
+                (v1.len() - at) as u64,
+                16 * f.layout.v1_first_segment(block)
+            );
+            for column in 0..f.layout.columns_of_block(block) {
+                let s = at + 16 * f.layout.segment(block, column) as usize;
+                v1.extend_from_slice(&v2[s..s + 16]);
+            }
+        }
+        let crc = crc32fast::hash(&v1);
+        v1.extend_from_slice(&crc.to_le_bytes());
+        v1
+    }
+
+    #[test]
+    fn version_1_order_reads_as_the_same_filter() {
+        for bpk in [1.5, 2.0, 5.5, 7.0, 9.9, 13.3, 40.0] {
+            let keys = hashes(3000, b'k');
+            let f = RibbonFilter::from_hashes(&keys, bpk);
+            let old = v1_bytes(&f);
+            assert_ne!(old, f.to_bytes());
+            let back = RibbonFilter::from_bytes(&old).unwrap();
+            assert_eq!(back, f, "{bpk}");
+            assert!(keys.iter().all(|&h| back.contains_hash(h)));
+        }
+    }
+
+    /// Every query path this CPU runs gives the portable path's answer, on
+    /// filters of heads of 0 to 4 columns with and without tails, both
+    /// column counts, and for present and absent keys.
+    #[test]
+    fn query_paths_agree_with_the_portable_one() {
+        #[cfg(target_arch = "x86_64")]
+        let popcnt = std::arch::is_x86_feature_detected!("popcnt");
+        let probes = hashes(20_000, b'q');
+        for bpk in [0.7, 1.5, 2.5, 3.3, 4.2, 5.5, 7.0, 9.9, 13.3, 40.0] {
+            let keys = hashes(3000, b'k');
+            let f = RibbonFilter::from_hashes(&keys, bpk);
+            for &h in keys.iter().chain(&probes) {
+                let portable = f.contains_portable(h);
+                assert_eq!(f.contains_hash(h), portable, "{bpk}");
+                #[cfg(target_arch = "x86_64")]
+                if popcnt {
+                    // SAFETY: the CPU has popcnt, checked above.
+                    assert_eq!(unsafe { f.contains_popcnt(h) }, portable, "{bpk}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,35 +1,37 @@
-//! Back-substitution from the band into the interleaved solution, and the
-//! query that checks a key's equation against it.
+//! Back-substitution from the band into the solution, and the query that
+//! checks a key's equation against it.
 
 use super::banding::{Banding, HI, LO, RESULT, Row};
 use super::hasher::COEFF_BITS;
-use super::layout::{Layout, MAX_COLUMNS};
+use super::layout::{HEAD_COLUMNS, Layout, MAX_COLUMNS};
+use super::storage::Solution;
 
 /// The parity of `v`'s set bits. On x86-64 the `popcnt` instruction is not
-/// part of the baseline target, so back-substitution (about ten parities
-/// per slot) is compiled twice and the `popcnt` copy is chosen at run time
-/// when the CPU has it. The query keeps the portable form, inlined: it
-/// computes about two parities for an absent key, and a call into a
-/// `target_feature` function would cost more than it saves (measured).
+/// part of the baseline target, so back-substitution is compiled more than
+/// once and a copy the CPU can run is chosen at run time; so is the query
+/// (`RibbonFilter::contains_hash`), as a whole, so that the parities it
+/// computes are inlined into the copy and no call is made per parity.
 #[inline(always)]
 fn parity(v: u128) -> u32 {
     ((v as u64) ^ ((v >> 64) as u64)).count_ones() & 1
 }
 
-/// Solves the band from the last slot to the first and returns the
-/// solution's segments in `layout` order. Free rows get solution bit 0.
+/// Solves the band from the last slot to the first into a solution laid
+/// out by `layout`. Free rows get solution bit 0.
 ///
 /// Column by column, `state[j]` holds the solution bits of the 128 slots
 /// after the current one (bit 0 = the next slot). Row `i`'s equation reads
 /// `bit(i) + sum over t >= 1 of coeff_t * bit(i + t) = result_j`, so bit(i)
-/// is the parity of `(state << 1) & coeff` plus `result_j`. After the 128
-/// slots of a block, `state[j]` is exactly that block's segment of column j.
+/// is the parity of `state & (coeff >> 1)` plus `result_j`, and the state
+/// moves on as `state << 1 | bit(i)`. After the 128 slots of a block,
+/// `state[j]` is exactly that block's segment of column j.
 /// REQUIRES: `banding` has `layout.num_slots()` rows.
-pub(crate) fn back_substitute(banding: &Banding, layout: &Layout) -> Vec<u128> {
+pub(crate) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("popcnt") {
-        // SAFETY: the CPU has popcnt, checked just above; that is the only
-        // requirement of a `target_feature(enable = "popcnt")` function.
+        // SAFETY: the CPU has popcnt, checked just above; that is the
+        // only requirement of a `target_feature(enable = "popcnt")`
+        // function.
         return unsafe { back_substitute_popcnt(banding, layout) };
     }
     back_substitute_portable(banding, layout)
@@ -37,21 +39,39 @@ pub(crate) fn back_substitute(banding: &Banding, layout: &Layout) -> Vec<u128> {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-fn back_substitute_popcnt(banding: &Banding, layout: &Layout) -> Vec<u128> {
-    back_substitute_portable(banding, layout)
+fn back_substitute_popcnt(banding: &Banding, layout: &Layout) -> Solution {
+    // A closure written here inherits popcnt (one written in a function
+    // inlined here would not): `solve_block` is inlined into it.
+    back_substitute_with(banding, layout, |columns, rows, state| {
+        solve_block(columns, rows, state);
+    })
 }
 
+/// Back-substitution one block at a time with `solve` doing a block's rows
+/// (into the first `columns` entries of the state; columns past those are
+/// left as they are), storing each block's segments where `layout` says.
 #[inline(always)]
-fn back_substitute_portable(banding: &Banding, layout: &Layout) -> Vec<u128> {
-    let mut segments = vec![0u128; layout.num_segments() as usize];
+fn back_substitute_with(
+    banding: &Banding,
+    layout: &Layout,
+    mut solve: impl FnMut(u32, &[Row; COEFF_BITS as usize], &mut [u128; MAX_COLUMNS as usize]),
+) -> Solution {
+    let mut solution = Solution::zeroed(layout.num_segments() as usize);
     let mut state = [0u128; MAX_COLUMNS as usize];
     for block in (0..layout.num_blocks()).rev() {
-        let (first, columns) = layout.segments_of_block(block);
-        solve_block(columns, banding.block_rows(block), &mut state);
-        let (first, columns) = (first as usize, columns as usize);
-        segments[first..first + columns].copy_from_slice(&state[..columns]);
+        let columns = layout.columns_of_block(block);
+        solve(columns, banding.block_rows(block), &mut state);
+        for (j, &segment) in state.iter().enumerate().take(columns as usize) {
+            solution.set(layout.segment(block, j as u32) as usize, segment);
+        }
     }
-    segments
+    solution
+}
+
+fn back_substitute_portable(banding: &Banding, layout: &Layout) -> Solution {
+    back_substitute_with(banding, layout, |columns, rows, state| {
+        solve_block(columns, rows, state);
+    })
 }
 
 /// Solves one block's 128 rows, last to first, into the first `columns`
@@ -85,65 +105,135 @@ fn solve_block_with<const C: usize>(
     let mut s = [0u128; C];
     s.copy_from_slice(&state[..C]);
     for row in rows.iter().rev() {
-        let coeff = (u128::from(row[HI]) << 64) | u128::from(row[LO]);
+        // Bit t of `later` is the coefficient of slot i + 1 + t, the slot
+        // that bit t of the state holds.
+        let later = ((u128::from(row[HI]) << 64) | u128::from(row[LO])) >> 1;
         let result = row[RESULT];
         for (j, column) in s.iter_mut().enumerate() {
-            let shifted = *column << 1;
-            let bit = (parity(shifted & coeff) ^ (result >> j) as u32) & 1;
-            *column = shifted | u128::from(bit);
+            let bit = (parity(*column & later) ^ (result >> j) as u32) & 1;
+            *column = (*column << 1) | u128::from(bit);
         }
     }
     state[..C].copy_from_slice(&s);
 }
 
-/// Columns a query checks before its first branch on the solution: an
-/// absent key fails one of them with probability 3/4, and no branch that
-/// depends on memory not yet loaded stands between one lookup and the
-/// next, so lookups out of cache overlap (a branch per column mispredicts
-/// half the time and serializes the misses). Column 0 and 1 of a block
-/// share a cache line three times in four.
-const FIRST_COLUMNS: usize = 2;
+/// The parities of the four head columns of one key, bit j for column j
+/// (the lines `here` and `next` are the heads of its start block and the
+/// next, `left` and `right` its coefficients shifted onto each), one
+/// column at a time, each bit shifted into place. Not gathered with
+/// `pext`: AMD processors before Zen 3 run it in microcode, slowly, and no
+/// query copy enables bmi2.
+#[inline(always)]
+fn head_parities(here: &[u128; 4], next: &[u128; 4], left: u128, right: u128) -> u32 {
+    let mut bits = 0;
+    for j in 0..4 {
+        bits |= parity((here[j] & left) ^ (next[j] & right)) << j;
+    }
+    bits
+}
 
 /// Whether the equation (`start`, `coeff`, `result`) holds in the solution,
 /// for as many result bits as the start block has columns.
-/// REQUIRES: `start < layout.num_starts()` and `segments` laid out by
+///
+/// The head columns of the start block and the next lie side by side (two
+/// adjacent cache lines for 4 head columns), and an absent key fails one
+/// of them with probability `1 - 2^-h`: they are checked together, without
+/// a branch between them (a branch per column mispredicts half the time
+/// and waits for the memory it depends on). The tail is read only by keys
+/// that pass the head. It is not prefetched before the head check: out of
+/// cache that made absent lookups slower (measured 1.7x: the extra lines
+/// and instructions crowd out the overlap of independent lookups, for
+/// lines that 15 absent keys in 16 never read). Out of cache, the fewer
+/// instructions a lookup takes the more lookups the processor overlaps,
+/// so the usual shape has its own short path.
+/// REQUIRES: `start < layout.num_starts()` and `solution` laid out by
 /// `layout` (checked when a filter is built or decoded).
-#[inline]
+#[inline(always)]
 pub(crate) fn matches(
-    segments: &[u128],
+    solution: &Solution,
     layout: &Layout,
     start: u64,
     coeff: u128,
     result: u32,
+    tail: impl Fn(&Solution, &Layout, Span) -> bool,
 ) -> bool {
     let block = start / COEFF_BITS;
     let offset = (start % COEFF_BITS) as u32;
-    let (first, columns) = layout.segments_of_block(block);
-    let first = first as usize;
-    let columns = columns as usize;
-    let here = &segments[first..first + columns];
+    let head = layout.head_columns() as usize;
+    // The span straddles this block and the next, whose segments follow
+    // this block's in the head and in the tail, unless it is exactly this
+    // block (always so in the last block, which has no next).
+    let straddles = offset != 0;
     let left = coeff << offset;
-    // The span straddles this block and the next, whose first `columns`
-    // segments follow this block's, unless it is exactly this block
-    // (always so in the last block, which has no next).
-    let (next, right) = if offset == 0 {
-        (here, 0)
+    let right = if straddles {
+        coeff >> (COEFF_BITS as u32 - offset)
     } else {
-        (
-            &segments[first + columns..first + 2 * columns],
-            coeff >> (COEFF_BITS as u32 - offset),
-        )
+        0
     };
-    let column = |j: usize| parity((here[j] & left) ^ (next[j] & right)) ^ (result >> j);
-    let early = columns.min(FIRST_COLUMNS);
-    let mut mismatch = 0;
-    for j in 0..early {
-        mismatch |= column(j);
-    }
-    if mismatch & 1 != 0 {
+    let span = Span {
+        block,
+        straddles,
+        left,
+        right,
+        result,
+    };
+    let head_bits = if head == HEAD_COLUMNS as usize {
+        // Each block's head is one whole line.
+        let line = block as usize;
+        head_parities(
+            solution.line(line),
+            solution.line(line + usize::from(straddles)),
+            left,
+            right,
+        )
+    } else {
+        let here = layout.head_of_block(block) as usize;
+        let next = if straddles { here + head } else { here };
+        (0..head).fold(0, |bits, j| {
+            bits | span.column(solution, here + j, next + j) << j
+        })
+    };
+    let head_mask = (1u32 << head) - 1;
+    if (head_bits ^ result) & head_mask != 0 {
         return false;
     }
-    (early..columns).all(|j| column(j) & 1 == 0)
+    tail(solution, layout, span)
+}
+
+/// What a query needs of its key to check the tail.
+#[derive(Clone, Copy)]
+pub(crate) struct Span {
+    block: u64,
+    straddles: bool,
+    left: u128,
+    right: u128,
+    result: u32,
+}
+
+impl Span {
+    /// The parity of one column: segment `a` of the start block, `b` of
+    /// the next.
+    #[inline(always)]
+    fn column(&self, solution: &Solution, a: usize, b: usize) -> u32 {
+        parity((solution.get(a) & self.left) ^ (solution.get(b) & self.right))
+    }
+}
+
+/// The rest of [`matches`]: whether the tail columns agree too. Kept out
+/// of the head check's code (callers compile it out of line) so that the
+/// path of most absent keys holds few registers.
+#[inline(always)]
+pub(crate) fn tail_matches(solution: &Solution, layout: &Layout, span: Span) -> bool {
+    let head = layout.head_columns() as usize;
+    let (tail, tail_columns) = layout.tail_of_block(span.block);
+    let (tail, tail_columns) = (tail as usize, tail_columns as usize);
+    let tail_next = if span.straddles {
+        tail + tail_columns
+    } else {
+        tail
+    };
+    (0..tail_columns)
+        .all(|j| span.column(solution, tail + j, tail_next + j) == (span.result >> (head + j)) & 1)
 }
 
 #[cfg(test)]
@@ -174,13 +264,34 @@ mod tests {
             }
         }
         assert!(eqs.len() > 200, "{} equations banded", eqs.len());
-        let segments = back_substitute(&band, &layout);
-        assert_eq!(segments.len() as u64, layout.num_segments());
-        for eq in eqs {
-            assert!(
-                matches(&segments, &layout, eq.start, eq.coeff, eq.result),
-                "{layout:?} {eq:?}"
-            );
+        // Every path this CPU runs, the portable one first.
+        let mut solutions = vec![
+            back_substitute_portable(&band, &layout),
+            back_substitute(&band, &layout),
+        ];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU has popcnt, checked just above.
+            solutions.push(unsafe { back_substitute_popcnt(&band, &layout) });
+        }
+        for solution in &solutions {
+            assert_eq!(solution.len() as u64, layout.num_segments());
+            for &eq in &eqs {
+                assert!(
+                    matches(
+                        solution,
+                        &layout,
+                        eq.start,
+                        eq.coeff,
+                        eq.result,
+                        tail_matches
+                    ),
+                    "{layout:?} {eq:?}"
+                );
+            }
+        }
+        for solution in &solutions[1..] {
+            assert_eq!(solution, &solutions[0], "{layout:?}");
         }
     }
 
