@@ -32,6 +32,7 @@ fn main() -> Result<()> {
         target_file_bytes: 8 << 20,
         l1_bytes: 64 << 20,
         direct_io: false,
+        entry_bytes: key_bytes + value_bytes,
     };
     let temp = tempfile::tempdir_in("/var/tmp").context("creating a directory")?;
     for name in &engines {
