@@ -22,16 +22,7 @@ fn load(engine: &dyn Engine) {
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mirror = Mirror {
-        bits_per_key: 10.0,
-        block_cache_bytes: 8 << 20,
-        block_size: 4096,
-        memtable_bytes: 8 << 20,
-        target_file_bytes: 8 << 20,
-        l1_bytes: 64 << 20,
-        direct_io: false,
-        entry_bytes: 116,
-    };
+    let mirror = Mirror::bench_defaults();
     let off = Mirror {
         bits_per_key: 0.0,
         ..mirror.clone()

@@ -24,16 +24,7 @@ fn main() -> Result<()> {
         |s| s.split(',').map(String::from).collect(),
     );
     let (key_bytes, value_bytes) = (16, 100);
-    let m = Mirror {
-        bits_per_key: 10.0,
-        block_cache_bytes: 8 << 20,
-        block_size: 4096,
-        memtable_bytes: 8 << 20,
-        target_file_bytes: 8 << 20,
-        l1_bytes: 64 << 20,
-        direct_io: false,
-        entry_bytes: key_bytes + value_bytes,
-    };
+    let m = Mirror::bench_defaults();
     let temp = tempfile::tempdir_in("/var/tmp").context("creating a directory")?;
     for name in &engines {
         let dir = temp.path().join(name);

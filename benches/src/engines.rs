@@ -46,6 +46,22 @@ pub struct Mirror {
 }
 
 impl Mirror {
+    /// The settings `make bench` mirrors on both engines by default: 10
+    /// bits per key, 8 MiB block cache, 4 KiB blocks, 8 MiB memtables and
+    /// tables, 64 MiB L1, buffered reads, 16-byte keys with 100-byte values.
+    pub fn bench_defaults() -> Self {
+        Self {
+            bits_per_key: 10.0,
+            block_cache_bytes: 8 << 20,
+            block_size: 4096,
+            memtable_bytes: 8 << 20,
+            target_file_bytes: 8 << 20,
+            l1_bytes: 64 << 20,
+            direct_io: false,
+            entry_bytes: 16 + 100,
+        }
+    }
+
     /// Keys a full table of `target_file_bytes` holds, about: each entry
     /// also stores an 8-byte sequence and tag and about 3 bytes of lengths.
     pub fn keys_per_table(&self) -> u64 {

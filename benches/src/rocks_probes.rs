@@ -151,23 +151,15 @@ mod tests {
                       bloom_filter_full_true_positive = user_key_return_count = \
                       block_cache_hit_count = block_cache_miss_count = 69@level0, 25@level6";
         let levels = parse_levels(report);
-        let l6 = levels
-            .iter()
-            .find(|l| l.level == 6)
-            .copied()
-            .unwrap_or_default();
-        assert_eq!(
-            (l6.probes, l6.false_positives, l6.block_reads),
-            (20000, 25, 25)
-        );
-        let l0 = levels
-            .iter()
-            .find(|l| l.level == 0)
-            .copied()
-            .unwrap_or_default();
-        assert_eq!(
-            (l0.probes, l0.false_positives, l0.block_reads),
-            (59526, 69, 69)
-        );
+        let counts = |level| {
+            let l = levels
+                .iter()
+                .find(|l| l.level == level)
+                .copied()
+                .unwrap_or_default();
+            (l.probes, l.false_positives, l.block_reads)
+        };
+        assert_eq!(counts(6), (20000, 25, 25));
+        assert_eq!(counts(0), (59526, 69, 69));
     }
 }
