@@ -7,6 +7,7 @@ use crate::error::Result;
 use crate::filter_budget::PlannedWrite;
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
+use crate::table_files::OutputCuts;
 
 impl DbInner {
     /// Writes every frozen memtable to an L0 table, oldest first, each
@@ -26,11 +27,13 @@ impl DbInner {
                 keys: oldest.len() as u64,
                 removed: &[],
             });
-            let tables =
-                self.tables
-                    .write(0, u64::MAX, plan.bits_per_key, &self.counters, &mut |out| {
-                        oldest.write_to(out)
-                    })?;
+            let tables = self.tables.write(
+                0,
+                OutputCuts::one_table(),
+                plan.bits_per_key,
+                &self.counters,
+                &mut |out| oldest.write_to(out),
+            )?;
             self.install(VersionEdit {
                 added: &tables,
                 flushed: Some(&oldest),

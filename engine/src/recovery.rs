@@ -19,7 +19,7 @@ use crate::manifest::{ManifestState, ManifestWriteFailure};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::replay::{LogStart, replay_wals};
-use crate::table_files::TableFiles;
+use crate::table_files::{OutputCuts, TableFiles};
 use crate::version::Version;
 use crate::wal::WalWriter;
 
@@ -191,9 +191,13 @@ fn recover_into(
             write,
             0,
         );
-        let flushed = tables.write(0, u64::MAX, plan.bits_per_key, &counters, &mut |out| {
-            replayed.write_to(out)
-        })?;
+        let flushed = tables.write(
+            0,
+            OutputCuts::one_table(),
+            plan.bits_per_key,
+            &counters,
+            &mut |out| replayed.write_to(out),
+        )?;
         replay_tables.extend(flushed.iter().map(|t| names::table(dir, t.meta.number)));
         undo.files.extend(replay_tables.iter().cloned());
         version = version

@@ -6,7 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod cuts;
+#[cfg(test)]
+mod cuts_tests;
 mod writer;
+
+pub(crate) use cuts::{OutputCuts, TableSpan};
 
 use bloomlsm_sstable::{BlockCache, FilterStatus, Table, TableOptions, TableSummary};
 
@@ -72,24 +77,23 @@ impl TableFiles {
     }
 
     /// Writes the entries `fill` gives its sink (in table order) to new
-    /// tables for `level`, cutting a table past `cut_bytes` only between
-    /// user keys (so tables of a sorted level never share a user key).
+    /// tables for `level`, cut where `cuts` says, only between user keys
+    /// (so tables of a sorted level never share a user key).
     /// Tables and the directory are fsynced. On error, the tables this call
     /// created are removed.
     pub(crate) fn write(
         &self,
         level: usize,
-        cut_bytes: u64,
+        cuts: OutputCuts,
         bits_per_key: f64,
         counters: &Counters,
         fill: &mut dyn FnMut(&mut dyn EntrySink) -> Result<()>,
     ) -> Result<Vec<Arc<TableHandle>>> {
         let spec = OutputSpec {
             level,
-            cut_bytes,
             bits_per_key,
         };
-        let mut writer = TableWriter::new(self, spec, counters);
+        let mut writer = TableWriter::new(self, spec, cuts, counters);
         let written = fill(&mut writer).and_then(|()| writer.finish());
         match written {
             Ok(()) => Ok(std::mem::take(&mut writer.out)),

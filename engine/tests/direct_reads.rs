@@ -151,6 +151,9 @@ fn table_files_are_open_with_o_direct_only_when_asked() {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), options(direct)).unwrap();
         fill(&db);
+        // A compaction running in the background opens its outputs (a direct
+        // descriptor, then a buffered one) while the descriptors are listed.
+        db.wait_for_background_work().unwrap();
         if direct {
             assert!(each_table_reads_points_direct(dir.path()));
         } else {

@@ -10,6 +10,8 @@ mod retain;
 mod targets;
 
 #[cfg(test)]
+mod aligned_outputs_tests;
+#[cfg(test)]
 mod moving_readers_tests;
 #[cfg(test)]
 mod pick_liveness_tests;
@@ -31,6 +33,7 @@ use crate::filter_budget::{PlannedWrite, table_keys};
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
 use crate::merging_cursor::MergingCursor;
+use crate::table_files::OutputCuts;
 use crate::version::TableHandle;
 
 use level_cursor::LevelCursor;
@@ -106,7 +109,7 @@ impl DbInner {
         });
         let outputs = self.tables.write(
             c.output_level,
-            self.options.target_file_bytes,
+            OutputCuts::new(self.options.target_file_bytes, c.grandparents.clone()),
             plan.bits_per_key,
             &self.counters,
             &mut |out| retain.run(&mut merged, out),

@@ -7,6 +7,7 @@ use std::cmp::Ordering;
 use super::targets::{LevelTargets, level_targets};
 use crate::manifest::TableMeta;
 use crate::options::Options;
+use crate::table_files::TableSpan;
 
 /// Anything that carries a table's manifest record (live handles in the
 /// store, bare records in tests).
@@ -43,6 +44,10 @@ pub(crate) struct Compaction<T> {
     pub(crate) overlapping: Vec<T>,
     /// Key ranges below `output_level` that meet the compaction's range.
     pub(crate) deeper: DeeperRanges,
+    /// The tables of the level below `output_level` that meet the
+    /// compaction's range, in key order: the outputs are cut to line up
+    /// with them (`table_files::OutputCuts`).
+    pub(crate) grandparents: Vec<TableSpan>,
     /// The round-robin pointer of `level` after this compaction, if it moves.
     pub(crate) next_pointer: Option<Vec<u8>>,
     /// Nothing to merge: no table of `output_level` meets the inputs, and
@@ -265,6 +270,7 @@ pub(crate) fn pick_all<T: TableRef + Clone>(levels: &[Vec<T>]) -> Option<Compact
         output_level,
         overlapping,
         deeper: DeeperRanges::none(),
+        grandparents: Vec::new(),
         next_pointer: None,
         trivial_move: false,
     })
@@ -283,7 +289,22 @@ fn expand<T: TableRef + Clone>(
         None => Vec::new(),
     };
     let all: Vec<&T> = inputs.iter().chain(&next_level).collect();
-    let deeper = match key_range(all.iter().copied()) {
+    let range = key_range(all.iter().copied());
+    let grandparents = match (range, levels.get(output_level + 1)) {
+        (Some((smallest, largest)), Some(tables)) => overlapping_slice(tables, smallest, largest)
+            .iter()
+            .map(|t| {
+                let m = t.meta();
+                TableSpan {
+                    smallest: m.smallest_key.clone(),
+                    largest: m.largest_key.clone(),
+                    file_size: m.file_size,
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let deeper = match range {
         Some((smallest, largest)) => DeeperRanges::new(
             levels[output_level + 1..]
                 .iter()
@@ -307,6 +328,7 @@ fn expand<T: TableRef + Clone>(
         output_level,
         overlapping: next_level,
         deeper,
+        grandparents,
         next_pointer,
         trivial_move,
     }

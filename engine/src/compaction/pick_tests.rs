@@ -216,18 +216,24 @@ mod in_a_store {
         let inner = &db.inner;
         let tables = inner
             .tables
-            .write(level, u64::MAX, 10.0, &inner.counters, &mut |out| {
-                for &(key, seq, kind) in entries {
-                    let value = format!("{key}@{seq}");
-                    let value = if kind == EntryKind::Put {
-                        value.as_bytes()
-                    } else {
-                        b""
-                    };
-                    out.add(key.as_bytes(), seq, kind, value)?;
-                }
-                Ok(())
-            })
+            .write(
+                level,
+                crate::table_files::OutputCuts::one_table(),
+                10.0,
+                &inner.counters,
+                &mut |out| {
+                    for &(key, seq, kind) in entries {
+                        let value = format!("{key}@{seq}");
+                        let value = if kind == EntryKind::Put {
+                            value.as_bytes()
+                        } else {
+                            b""
+                        };
+                        out.add(key.as_bytes(), seq, kind, value)?;
+                    }
+                    Ok(())
+                },
+            )
             .unwrap();
         inner
             .install(crate::install::VersionEdit {

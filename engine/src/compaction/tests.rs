@@ -255,14 +255,14 @@ fn a_tombstone_is_kept_exactly_where_a_deeper_level_may_hold_its_key() {
 
 /// Builds tables by hand at chosen levels of a real store, then lets the
 /// store pick and run its own compaction.
-mod in_a_store {
+pub(super) mod in_a_store {
     use std::sync::atomic::Ordering;
 
     use bloomlsm_sstable::{Entry, EntryKind};
 
     use crate::{Db, Options};
 
-    fn put(key: &str, seq: u64) -> crate::Result<Entry> {
+    pub(in crate::compaction) fn put(key: &str, seq: u64) -> crate::Result<Entry> {
         Ok(Entry {
             user_key: key.as_bytes().to_vec(),
             seq,
@@ -280,17 +280,23 @@ mod in_a_store {
         })
     }
 
-    fn place(db: &Db, level: usize, entries: Vec<crate::Result<Entry>>) {
+    pub(in crate::compaction) fn place(db: &Db, level: usize, entries: Vec<crate::Result<Entry>>) {
         let inner = &db.inner;
         let tables = inner
             .tables
-            .write(level, u64::MAX, 10.0, &inner.counters, &mut |out| {
-                for e in &entries {
-                    let e = e.as_ref().unwrap();
-                    out.add(&e.user_key, e.seq, e.kind, &e.value)?;
-                }
-                Ok(())
-            })
+            .write(
+                level,
+                crate::table_files::OutputCuts::one_table(),
+                10.0,
+                &inner.counters,
+                &mut |out| {
+                    for e in &entries {
+                        let e = e.as_ref().unwrap();
+                        out.add(&e.user_key, e.seq, e.kind, &e.value)?;
+                    }
+                    Ok(())
+                },
+            )
             .unwrap();
         inner
             .install(crate::install::VersionEdit {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bloomlsm_sstable::{EntryKind, TableBuilder, WritableFile};
 
 use super::TableFiles;
+use super::cuts::OutputCuts;
 use crate::counters::Counters;
 use crate::cursor::EntrySink;
 use crate::error::Result;
@@ -26,8 +27,6 @@ type Builder = TableBuilder<BufWriter<Box<dyn WritableFile>>>;
 #[derive(Clone, Copy, Debug)]
 pub(super) struct OutputSpec {
     pub(super) level: usize,
-    /// A table is cut once it reaches this size (between user keys).
-    pub(super) cut_bytes: u64,
     pub(super) bits_per_key: f64,
 }
 
@@ -38,6 +37,8 @@ pub(super) struct OutputSpec {
 pub(super) struct TableWriter<'a> {
     files: &'a TableFiles,
     spec: OutputSpec,
+    /// Decides, at each new user key, whether the open table ends there.
+    cuts: OutputCuts,
     counters: &'a Counters,
     current: Option<(u64, Builder)>,
     last_key: Vec<u8>,
@@ -49,10 +50,16 @@ pub(super) struct TableWriter<'a> {
 }
 
 impl<'a> TableWriter<'a> {
-    pub(super) fn new(files: &'a TableFiles, spec: OutputSpec, counters: &'a Counters) -> Self {
+    pub(super) fn new(
+        files: &'a TableFiles,
+        spec: OutputSpec,
+        cuts: OutputCuts,
+        counters: &'a Counters,
+    ) -> Self {
         Self {
             files,
             spec,
+            cuts,
             counters,
             current: None,
             last_key: Vec::new(),
@@ -82,8 +89,12 @@ impl EntrySink for TableWriter<'_> {
     fn add(&mut self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> Result<()> {
         let new_key = !self.any || self.last_key != user_key;
         if new_key
-            && let Some((_, builder)) = &self.current
-            && builder.estimated_file_size() >= self.spec.cut_bytes
+            && self.cuts.cut_before(
+                user_key,
+                self.current
+                    .as_ref()
+                    .map(|(_, builder)| builder.estimated_file_size()),
+            )
             && let Some((number, builder)) = self.current.take()
         {
             let summary = builder.finish()?;
