@@ -109,6 +109,10 @@ pub trait Engine: Sync {
     fn space(&self) -> Result<EngineSpace>;
     /// The tree's shape in words (tables and keys or bytes per level).
     fn levels(&self) -> Result<String>;
+    /// Bytes written into, read from and moved into each level by flushes
+    /// and compactions since open, as a text table (RocksDB: the
+    /// "Compaction Stats" block of its `rocksdb.stats` property).
+    fn compaction_stats(&self) -> Result<String>;
     /// The runs an absent get probes (each L0 table, each level below)
     /// with their keys and keys per table, where the engine reports them;
     /// empty otherwise.
@@ -251,6 +255,33 @@ impl Engine for Bloom {
             })
             .collect();
         Ok(levels.join("; "))
+    }
+    fn compaction_stats(&self) -> Result<String> {
+        let s = self.db.stats();
+        let mb = |b: u64| b as f64 / (1 << 20) as f64;
+        let mut out = String::from("Level  Files  Size(MB)  Write(MB)  Read(MB)  Moved in(MB)\n");
+        for (i, l) in s.levels.iter().enumerate() {
+            if l.tables == 0 && l.bytes_written == 0 && l.bytes_moved_in == 0 {
+                continue;
+            }
+            out += &format!(
+                "L{i:<5} {:>5} {:>9.1} {:>10.1} {:>9.1} {:>13.1}\n",
+                l.tables,
+                mb(l.file_bytes),
+                mb(l.bytes_written),
+                mb(l.bytes_compacted_read),
+                mb(l.bytes_moved_in)
+            );
+        }
+        out += &format!(
+            "Sum    {:>5} {:>9.1} {:>10.1} {:>9.1} {:>13.1}\n",
+            s.total.tables,
+            mb(s.total.file_bytes),
+            mb(s.total.bytes_written),
+            mb(s.total.bytes_compacted_read),
+            mb(s.total.bytes_moved_in)
+        );
+        Ok(out)
     }
     fn runs(&self) -> Vec<RunShape> {
         // Tables of a level are taken as equal shares of it (stats are per
@@ -456,6 +487,10 @@ impl Engine for Rocks {
         }
         Ok(levels.join("; "))
     }
+    fn compaction_stats(&self) -> Result<String> {
+        let text = self.db.property_value("rocksdb.stats")?.unwrap_or_default();
+        Ok(compaction_stats_block(&text))
+    }
     fn runs(&self) -> Vec<RunShape> {
         Vec::new()
     }
@@ -474,4 +509,48 @@ fn dir_bytes(dir: &Path) -> Result<u64> {
         total += entry.metadata().context("reading file metadata")?.len();
     }
     Ok(total)
+}
+
+/// The per-level table of RocksDB's "Compaction Stats" section of
+/// `rocksdb.stats`: its header line through the `Sum` row (empty when the
+/// text has none).
+pub fn compaction_stats_block(stats: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in stats.lines() {
+        if !inside && line.trim_start().starts_with("Level") {
+            inside = true;
+        }
+        if inside {
+            out += line;
+            out.push('\n');
+            if line.trim_start().starts_with("Sum") {
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compaction_stats_block;
+
+    #[test]
+    fn the_compaction_stats_block_is_cut_from_header_to_sum() {
+        let text = "\n** Compaction Stats [default] **\n\
+            Level    Files   Size     Score Read(GB)\n\
+            ----------------------------------------\n  \
+            L0      2/0    1.23 MB   0.5      0.0\n  \
+            Sum    205/0   120.00 MB   0.0      1.1\n  \
+            Int      0/0    0.00 KB   0.0      0.0\n\n\
+            ** Compaction Stats [default] **\n\
+            Priority    Files   Size\n";
+        let block = compaction_stats_block(text);
+        assert!(block.starts_with("Level    Files"));
+        assert!(block.trim_end().ends_with("1.1"));
+        assert!(block.contains("L0      2/0"));
+        assert!(!block.contains("Int") && !block.contains("Priority"));
+        assert_eq!(compaction_stats_block("no stats here"), "");
+    }
 }

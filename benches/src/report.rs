@@ -26,6 +26,10 @@ pub struct EngineFacts {
     /// The tree after the fill, per level.
     #[serde(default)]
     pub levels: String,
+    /// Bytes written, read and moved per level by the fill
+    /// (`Engine::compaction_stats`).
+    #[serde(default)]
+    pub compaction_stats: String,
     /// Monkey's predicted reduction of the summed false positive rates
     /// for this engine's runs after the fill (0 where runs are unknown).
     #[serde(default)]
@@ -239,6 +243,12 @@ impl Report {
             for f in &self.facts {
                 out += &format!("| {} | {} |\n", f.engine, f.levels);
             }
+        }
+        for f in self.facts.iter().filter(|f| !f.compaction_stats.is_empty()) {
+            out += &format!(
+                "\nCompaction by level, {}:\n\n```\n{}```\n",
+                f.engine, f.compaction_stats
+            );
         }
         out
     }

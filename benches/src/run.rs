@@ -94,6 +94,7 @@ pub fn facts(e: &dyn Engine, s: &Sizes, bits_per_key: f64) -> Result<EngineFacts
         write_amplification: space.table_bytes_written as f64 / user,
         space_amplification: disk_bytes as f64 / user,
         levels: e.levels()?,
+        compaction_stats: e.compaction_stats()?,
         monkey_predicted_reduction: bloomlsm_filter::math::monkey_predicted_reduction(
             &runs.iter().map(|r| r.keys).collect::<Vec<u64>>(),
         ),

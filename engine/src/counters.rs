@@ -19,6 +19,14 @@ pub(crate) struct LevelCounters {
     pub(crate) no_filter_probes: AtomicU64,
     pub(crate) blocks_from_file: AtomicU64,
     pub(crate) cache_hits: AtomicU64,
+    /// Bytes of tables written into this level (flush, compaction, filter
+    /// rebuild).
+    pub(crate) bytes_written: AtomicU64,
+    /// Bytes of this level's tables read by compactions, as inputs from
+    /// this level or as overlapping tables of the output level.
+    pub(crate) bytes_compacted_read: AtomicU64,
+    /// Bytes of tables moved into this level by a manifest edit alone.
+    pub(crate) bytes_moved_in: AtomicU64,
 }
 
 impl LevelCounters {

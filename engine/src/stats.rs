@@ -44,6 +44,16 @@ pub struct LevelStats {
     pub theoretical_fpr: f64,
     /// Tables opened without a usable filter (damaged filter block).
     pub tables_without_usable_filter: u64,
+    /// Bytes of tables written into this level since open: flushes (L0),
+    /// compaction outputs and filter rebuilds. Over all levels, the bytes
+    /// behind write amplification.
+    pub bytes_written: u64,
+    /// Bytes of this level's tables read by compactions since open (as
+    /// inputs from this level or as the output level's overlapping tables).
+    pub bytes_compacted_read: u64,
+    /// Bytes of tables moved into this level by trivial moves since open
+    /// (not read, not written).
+    pub bytes_moved_in: u64,
 }
 
 impl LevelStats {
@@ -56,6 +66,9 @@ impl LevelStats {
         self.probes_without_filter = get(&c.no_filter_probes);
         self.data_blocks_read = get(&c.blocks_from_file);
         self.block_cache_hits = get(&c.cache_hits);
+        self.bytes_written = get(&c.bytes_written);
+        self.bytes_compacted_read = get(&c.bytes_compacted_read);
+        self.bytes_moved_in = get(&c.bytes_moved_in);
         self.observed_fpr = ratio(
             self.filter_false_positives,
             self.filter_false_positives + self.filter_negatives,
@@ -76,6 +89,9 @@ impl LevelStats {
         self.data_blocks_read += o.data_blocks_read;
         self.block_cache_hits += o.block_cache_hits;
         self.tables_without_usable_filter += o.tables_without_usable_filter;
+        self.bytes_written += o.bytes_written;
+        self.bytes_compacted_read += o.bytes_compacted_read;
+        self.bytes_moved_in += o.bytes_moved_in;
         let keys_other = o.filter_key_weight();
         let total = keys_before + keys_other;
         self.theoretical_fpr = if total > 0.0 {

@@ -117,6 +117,7 @@ impl TableFiles {
         counters: &Counters,
     ) -> Result<Arc<TableHandle>> {
         Counters::add(&counters.bytes_written, summary.file_size);
+        Counters::add(&counters.levels[level].bytes_written, summary.file_size);
         if summary.properties.filter_kind.is_some() {
             Counters::add(&counters.filters_built, 1);
         }
@@ -190,6 +191,10 @@ impl TableFiles {
         .map_err(Error::from)
         .and_then(|summary| {
             Counters::add(&counters.bytes_written, summary.file_size);
+            Counters::add(
+                &counters.levels[old.meta.level].bytes_written,
+                summary.file_size,
+            );
             if summary.properties.filter_kind.is_some() {
                 Counters::add(&counters.filters_built, 1);
             }

@@ -94,6 +94,10 @@ impl DbInner {
         let inputs: Vec<Arc<TableHandle>> = c.all_inputs().cloned().collect();
         for t in &inputs {
             Counters::add(&self.counters.bytes_compacted_read, t.meta.file_size);
+            Counters::add(
+                &self.counters.levels[t.meta.level].bytes_compacted_read,
+                t.meta.file_size,
+            );
         }
         let mut merged = MergingCursor::new(input_cursors(&inputs));
         // Read after the inputs were chosen: a snapshot registered later has
@@ -147,6 +151,12 @@ impl DbInner {
             &c.inputs,
         )?;
         Counters::add(&self.counters.trivial_moves, 1);
+        for t in &c.inputs {
+            Counters::add(
+                &self.counters.levels[c.output_level].bytes_moved_in,
+                t.meta.file_size,
+            );
+        }
         Ok(())
     }
 }
