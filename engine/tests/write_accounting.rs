@@ -29,9 +29,9 @@ fn bytes_written_and_read_per_level_account_for_every_live_byte() {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let k = if i % 2 == 0 { i } else { x % 40_000 };
+        let k = if i.is_multiple_of(2) { i } else { x % 40_000 };
         let key = format!("key{k:08}");
-        if x % 5 == 0 {
+        if x.is_multiple_of(5) {
             db.delete(key.as_bytes()).unwrap();
         } else {
             db.put(key.as_bytes(), &[b'v'; 40]).unwrap();
