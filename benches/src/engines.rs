@@ -43,14 +43,24 @@ pub struct Mirror {
     /// 116); sizes the tables RocksDB's Ribbon filter is calibrated on.
     #[serde(default)]
     pub entry_bytes: usize,
+    /// L0 tables at which writes slow down and stop, on both engines
+    /// (0: unknown, each engine's own default).
+    #[serde(default)]
+    pub l0_slowdown_trigger: usize,
+    #[serde(default)]
+    pub l0_stop_trigger: usize,
 }
 
 impl Mirror {
     /// The settings `make bench` mirrors on both engines by default: 10
     /// bits per key, 8 MiB block cache, 4 KiB blocks, 8 MiB memtables and
-    /// tables, 64 MiB L1, buffered reads, 16-byte keys with 100-byte values.
+    /// tables, 64 MiB L1, buffered reads, 16-byte keys with 100-byte values,
+    /// and bloomlsm's L0 slowdown and stop triggers.
     pub fn bench_defaults() -> Self {
+        let ours = bloomlsm::Options::default();
         Self {
+            l0_slowdown_trigger: ours.l0_slowdown_trigger,
+            l0_stop_trigger: ours.l0_stop_trigger,
             bits_per_key: 10.0,
             block_cache_bytes: 8 << 20,
             block_size: 4096,
@@ -158,6 +168,12 @@ impl Bloom {
             use_direct_reads: m.direct_io,
             ..Options::default().with_bits_per_key(m.bits_per_key)
         };
+        if m.l0_slowdown_trigger > 0 {
+            options.l0_slowdown_trigger = m.l0_slowdown_trigger;
+        }
+        if m.l0_stop_trigger > 0 {
+            options.l0_stop_trigger = m.l0_stop_trigger;
+        }
         options.filter_kind = kind;
         if optimized {
             options.filter_policy = bloomlsm::FilterPolicy::Optimized {
@@ -259,27 +275,30 @@ impl Engine for Bloom {
     fn compaction_stats(&self) -> Result<String> {
         let s = self.db.stats();
         let mb = |b: u64| b as f64 / (1 << 20) as f64;
-        let mut out = String::from("Level  Files  Size(MB)  Write(MB)  Read(MB)  Moved in(MB)\n");
+        let mut out =
+            String::from("Level  Files  Size(MB)  Write(MB)  Read(MB)  Moved in(MB)  Writes\n");
         for (i, l) in s.levels.iter().enumerate() {
             if l.tables == 0 && l.bytes_written == 0 && l.bytes_moved_in == 0 {
                 continue;
             }
             out += &format!(
-                "L{i:<5} {:>5} {:>9.1} {:>10.1} {:>9.1} {:>13.1}\n",
+                "L{i:<5} {:>5} {:>9.1} {:>10.1} {:>9.1} {:>13.1} {:>7}\n",
                 l.tables,
                 mb(l.file_bytes),
                 mb(l.bytes_written),
                 mb(l.bytes_compacted_read),
-                mb(l.bytes_moved_in)
+                mb(l.bytes_moved_in),
+                l.writes_into
             );
         }
         out += &format!(
-            "Sum    {:>5} {:>9.1} {:>10.1} {:>9.1} {:>13.1}\n",
+            "Sum    {:>5} {:>9.1} {:>10.1} {:>9.1} {:>13.1} {:>7}\n",
             s.total.tables,
             mb(s.total.file_bytes),
             mb(s.total.bytes_written),
             mb(s.total.bytes_compacted_read),
-            mb(s.total.bytes_moved_in)
+            mb(s.total.bytes_moved_in),
+            s.total.writes_into
         );
         Ok(out)
     }
@@ -383,6 +402,12 @@ impl Rocks {
         options.set_target_file_size_base(m.target_file_bytes);
         options.set_max_bytes_for_level_base(m.l1_bytes);
         options.set_level_zero_file_num_compaction_trigger(4);
+        if m.l0_slowdown_trigger > 0 {
+            options.set_level_zero_slowdown_writes_trigger(m.l0_slowdown_trigger as i32);
+        }
+        if m.l0_stop_trigger > 0 {
+            options.set_level_zero_stop_writes_trigger(m.l0_stop_trigger as i32);
+        }
         options.set_max_background_jobs(2);
         options.set_max_open_files(-1);
         options.enable_statistics();

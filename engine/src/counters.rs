@@ -27,6 +27,9 @@ pub(crate) struct LevelCounters {
     pub(crate) bytes_compacted_read: AtomicU64,
     /// Bytes of tables moved into this level by a manifest edit alone.
     pub(crate) bytes_moved_in: AtomicU64,
+    /// Writes of tables into this level: flushes (L0) or compaction merges
+    /// whose output level this is (trivial moves and rebuilds not counted).
+    pub(crate) writes_into: AtomicU64,
 }
 
 impl LevelCounters {

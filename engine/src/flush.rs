@@ -41,6 +41,7 @@ impl DbInner {
             })?;
             drop(claim);
             Counters::add(&self.counters.flushes, 1);
+            Counters::add(&self.counters.levels[0].writes_into, 1);
             self.stall_cv.notify_all();
         }
     }

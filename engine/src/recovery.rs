@@ -204,6 +204,7 @@ fn recover_into(
             .edited(&flushed, &[])
             .map_err(|e| Error::Internal(e.to_string()))?;
         Counters::add(&counters.flushes, 1);
+        Counters::add(&counters.levels[0].writes_into, 1);
     }
     let live = manifest(&version);
     if !fresh {

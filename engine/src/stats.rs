@@ -54,6 +54,9 @@ pub struct LevelStats {
     /// Bytes of tables moved into this level by trivial moves since open
     /// (not read, not written).
     pub bytes_moved_in: u64,
+    /// Flushes (L0) or compaction merges into this level since open
+    /// (RocksDB's per-level `Comp(cnt)`).
+    pub writes_into: u64,
 }
 
 impl LevelStats {
@@ -69,6 +72,7 @@ impl LevelStats {
         self.bytes_written = get(&c.bytes_written);
         self.bytes_compacted_read = get(&c.bytes_compacted_read);
         self.bytes_moved_in = get(&c.bytes_moved_in);
+        self.writes_into = get(&c.writes_into);
         self.observed_fpr = ratio(
             self.filter_false_positives,
             self.filter_false_positives + self.filter_negatives,
@@ -92,6 +96,7 @@ impl LevelStats {
         self.bytes_written += o.bytes_written;
         self.bytes_compacted_read += o.bytes_compacted_read;
         self.bytes_moved_in += o.bytes_moved_in;
+        self.writes_into += o.writes_into;
         let keys_other = o.filter_key_weight();
         let total = keys_before + keys_other;
         self.theoretical_fpr = if total > 0.0 {

@@ -57,6 +57,8 @@ fn bytes_written_and_read_per_level_account_for_every_live_byte() {
     assert_eq!(sum(|l| l.bytes_compacted_read), s.bytes_compacted_read);
     assert_eq!(s.total.bytes_written, s.bytes_written);
     assert_eq!(s.levels[0].bytes_moved_in, 0, "nothing moves into L0");
+    assert_eq!(s.levels[0].writes_into, s.flushes);
+    assert_eq!(sum(|l| l.writes_into), s.flushes + s.compactions);
     assert!(sum(|l| l.bytes_moved_in) > 0);
     for (level, l) in s.levels.iter().enumerate() {
         assert!(

@@ -50,6 +50,17 @@ struct Args {
         default_value = "bloomlsm,bloomlsm-optimized,bloomlsm-nofilter,rocksdb"
     )]
     engines: Vec<String>,
+    /// L0 tables at which writes slow down, on both engines (default:
+    /// bloomlsm's).
+    #[arg(long, default_value_t = bloomlsm::Options::default().l0_slowdown_trigger)]
+    l0_slowdown_trigger: usize,
+    /// L0 tables at which writes stop, on both engines (default:
+    /// bloomlsm's).
+    #[arg(long, default_value_t = bloomlsm::Options::default().l0_stop_trigger)]
+    l0_stop_trigger: usize,
+    /// With --deep: the engines to run instead of the preset's six.
+    #[arg(long, value_delimiter = ',')]
+    deep_engines: Vec<String>,
     /// Filter policy of the `bloomlsm` engine: uniform (the same bits per
     /// key in every level) or optimized (Monkey: the same memory spread over
     /// levels by size). `bloomlsm-optimized` always runs optimized.
@@ -125,6 +136,9 @@ fn main() -> Result<()> {
         ]
         .map(String::from)
         .to_vec();
+        if !a.deep_engines.is_empty() {
+            a.engines = a.deep_engines.clone();
+        }
     }
     if let Some(path) = &a.scale_point {
         let text = std::fs::read_to_string(path).context("reading the point's configuration")?;
@@ -159,6 +173,8 @@ fn main() -> Result<()> {
             l1_bytes: a.l1_bytes,
             direct_io: a.direct_io,
             entry_bytes: a.key_bytes + a.value_bytes,
+            l0_slowdown_trigger: a.l0_slowdown_trigger,
+            l0_stop_trigger: a.l0_stop_trigger,
         },
         engines: a.engines,
         threads: a.threads,

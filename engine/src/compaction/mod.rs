@@ -125,6 +125,7 @@ impl DbInner {
         })?;
         drop(claim);
         Counters::add(&self.counters.compactions, 1);
+        Counters::add(&self.counters.levels[c.output_level].writes_into, 1);
         Ok(())
     }
 }
