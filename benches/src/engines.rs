@@ -54,13 +54,12 @@ pub struct Mirror {
 impl Mirror {
     /// The settings `make bench` mirrors on both engines by default: 10
     /// bits per key, 8 MiB block cache, 4 KiB blocks, 8 MiB memtables and
-    /// tables, 64 MiB L1, buffered reads, 16-byte keys with 100-byte values,
-    /// and bloomlsm's L0 slowdown and stop triggers.
+    /// tables, 64 MiB L1, buffered reads, 16-byte keys with 100-byte values;
+    /// each engine's own L0 slowdown and stop triggers.
     pub fn bench_defaults() -> Self {
-        let ours = bloomlsm::Options::default();
         Self {
-            l0_slowdown_trigger: ours.l0_slowdown_trigger,
-            l0_stop_trigger: ours.l0_stop_trigger,
+            l0_slowdown_trigger: 0,
+            l0_stop_trigger: 0,
             bits_per_key: 10.0,
             block_cache_bytes: 8 << 20,
             block_size: 4096,

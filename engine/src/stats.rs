@@ -45,8 +45,9 @@ pub struct LevelStats {
     /// Tables opened without a usable filter (damaged filter block).
     pub tables_without_usable_filter: u64,
     /// Bytes of tables written into this level since open: flushes (L0),
-    /// compaction outputs and filter rebuilds. Over all levels, the bytes
-    /// behind write amplification.
+    /// compaction outputs and filter rebuilds, including the outputs of a
+    /// compaction that then failed (they reached the disk). Over all levels,
+    /// the bytes behind write amplification.
     pub bytes_written: u64,
     /// Bytes of this level's tables read by compactions since open (as
     /// inputs from this level or as the output level's overlapping tables).

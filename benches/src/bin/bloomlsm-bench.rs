@@ -50,13 +50,13 @@ struct Args {
         default_value = "bloomlsm,bloomlsm-optimized,bloomlsm-nofilter,rocksdb"
     )]
     engines: Vec<String>,
-    /// L0 tables at which writes slow down, on both engines (default:
-    /// bloomlsm's).
-    #[arg(long, default_value_t = bloomlsm::Options::default().l0_slowdown_trigger)]
+    /// L0 tables at which writes slow down, set on both engines (0: each
+    /// engine's own default, bloomlsm 8, RocksDB 20).
+    #[arg(long, default_value_t = 0)]
     l0_slowdown_trigger: usize,
-    /// L0 tables at which writes stop, on both engines (default:
-    /// bloomlsm's).
-    #[arg(long, default_value_t = bloomlsm::Options::default().l0_stop_trigger)]
+    /// L0 tables at which writes stop, set on both engines (0: each
+    /// engine's own default, bloomlsm 12, RocksDB 36).
+    #[arg(long, default_value_t = 0)]
     l0_stop_trigger: usize,
     /// With --deep: the engines to run instead of the preset's six.
     #[arg(long, value_delimiter = ',')]

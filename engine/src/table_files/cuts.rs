@@ -5,15 +5,20 @@
 //! `CompactionOutputs::ShouldStopBefore` with
 //! `level_compaction_dynamic_file_size`, its default).
 //!
-//! The rules, checked before each new user key, only where that key
-//! crosses a grandparent table's boundary (its start or its end):
+//! With grandparents, a table is cut at twice the target size wherever it
+//! stands (RocksDB's `max_output_file_size` for a level with a level
+//! below); without them, at the target size. Before that, the rules below,
+//! checked before each new user key, only where that key crosses a
+//! grandparent table's boundary (its start or its end):
 //! - the output table and the grandparent bytes it overlaps would exceed
 //!   `MAX_COMPACTION_FACTOR` target sizes (a later compaction of it would be
 //!   that large);
-//! - the key jumps over a whole grandparent table of more than an eighth of
-//!   the target size: cutting before it leaves that table overlapped by no
-//!   output, so it is never rewritten for them (and an output falling in a
-//!   gap of the level below can later move down without being rewritten);
+//! - the key jumps over a whole grandparent table, and the grandparent
+//!   tables it newly enters (the jumped ones and the one it lands in) hold
+//!   more than an eighth of the target size: cutting before it leaves the
+//!   jumped table overlapped by no output, so it is never rewritten for
+//!   them (and an output falling in a gap of the level below can later move
+//!   down without being rewritten);
 //! - the output has reached 50% of the target size, plus 5% for every
 //!   boundary it already crossed (at most 90%): a table ending on a
 //!   grandparent boundary overlaps fewer grandparent tables, and having seen
@@ -91,13 +96,22 @@ impl OutputCuts {
         let Some(size) = open_bytes else {
             return false;
         };
-        let cut = size >= self.target_bytes
+        let cut = size >= self.hard_limit()
             || (crossed > 0 && self.cut_at_boundary(size, before, crossed));
         if cut {
             self.crossed_in_table = 0;
             self.overlapped = self.overlap_of_current_key();
         }
         cut
+    }
+
+    /// The size at which a table is cut wherever it stands.
+    fn hard_limit(&self) -> u64 {
+        if self.spans.is_empty() {
+            self.target_bytes
+        } else {
+            self.target_bytes.saturating_mul(2)
+        }
     }
 
     fn cut_at_boundary(&self, size: u64, before: u64, crossed: u64) -> bool {
