@@ -7,13 +7,13 @@ CARGO ?= cargo
 .PHONY: test bench bench-direct bench-scale bench-plots deps lecture fuzz clean
 
 deps:
-	@if ! command -v clang >/dev/null 2>&1 || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; then \
+	@if ! command -v clang >/dev/null 2>&1 || ! command -v clang++ >/dev/null 2>&1 || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; then \
 		if command -v apt-get >/dev/null 2>&1; then \
-			echo "installing clang and libclang-dev (RocksDB's build needs them)"; \
+			echo "installing clang and libclang-dev (RocksDB's build needs them; clang++ compiles its C++, .cargo/config.toml)"; \
 			SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 			$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq clang libclang-dev; \
 		else \
-			echo "error: RocksDB's build needs clang and libclang; install them with your package manager" >&2; exit 1; \
+			echo "error: RocksDB's build needs clang, clang++ and libclang; install them with your package manager" >&2; exit 1; \
 		fi; \
 	fi
 	@command -v $(CARGO) >/dev/null || { echo "error: a Rust toolchain (cargo) is required" >&2; exit 1; }
