@@ -80,7 +80,8 @@ impl Layout {
         self.upper_columns
     }
 
-    #[cfg(test)]
+    /// The first block of `upper_columns` columns (the blocks before it
+    /// have one fewer).
     pub(crate) const fn upper_start_block(&self) -> u64 {
         self.upper_start_block
     }

@@ -351,11 +351,19 @@ fn solve(
 ) -> bool {
     let hasher = RibbonHasher::new(seed, layout.num_starts());
     sort_by_block(hashes, &hasher, layout.num_blocks(), order);
+    // Result bits a key never checks need not be solved for: keys starting
+    // in the lower blocks check one column fewer.
+    let upper = layout.upper_columns();
+    let lower_mask = column_mask(upper.saturating_sub(1));
+    let upper_mask = column_mask(upper);
+    let upper_start = layout.upper_start_block() * COEFF_BITS;
     band.add_all(order.len(), |k| {
         let mut eq = hasher.equation(order[k]);
-        let columns = layout.columns_of_block(eq.start / COEFF_BITS);
-        // Result bits a key never checks need not be solved for.
-        eq.result &= column_mask(columns);
+        eq.result &= if eq.start < upper_start {
+            lower_mask
+        } else {
+            upper_mask
+        };
         eq
     })
 }
