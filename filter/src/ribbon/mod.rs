@@ -19,6 +19,8 @@
 //! solution: always true for a key the filter was built with, true with
 //! probability 2^-columns for any other key.
 
+#[cfg(target_arch = "x86_64")]
+mod backsub_avx2;
 mod banding;
 mod hasher;
 mod layout;

@@ -25,8 +25,17 @@ fn parity(v: u128) -> u32 {
 /// is the parity of `state & (coeff >> 1)` plus `result_j`, and the state
 /// moves on as `state << 1 | bit(i)`. After the 128 slots of a block,
 /// `state[j]` is exactly that block's segment of column j.
+///
+/// On x86-64 with AVX2 the same solution is computed eight rows at a time
+/// (`backsub_avx2`); else with popcnt when the CPU has it, else portably.
 /// REQUIRES: `banding` has `layout.num_slots()` rows.
 pub(crate) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above; that is the only
+        // requirement of `backsub_avx2::back_substitute`.
+        return unsafe { super::backsub_avx2::back_substitute(banding, layout) };
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("popcnt") {
         // SAFETY: the CPU has popcnt, checked just above; that is the
@@ -274,6 +283,13 @@ mod tests {
             // SAFETY: the CPU has popcnt, checked just above.
             solutions.push(unsafe { back_substitute_popcnt(&band, &layout) });
         }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            solutions.push(unsafe { super::super::backsub_avx2::back_substitute(&band, &layout) });
+        } else {
+            println!("no AVX2 on this CPU: its back-substitution not compared");
+        }
         for solution in &solutions {
             assert_eq!(solution.len() as u64, layout.num_segments());
             for &eq in &eqs {
@@ -308,6 +324,39 @@ mod tests {
         for c in 1..=MAX_COLUMNS as u64 {
             check_layout(Layout::new(4, 4 * c - 1));
             check_layout(Layout::new(4, 4 * c));
+        }
+    }
+
+    /// Bands of hashed keys, nearly full as a filter's are, of every
+    /// column count and both shapes: each path the CPU runs gives the
+    /// portable path's solution.
+    #[test]
+    fn paths_agree_on_full_bands() {
+        use super::super::sizing::{blocks_for, layout_for};
+        use super::super::{RibbonTarget, solve};
+        use crate::hash::KeyHash;
+        let n = 5000u64;
+        let keys: Vec<KeyHash> = (0..n).map(|i| KeyHash::of(&i.to_le_bytes())).collect();
+        let mut order = Vec::new();
+        for c in 1..=MAX_COLUMNS {
+            for bpk in [f64::from(c) - 0.5, f64::from(c)] {
+                let layout = layout_for(RibbonTarget::BitsPerKey(bpk), n, blocks_for(n));
+                let mut band = Banding::new(layout.num_slots());
+                let solved = (0..8).any(|seed| {
+                    band.clear();
+                    solve(&mut band, &keys, &layout, seed, &mut order)
+                });
+                assert!(solved, "{bpk}");
+                let portable = back_substitute_portable(&band, &layout);
+                assert_eq!(back_substitute(&band, &layout), portable, "{bpk}");
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU has AVX2, checked just above.
+                    let avx2 =
+                        unsafe { super::super::backsub_avx2::back_substitute(&band, &layout) };
+                    assert_eq!(avx2, portable, "{bpk}");
+                }
+            }
         }
     }
 }
