@@ -24,6 +24,7 @@ mod backsub_avx2;
 mod banding;
 mod hasher;
 mod layout;
+mod order;
 mod sizing;
 mod solution;
 mod storage;
@@ -32,6 +33,7 @@ use banding::Banding;
 use hasher::{COEFF_BITS, NUM_SEEDS, RibbonHasher, coefficients, result_bits};
 use layout::Layout;
 pub use layout::MAX_COLUMNS;
+use order::sort_by_block;
 pub use sizing::{RIBBON_FIXED_BYTES, RibbonSizing, RibbonTarget, ribbon_sizing};
 use sizing::{blocks_for, layout_for};
 use storage::Solution;
@@ -368,28 +370,6 @@ fn solve(
         };
         eq
     })
-}
-
-/// Fills `order` with the seeded hashes of `hashes` grouped by start block
-/// in increasing order (a counting sort: the start grows with the seeded
-/// hash, so this is also sorted order up to the slots within a block).
-fn sort_by_block(hashes: &[KeyHash], hasher: &RibbonHasher, num_blocks: u64, order: &mut Vec<u64>) {
-    let block_of = |x: u64| (hasher.start(x) / COEFF_BITS) as usize;
-    let mut next = vec![0usize; num_blocks as usize + 1];
-    for &h in hashes {
-        next[block_of(hasher.seeded(h)) + 1] += 1;
-    }
-    for b in 1..next.len() {
-        next[b] += next[b - 1];
-    }
-    order.clear();
-    order.resize(hashes.len(), 0);
-    for &h in hashes {
-        let x = hasher.seeded(h);
-        let slot = &mut next[block_of(x)];
-        order[*slot] = x;
-        *slot += 1;
-    }
 }
 
 /// The lowest `columns` bits set.
