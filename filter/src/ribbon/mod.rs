@@ -155,7 +155,10 @@ impl RibbonFilter {
         Self::assemble(Layout::new(num_blocks, 0), 0, Solution::default(), items)
     }
 
+    /// The filter of `solution` laid out by `layout`. Panics unless the
+    /// solution has the layout's segments: the query reads them unchecked.
     fn assemble(layout: Layout, seed: u32, solution: Solution, items: u64) -> Self {
+        assert_eq!(solution.len() as u64, layout.num_segments());
         let num_starts = if layout.num_blocks() == 0 {
             0
         } else {
@@ -254,26 +257,33 @@ impl RibbonFilter {
     /// more independent lookups the processor overlaps (its reorder window
     /// holds more of them), so [`Filter::contains_hash`] calls a copy
     /// compiled with `popcnt` (not in the x86-64 baseline) when the CPU
-    /// has it, else the portable one.
+    /// has it, else the portable one. The tail gets only the filter and
+    /// the hash and works out the rest again (only keys that pass the head
+    /// reach it), so the head check keeps nothing for it but the hash.
     #[inline(always)]
-    fn contains_with(
-        &self,
-        hash: KeyHash,
-        tail: impl Fn(&Solution, &Layout, solution::Span) -> bool,
-    ) -> bool {
+    fn contains_with(&self, hash: KeyHash, tail: impl Fn(&Self, KeyHash) -> bool) -> bool {
         if self.layout.num_blocks() == 0 {
             // Built from no keys.
             return false;
         }
+        if !solution::head_matches(&self.solution, &self.layout, &self.span(hash)) {
+            return false;
+        }
+        tail(self, hash)
+    }
+
+    /// Where the key of `hash` falls in the solution. REQUIRES: the filter
+    /// has blocks.
+    #[inline(always)]
+    fn span(&self, hash: KeyHash) -> solution::Span {
         let x = self.hasher.seeded(hash);
-        solution::matches(
-            &self.solution,
-            &self.layout,
-            self.hasher.start(x),
-            coefficients(x),
-            result_bits(x),
-            tail,
-        )
+        solution::Span::new(self.hasher.start(x), coefficients(x), result_bits(x))
+    }
+
+    /// Whether the tail columns agree, for a key whose head columns do.
+    #[inline(always)]
+    fn tail_with(&self, hash: KeyHash) -> bool {
+        solution::tail_matches(&self.solution, &self.layout, &self.span(hash))
     }
 
     /// The portable copy. Out of line on x86-64, so that
@@ -288,7 +298,7 @@ impl RibbonFilter {
     #[target_feature(enable = "popcnt")]
     fn contains_popcnt(&self, hash: KeyHash) -> bool {
         // Closures inherit the target features: the call is safe in them.
-        self.contains_with(hash, |s, l, span| tail_popcnt(s, l, span))
+        self.contains_with(hash, |f, h| tail_popcnt(f, h))
     }
 }
 
@@ -329,18 +339,18 @@ fn choose_query_path() -> u8 {
     }
 }
 
-/// [`solution::tail_matches`] out of line, with popcnt.
+/// [`RibbonFilter::tail_with`] out of line, with popcnt.
 #[cfg(target_arch = "x86_64")]
 #[inline(never)]
 #[target_feature(enable = "popcnt")]
-fn tail_popcnt(solution: &Solution, layout: &Layout, span: solution::Span) -> bool {
-    solution::tail_matches(solution, layout, span)
+fn tail_popcnt(filter: &RibbonFilter, hash: KeyHash) -> bool {
+    filter.tail_with(hash)
 }
 
-/// [`solution::tail_matches`] out of line.
+/// [`RibbonFilter::tail_with`] out of line.
 #[inline(never)]
-fn tail_portable(solution: &Solution, layout: &Layout, span: solution::Span) -> bool {
-    solution::tail_matches(solution, layout, span)
+fn tail_portable(filter: &RibbonFilter, hash: KeyHash) -> bool {
+    filter.tail_with(hash)
 }
 
 /// Bands every key's equation under `seed`, in the order of their start

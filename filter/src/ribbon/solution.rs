@@ -141,8 +141,8 @@ fn head_parities(here: &[u128; 4], next: &[u128; 4], left: u128, right: u128) ->
     bits
 }
 
-/// Whether the equation (`start`, `coeff`, `result`) holds in the solution,
-/// for as many result bits as the start block has columns.
+/// Whether the key of `span` matches the solution, for as many result bits
+/// as its start block has columns.
 ///
 /// The head columns of the start block and the next lie side by side (two
 /// adjacent cache lines for 4 head columns), and an absent key fails one
@@ -155,61 +155,50 @@ fn head_parities(here: &[u128; 4], next: &[u128; 4], left: u128, right: u128) ->
 /// lines that 15 absent keys in 16 never read). Out of cache, the fewer
 /// instructions a lookup takes the more lookups the processor overlaps,
 /// so the usual shape has its own short path.
-/// REQUIRES: `start < layout.num_starts()` and `solution` laid out by
-/// `layout` (checked when a filter is built or decoded).
+/// REQUIRES: the span's start is below `layout.num_starts()` and
+/// `solution` is laid out by `layout` (checked when a filter is built or
+/// decoded). (The query runs the two parts itself; tests run this.)
+#[cfg(test)]
+pub(crate) fn matches(solution: &Solution, layout: &Layout, span: &Span) -> bool {
+    head_matches(solution, layout, span) && tail_matches(solution, layout, span)
+}
+
+/// The first part of [`matches`]: whether the head columns agree.
 #[inline(always)]
-pub(crate) fn matches(
-    solution: &Solution,
-    layout: &Layout,
-    start: u64,
-    coeff: u128,
-    result: u32,
-    tail: impl Fn(&Solution, &Layout, Span) -> bool,
-) -> bool {
-    let block = start / COEFF_BITS;
-    let offset = (start % COEFF_BITS) as u32;
-    let head = layout.head_columns() as usize;
-    // The span straddles this block and the next, whose segments follow
-    // this block's in the head and in the tail, unless it is exactly this
-    // block (always so in the last block, which has no next).
-    let straddles = offset != 0;
-    let left = coeff << offset;
-    let right = if straddles {
-        coeff >> (COEFF_BITS as u32 - offset)
+pub(crate) fn head_matches(solution: &Solution, layout: &Layout, span: &Span) -> bool {
+    let head = layout.head_columns();
+    let head_bits = if head == HEAD_COLUMNS {
+        // Each block's head is one whole line; the span's block is below
+        // `num_blocks`, and the next one too when it straddles (a start in
+        // the last block is its first slot).
+        let line = span.block as usize;
+        let next = line + usize::from(span.straddles);
+        debug_assert!(next < solution.num_lines());
+        // SAFETY: `line <= next < num_blocks <= num_lines`: the start is
+        // below `num_starts = 128 num_blocks - 127` (REQUIRES), so its
+        // block is below `num_blocks` and, if it straddles, not the last;
+        // with 4 head columns every block has at least 4 columns, so the
+        // solution has at least `4 num_blocks` segments, `num_blocks`
+        // lines.
+        let (here, next) =
+            unsafe { (solution.line_unchecked(line), solution.line_unchecked(next)) };
+        head_parities(here, next, span.left, span.right)
     } else {
-        0
-    };
-    let span = Span {
-        block,
-        straddles,
-        left,
-        right,
-        result,
-    };
-    let head_bits = if head == HEAD_COLUMNS as usize {
-        // Each block's head is one whole line.
-        let line = block as usize;
-        head_parities(
-            solution.line(line),
-            solution.line(line + usize::from(straddles)),
-            left,
-            right,
-        )
-    } else {
-        let here = layout.head_of_block(block) as usize;
-        let next = if straddles { here + head } else { here };
+        let here = layout.head_of_block(span.block) as usize;
+        let head = head as usize;
+        let next = if span.straddles { here + head } else { here };
         (0..head).fold(0, |bits, j| {
             bits | span.column(solution, here + j, next + j) << j
         })
     };
     let head_mask = (1u32 << head) - 1;
-    if (head_bits ^ result) & head_mask != 0 {
-        return false;
-    }
-    tail(solution, layout, span)
+    (head_bits ^ span.result) & head_mask == 0
 }
 
-/// What a query needs of its key to check the tail.
+/// What a query needs of its key: its start block, its coefficients
+/// shifted onto the start block's segments (`left`) and onto the next
+/// block's (`right`, none when the span is exactly the start block), and
+/// its result bits.
 #[derive(Clone, Copy)]
 pub(crate) struct Span {
     block: u64,
@@ -220,6 +209,27 @@ pub(crate) struct Span {
 }
 
 impl Span {
+    /// The span of the equation (`start`, `coeff`, `result`).
+    #[inline(always)]
+    pub(crate) fn new(start: u64, coeff: u128, result: u32) -> Self {
+        let offset = (start % COEFF_BITS) as u32;
+        // The span straddles this block and the next, whose segments follow
+        // this block's in the head and in the tail, unless it is exactly
+        // this block (always so in the last block, which has no next).
+        let straddles = offset != 0;
+        Self {
+            block: start / COEFF_BITS,
+            straddles,
+            left: coeff << offset,
+            right: if straddles {
+                coeff >> (COEFF_BITS as u32 - offset)
+            } else {
+                0
+            },
+            result,
+        }
+    }
+
     /// The parity of one column: segment `a` of the start block, `b` of
     /// the next.
     #[inline(always)]
@@ -228,11 +238,11 @@ impl Span {
     }
 }
 
-/// The rest of [`matches`]: whether the tail columns agree too. Kept out
-/// of the head check's code (callers compile it out of line) so that the
-/// path of most absent keys holds few registers.
+/// The rest of [`matches`]: whether the tail columns agree too. The query
+/// compiles it out of line, so that the path of most absent keys holds few
+/// registers.
 #[inline(always)]
-pub(crate) fn tail_matches(solution: &Solution, layout: &Layout, span: Span) -> bool {
+pub(crate) fn tail_matches(solution: &Solution, layout: &Layout, span: &Span) -> bool {
     let head = layout.head_columns() as usize;
     let (tail, tail_columns) = layout.tail_of_block(span.block);
     let (tail, tail_columns) = (tail as usize, tail_columns as usize);
@@ -293,17 +303,8 @@ mod tests {
         for solution in &solutions {
             assert_eq!(solution.len() as u64, layout.num_segments());
             for &eq in &eqs {
-                assert!(
-                    matches(
-                        solution,
-                        &layout,
-                        eq.start,
-                        eq.coeff,
-                        eq.result,
-                        tail_matches
-                    ),
-                    "{layout:?} {eq:?}"
-                );
+                let span = Span::new(eq.start, eq.coeff, eq.result);
+                assert!(matches(solution, &layout, &span), "{layout:?} {eq:?}");
             }
         }
         for solution in &solutions[1..] {
