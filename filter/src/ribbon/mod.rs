@@ -25,6 +25,8 @@ mod banding;
 mod hasher;
 mod layout;
 mod order;
+#[cfg(target_arch = "x86_64")]
+mod query_avx2;
 mod sizing;
 mod solution;
 mod storage;
@@ -256,10 +258,11 @@ impl RibbonFilter {
     /// the head. Out of cache, the fewer instructions a lookup takes, the
     /// more independent lookups the processor overlaps (its reorder window
     /// holds more of them), so [`Filter::contains_hash`] calls a copy
-    /// compiled with `popcnt` (not in the x86-64 baseline) when the CPU
-    /// has it, else the portable one. The tail gets only the filter and
-    /// the hash and works out the rest again (only keys that pass the head
-    /// reach it), so the head check keeps nothing for it but the hash.
+    /// compiled for what the CPU has: AVX2 (`query_avx2`), else popcnt
+    /// (not in the x86-64 baseline), else the portable one. The tail gets
+    /// only the filter and the hash and works out the rest again (only
+    /// keys that pass the head reach it), so the head check keeps nothing
+    /// for it but the hash.
     #[inline(always)]
     fn contains_with(&self, hash: KeyHash, tail: impl Fn(&Self, KeyHash) -> bool) -> bool {
         if self.layout.num_blocks() == 0 {
@@ -311,6 +314,9 @@ const QUERY_PORTABLE: u8 = 1;
 /// `contains_popcnt`: the CPU has popcnt.
 #[cfg(target_arch = "x86_64")]
 const QUERY_POPCNT: u8 = 2;
+/// `query_avx2::contains`: the CPU has AVX2 and popcnt.
+#[cfg(target_arch = "x86_64")]
+const QUERY_AVX2: u8 = 3;
 
 /// Which query copy this CPU runs, detected once and then one load per
 /// query. Invariant: the stored value is `QUERY_UNKNOWN` or what
@@ -332,7 +338,10 @@ fn query_path() -> u8 {
 #[cfg(target_arch = "x86_64")]
 #[cold]
 fn choose_query_path() -> u8 {
-    if std::arch::is_x86_feature_detected!("popcnt") {
+    let popcnt = std::arch::is_x86_feature_detected!("popcnt");
+    if popcnt && std::arch::is_x86_feature_detected!("avx2") {
+        QUERY_AVX2
+    } else if popcnt {
         QUERY_POPCNT
     } else {
         QUERY_PORTABLE
@@ -395,7 +404,13 @@ impl Filter for RibbonFilter {
     #[inline]
     fn contains_hash(&self, hash: KeyHash) -> bool {
         #[cfg(target_arch = "x86_64")]
-        if query_path() == QUERY_POPCNT {
+        let path = query_path();
+        if path == QUERY_AVX2 {
+            // SAFETY: `query_path` is AVX2 only when this CPU has AVX2 and
+            // popcnt, the only requirements of `query_avx2::contains`.
+            return unsafe { query_avx2::contains(self, hash) };
+        }
+        if path == QUERY_POPCNT {
             // SAFETY: `query_path` is POPCNT only when this CPU has popcnt,
             // the only requirement of `contains_popcnt`.
             return unsafe { self.contains_popcnt(hash) };
@@ -542,6 +557,12 @@ mod tests {
     fn query_paths_agree_with_the_portable_one() {
         #[cfg(target_arch = "x86_64")]
         let popcnt = std::arch::is_x86_feature_detected!("popcnt");
+        #[cfg(target_arch = "x86_64")]
+        let avx2 = std::arch::is_x86_feature_detected!("avx2");
+        #[cfg(target_arch = "x86_64")]
+        if !avx2 {
+            println!("no AVX2 on this CPU: its query not compared");
+        }
         let probes = hashes(20_000, b'q');
         for bpk in [0.7, 1.5, 2.5, 3.3, 4.2, 5.5, 7.0, 9.9, 13.3, 40.0] {
             let keys = hashes(3000, b'k');
@@ -553,6 +574,11 @@ mod tests {
                 if popcnt {
                     // SAFETY: the CPU has popcnt, checked above.
                     assert_eq!(unsafe { f.contains_popcnt(h) }, portable, "{bpk}");
+                }
+                #[cfg(target_arch = "x86_64")]
+                if popcnt && avx2 {
+                    // SAFETY: the CPU has AVX2 and popcnt, checked above.
+                    assert_eq!(unsafe { query_avx2::contains(&f, h) }, portable, "{bpk}");
                 }
             }
         }
