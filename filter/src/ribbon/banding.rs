@@ -16,8 +16,7 @@ use super::hasher::{COEFF_BITS, Equation};
 /// One row of the band: 128 coefficient bits (`[LO]` = slots `i..i + 64`,
 /// `[HI]` the next 64) and the result bits (`[RESULT]`). All zero when the
 /// row is free. One array of rows keeps a step to one cache line (and its
-/// index needs no check: see `Cursor`); plain zeroed words let the
-/// allocator hand out zeroed pages.
+/// index needs no check: see `Cursor`).
 pub(crate) type Row = [u64; 3];
 pub(crate) const LO: usize = 0;
 pub(crate) const HI: usize = 1;
@@ -37,7 +36,13 @@ impl Banding {
     /// [`COEFF_BITS`] and fits in memory.
     pub(crate) fn new(num_slots: u64) -> Self {
         debug_assert!(num_slots >= COEFF_BITS);
-        let rows = vec![[0; 3]; num_slots as usize];
+        // Zeros written, not a zeroed allocation: banding reads a row
+        // before it writes it, and a page of a lazily zeroed allocation
+        // that is first read maps the shared zero page, then faults again
+        // on its first write (copy on write). Written up front, each page
+        // faults once.
+        let mut rows = Vec::with_capacity(num_slots as usize);
+        rows.resize(num_slots as usize, [0; 3]);
         Self {
             num_starts: (rows.len() as u64).saturating_sub(COEFF_BITS - 1),
             rows,
