@@ -25,7 +25,7 @@
 
 use core::arch::x86_64::*;
 
-use super::banding::{Banding, HI, LO, RESULT, Row};
+use super::banding::{Banding, Coeffs, HI, LO};
 use super::layout::{Layout, MAX_COLUMNS};
 use super::storage::Solution;
 
@@ -46,8 +46,10 @@ pub(super) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
         }
         let rows = banding.block_rows(block);
         let state = &mut state[..columns];
-        for group in rows.as_chunks::<GROUP>().0.iter().rev() {
-            solve_group(group, state);
+        let coeffs = rows.coeffs.as_chunks::<GROUP>().0;
+        let results = rows.results.as_chunks::<GROUP>().0;
+        for (coeffs, results) in coeffs.iter().zip(results).rev() {
+            solve_group(coeffs, results, state);
         }
         for (j, &segment) in state.iter().enumerate() {
             let value = (u128::from(_mm_extract_epi64::<1>(segment) as u64) << 64)
@@ -58,14 +60,15 @@ pub(super) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
     solution
 }
 
-/// Solves the eight rows `rows` (slots `base..base + 8`) into every column
-/// of `state`, which holds the solution of the slots `base + 8..` on entry
-/// and of `base..` on return. REQUIRES: `1 <= state.len() <= 32`.
+/// Solves the eight rows of `coeffs` and `results` (slots `base..base +
+/// 8`) into every column of `state`, which holds the solution of the slots
+/// `base + 8..` on entry and of `base..` on return. REQUIRES:
+/// `1 <= state.len() <= 32`.
 #[target_feature(enable = "avx2")]
-fn solve_group(rows: &[Row; GROUP], state: &mut [__m128i]) {
+fn solve_group(coeffs: &[Coeffs; GROUP], results: &[u32; GROUP], state: &mut [__m128i]) {
     let columns = state.len();
     debug_assert!((1..=MAX_COLUMNS as usize).contains(&columns));
-    let coefficients = |p: usize| _mm_set_epi64x(rows[p][HI] as i64, rows[p][LO] as i64);
+    let coefficients = |p: usize| _mm_set_epi64x(coeffs[p][HI] as i64, coeffs[p][LO] as i64);
     // Rows k and k + 4 (lanes 0 and 1), each shifted right by 8 - p: the
     // coefficients of the slots above the group, bit 0 = slot base + 8.
     let above = |k: usize| {
@@ -112,14 +115,14 @@ fn solve_group(rows: &[Row; GROUP], state: &mut [__m128i]) {
         (1u32 << columns) - 1
     };
     let results = _mm256_setr_epi32(
-        rows[0][RESULT] as i32,
-        rows[1][RESULT] as i32,
-        rows[2][RESULT] as i32,
-        rows[3][RESULT] as i32,
-        rows[4][RESULT] as i32,
-        rows[5][RESULT] as i32,
-        rows[6][RESULT] as i32,
-        rows[7][RESULT] as i32,
+        results[0] as i32,
+        results[1] as i32,
+        results[2] as i32,
+        results[3] as i32,
+        results[4] as i32,
+        results[5] as i32,
+        results[6] as i32,
+        results[7] as i32,
     );
     let known = _mm256_xor_si256(
         parities,
@@ -132,7 +135,7 @@ fn solve_group(rows: &[Row; GROUP], state: &mut [__m128i]) {
     unsafe { _mm256_storeu_si256(bits.as_mut_ptr().cast(), known) };
     for p in (0..GROUP - 1).rev() {
         // Bit t of `inside` is the coefficient of slot base + p + t.
-        let inside = rows[p][LO] as u32;
+        let inside = coeffs[p][LO] as u32;
         let mut b = bits[p];
         for t in 1..GROUP - p {
             b ^= bits[p + t] & ((inside >> t) & 1).wrapping_neg();

@@ -13,22 +13,29 @@
 
 use super::hasher::{COEFF_BITS, Equation};
 
-/// One row of the band: 128 coefficient bits (`[LO]` = slots `i..i + 64`,
-/// `[HI]` the next 64) and the result bits (`[RESULT]`). All zero when the
-/// row is free. One array of rows keeps a step to one cache line (and its
-/// index needs no check: see `Cursor`).
-pub(crate) type Row = [u64; 3];
+/// A row's 128 coefficient bits: `[LO]` = slots `i..i + 64`, `[HI]` the
+/// next 64. Zero when the row is free. Each row's result bits are kept
+/// apart (`u32`, all a key has): 20 bytes a slot rather than 24.
+pub(crate) type Coeffs = [u64; 2];
 pub(crate) const LO: usize = 0;
 pub(crate) const HI: usize = 1;
-pub(crate) const RESULT: usize = 2;
 
-/// The band: one row per slot.
+/// The band: one row per slot. Invariant: `coeffs` and `results` have the
+/// same length, the band's slots.
 #[derive(Clone, Debug)]
 pub(crate) struct Banding {
-    rows: Vec<Row>,
-    /// Starts an equation may have: `rows.len() - 127` (0 when fewer than
-    /// 128 rows), so that its 128 coefficients are all rows of the band.
+    coeffs: Vec<Coeffs>,
+    results: Vec<u32>,
+    /// Starts an equation may have: `slots - 127` (0 when fewer than 128
+    /// slots), so that its 128 coefficients are all rows of the band.
     num_starts: u64,
+}
+
+/// The 128 rows of one block: coefficients and results, row by row.
+#[derive(Clone, Copy)]
+pub(crate) struct BlockRows<'a> {
+    pub(crate) coeffs: &'a [Coeffs; COEFF_BITS as usize],
+    pub(crate) results: &'a [u32; COEFF_BITS as usize],
 }
 
 impl Banding {
@@ -36,22 +43,27 @@ impl Banding {
     /// [`COEFF_BITS`] and fits in memory.
     pub(crate) fn new(num_slots: u64) -> Self {
         debug_assert!(num_slots >= COEFF_BITS);
-        // Zeros written, not a zeroed allocation: banding reads a row
-        // before it writes it, and a page of a lazily zeroed allocation
-        // that is first read maps the shared zero page, then faults again
-        // on its first write (copy on write). Written up front, each page
-        // faults once.
-        let mut rows = Vec::with_capacity(num_slots as usize);
-        rows.resize(num_slots as usize, [0; 3]);
+        // The coefficients' zeros written, not a zeroed allocation:
+        // banding reads a row's coefficients before it writes them, and a
+        // page of a lazily zeroed allocation that is first read maps the
+        // shared zero page, then faults again on its first write (copy on
+        // write). Written up front, each page faults once. A result is only
+        // read once written.
+        let slots = num_slots as usize;
+        let mut coeffs = Vec::with_capacity(slots);
+        coeffs.resize(slots, [0; 2]);
+        let results = vec![0; slots];
         Self {
-            num_starts: (rows.len() as u64).saturating_sub(COEFF_BITS - 1),
-            rows,
+            num_starts: (slots as u64).saturating_sub(COEFF_BITS - 1),
+            coeffs,
+            results,
         }
     }
 
     /// Frees every row (to try another seed on the same slots).
     pub(crate) fn clear(&mut self) {
-        self.rows.fill([0; 3]);
+        self.coeffs.fill([0; 2]);
+        self.results.fill(0);
     }
 
     /// Adds one equation. `false` when it contradicts those added before;
@@ -150,22 +162,29 @@ impl Banding {
     /// occupied one and move to the next set coefficient.
     #[inline(always)]
     fn step(&mut self, c: &mut Cursor) -> Step {
-        debug_assert!(c.i < self.rows.len() && c.lo & 1 == 1);
-        // SAFETY: `c.i < self.rows.len()` by the `Cursor` invariant (every
-        // set coefficient bit of the cursor lies at a slot below
-        // `rows.len()`, and `c.i` is the slot of its lowest set bit).
-        let row = unsafe { self.rows.get_unchecked_mut(c.i) };
+        debug_assert!(c.i < self.coeffs.len() && c.lo & 1 == 1);
+        // SAFETY: `c.i < self.coeffs.len() == self.results.len()` by the
+        // `Cursor` invariant (every set coefficient bit of the cursor lies
+        // at a slot below the band's, and `c.i` is the slot of its lowest
+        // set bit) and the `Banding` one.
+        let (row, result) = unsafe {
+            (
+                self.coeffs.get_unchecked_mut(c.i),
+                self.results.get_unchecked_mut(c.i),
+            )
+        };
         // A stored row's bit 0 is set (it is the row's own slot), so a row
         // is free exactly when its low word is zero.
         if row[LO] == 0 {
-            *row = [c.lo, c.hi, c.result];
+            *row = [c.lo, c.hi];
+            *result = c.result;
             return Step::Done;
         }
-        // Every set bit of the stored row lies below `rows.len()` too (it
-        // was a cursor when stored), so the xor keeps the invariant.
+        // Every set bit of the stored row lies below the band's slots too
+        // (it was a cursor when stored), so the xor keeps the invariant.
         c.lo ^= row[LO];
         c.hi ^= row[HI];
-        c.result ^= row[RESULT];
+        c.result ^= *result;
         if c.lo == 0 {
             cold();
             return c.step_high();
@@ -181,23 +200,27 @@ impl Banding {
     /// Row `i`: coefficients and result. REQUIRES: `i < num_slots`.
     #[cfg(test)]
     pub(crate) fn row(&self, i: usize) -> (u128, u32) {
-        let r = self.rows[i];
+        let c = self.coeffs[i];
         (
-            (u128::from(r[HI]) << 64) | u128::from(r[LO]),
-            r[RESULT] as u32,
+            (u128::from(c[HI]) << 64) | u128::from(c[LO]),
+            self.results[i],
         )
     }
 
     /// The 128 rows of block `block`. REQUIRES: `block < num_slots / 128`.
     #[inline]
-    pub(crate) fn block_rows(&self, block: u64) -> &[Row; COEFF_BITS as usize] {
-        &self.rows.as_chunks::<{ COEFF_BITS as usize }>().0[block as usize]
+    pub(crate) fn block_rows(&self, block: u64) -> BlockRows<'_> {
+        const W: usize = COEFF_BITS as usize;
+        BlockRows {
+            coeffs: &self.coeffs.as_chunks::<W>().0[block as usize],
+            results: &self.results.as_chunks::<W>().0[block as usize],
+        }
     }
 
     /// Rows in use.
     #[cfg(test)]
     pub(crate) fn occupied(&self) -> usize {
-        self.rows
+        self.coeffs
             .iter()
             .filter(|r| r[LO] != 0 || r[HI] != 0)
             .count()
@@ -206,15 +229,15 @@ impl Banding {
 
 /// An equation part way through elimination: coefficients `lo` (slots
 /// `i..i + 64`) and `hi` (the next 64). Invariant: bit 0 of `lo` is set
-/// and is slot `i`; every set bit lies at a slot below the band's
-/// `rows.len()` (so `i < rows.len()`), as an added equation's do when
-/// `start + 128 <= rows.len()`.
+/// and is slot `i`; every set bit lies at a slot below the band's slots
+/// (so `i` is a row of the band), as an added equation's do when
+/// `start + 128 <= slots`.
 #[derive(Clone, Copy)]
 struct Cursor {
     i: usize,
     lo: u64,
     hi: u64,
-    result: u64,
+    result: u32,
 }
 
 impl Cursor {
@@ -225,7 +248,7 @@ impl Cursor {
             i: eq.start as usize,
             lo: eq.coeff as u64,
             hi: (eq.coeff >> 64) as u64,
-            result: u64::from(eq.result),
+            result: eq.result,
         }
     }
 

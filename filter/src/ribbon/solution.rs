@@ -1,7 +1,7 @@
 //! Back-substitution from the band into the solution, and the query that
 //! checks a key's equation against it.
 
-use super::banding::{Banding, HI, LO, RESULT, Row};
+use super::banding::{Banding, BlockRows, HI, LO};
 use super::hasher::COEFF_BITS;
 use super::layout::{HEAD_COLUMNS, Layout, MAX_COLUMNS};
 use super::storage::Solution;
@@ -63,7 +63,7 @@ fn back_substitute_popcnt(banding: &Banding, layout: &Layout) -> Solution {
 fn back_substitute_with(
     banding: &Banding,
     layout: &Layout,
-    mut solve: impl FnMut(u32, &[Row; COEFF_BITS as usize], &mut [u128; MAX_COLUMNS as usize]),
+    mut solve: impl FnMut(u32, BlockRows<'_>, &mut [u128; MAX_COLUMNS as usize]),
 ) -> Solution {
     let mut solution = Solution::zeroed(layout.num_segments() as usize);
     let mut state = [0u128; MAX_COLUMNS as usize];
@@ -88,11 +88,7 @@ fn back_substitute_portable(banding: &Banding, layout: &Layout) -> Solution {
 /// the columns are unrolled and their state kept in registers where it
 /// fits). Columns past `columns` are left as they are.
 #[inline(always)]
-fn solve_block(
-    columns: u32,
-    rows: &[Row; COEFF_BITS as usize],
-    state: &mut [u128; MAX_COLUMNS as usize],
-) {
+fn solve_block(columns: u32, rows: BlockRows<'_>, state: &mut [u128; MAX_COLUMNS as usize]) {
     macro_rules! by_columns {
         ($($c:literal)*) => {
             match columns {
@@ -107,19 +103,15 @@ fn solve_block(
 /// [`solve_block`] for `C` columns. A free row is all zero, so it gets
 /// bit 0 in every column without a branch (parity of nothing, result 0).
 #[inline(always)]
-fn solve_block_with<const C: usize>(
-    rows: &[Row; COEFF_BITS as usize],
-    state: &mut [u128; MAX_COLUMNS as usize],
-) {
+fn solve_block_with<const C: usize>(rows: BlockRows<'_>, state: &mut [u128; MAX_COLUMNS as usize]) {
     let mut s = [0u128; C];
     s.copy_from_slice(&state[..C]);
-    for row in rows.iter().rev() {
+    for (row, &result) in rows.coeffs.iter().zip(rows.results).rev() {
         // Bit t of `later` is the coefficient of slot i + 1 + t, the slot
         // that bit t of the state holds.
         let later = ((u128::from(row[HI]) << 64) | u128::from(row[LO])) >> 1;
-        let result = row[RESULT];
         for (j, column) in s.iter_mut().enumerate() {
-            let bit = (parity(*column & later) ^ (result >> j) as u32) & 1;
+            let bit = (parity(*column & later) ^ (result >> j)) & 1;
             *column = (*column << 1) | u128::from(bit);
         }
     }
