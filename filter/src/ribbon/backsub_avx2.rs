@@ -25,7 +25,7 @@
 
 use core::arch::x86_64::*;
 
-use super::banding::{Banding, Coeffs, HI, LO};
+use super::banding::{Banding, Coeffs, LO};
 use super::layout::{Layout, MAX_COLUMNS};
 use super::storage::Solution;
 
@@ -68,7 +68,9 @@ pub(super) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
 fn solve_group(coeffs: &[Coeffs; GROUP], results: &[u32; GROUP], state: &mut [__m128i]) {
     let columns = state.len();
     debug_assert!((1..=MAX_COLUMNS as usize).contains(&columns));
-    let coefficients = |p: usize| _mm_set_epi64x(coeffs[p][HI] as i64, coeffs[p][LO] as i64);
+    // SAFETY: a row's coefficients are two u64s, the 16 bytes read (low
+    // word first, as in a `u128`).
+    let coefficients = |p: usize| unsafe { _mm_loadu_si128(coeffs[p].as_ptr().cast()) };
     // Rows k and k + 4 (lanes 0 and 1), each shifted right by 8 - p: the
     // coefficients of the slots above the group, bit 0 = slot base + 8.
     let above = |k: usize| {
