@@ -85,11 +85,10 @@ fn solve_group(coeffs: &[Coeffs; GROUP], results: &[u32; GROUP], state: &mut [__
         _mm256_or_si256(right, carry)
     };
     let (a0, a1, a2, a3) = (above(0), above(1), above(2), above(3));
-    // Bit j of word p: the parity of row p's coefficients above the group
-    // with column j, computed from the last column to the first.
-    let ones = _mm256_set1_epi32(1);
-    let mut parities = _mm256_setzero_si256();
-    for s in state.iter().rev() {
+    // Word p of `covered(s)`: row p's coefficients above the group and
+    // the column `s`, anded and folded to 32 bits (their parity is the
+    // word's).
+    let covered = |s: &__m128i| {
         let s = _mm256_broadcastsi128_si256(*s);
         let (x0, x1) = (_mm256_and_si256(s, a0), _mm256_and_si256(s, a1));
         let (x2, x3) = (_mm256_and_si256(s, a2), _mm256_and_si256(s, a3));
@@ -98,16 +97,44 @@ fn solve_group(coeffs: &[Coeffs; GROUP], results: &[u32; GROUP], state: &mut [__
         let v = _mm256_xor_si256(_mm256_unpacklo_epi64(x2, x3), _mm256_unpackhi_epi64(x2, x3));
         // Folded again: 32-bit words of rows 0..4 | 4..8.
         let (u, v) = (_mm256_castsi256_ps(u), _mm256_castsi256_ps(v));
-        let mut w = _mm256_xor_si256(
+        _mm256_xor_si256(
             _mm256_castps_si256(_mm256_shuffle_ps::<0b10_00_10_00>(u, v)),
             _mm256_castps_si256(_mm256_shuffle_ps::<0b11_01_11_01>(u, v)),
+        )
+    };
+    // The parity of each 16-bit half into its bit 0.
+    let fold16 = |mut w: __m256i| {
+        w = _mm256_xor_si256(w, _mm256_srli_epi16::<8>(w));
+        w = _mm256_xor_si256(w, _mm256_srli_epi16::<4>(w));
+        w = _mm256_xor_si256(w, _mm256_srli_epi16::<2>(w));
+        _mm256_xor_si256(w, _mm256_srli_epi16::<1>(w))
+    };
+    // Bit j of word p: the parity of row p's coefficients above the group
+    // with column j, computed from the last column to the first, two
+    // columns at a time (their folds share a vector from 16 bits down).
+    let (mut rest, odd) = state.split_at(columns & !1);
+    let mut parities = _mm256_setzero_si256();
+    if let [last] = odd {
+        let w = covered(last);
+        let w = fold16(_mm256_xor_si256(w, _mm256_srli_epi32::<16>(w)));
+        parities = _mm256_and_si256(w, _mm256_set1_epi32(1));
+    }
+    while let [front @ .., low, high] = rest {
+        let (low, high) = (covered(low), covered(high));
+        // Column j's fold in the low half of each word, column j + 1's in
+        // the high half.
+        let both = fold16(_mm256_blend_epi16::<0b1010_1010>(
+            _mm256_xor_si256(low, _mm256_srli_epi32::<16>(low)),
+            _mm256_xor_si256(high, _mm256_slli_epi32::<16>(high)),
+        ));
+        // Bit 0 of each half, as bits 0 and 1 (half 0 times 1 plus half 1
+        // times 2).
+        let two = _mm256_madd_epi16(
+            _mm256_and_si256(both, _mm256_set1_epi32(0x0001_0001)),
+            _mm256_set1_epi32(0x0002_0001),
         );
-        w = _mm256_xor_si256(w, _mm256_srli_epi32::<16>(w));
-        w = _mm256_xor_si256(w, _mm256_srli_epi32::<8>(w));
-        w = _mm256_xor_si256(w, _mm256_srli_epi32::<4>(w));
-        w = _mm256_xor_si256(w, _mm256_srli_epi32::<2>(w));
-        w = _mm256_xor_si256(w, _mm256_srli_epi32::<1>(w));
-        parities = _mm256_or_si256(_mm256_slli_epi32::<1>(parities), _mm256_and_si256(w, ones));
+        parities = _mm256_or_si256(_mm256_slli_epi32::<2>(parities), two);
+        rest = front;
     }
     // The results, the columns only (a row's result has no bits past its
     // block's columns, but the one-row form ignores any there).
