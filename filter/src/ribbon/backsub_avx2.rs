@@ -157,32 +157,43 @@ fn solve_group(coeffs: &[Coeffs; GROUP], results: &[u32; GROUP], state: &mut [__
         parities,
         _mm256_and_si256(results, _mm256_set1_epi32(column_mask as i32)),
     );
-    // Then the slots of the group above each row, top row first: bit j of
-    // bits[p] becomes row p's solution bit in column j.
-    let mut bits = [0u32; GROUP];
-    // SAFETY: `bits` is 8 u32s, the 32 bytes an unaligned store writes.
-    unsafe { _mm256_storeu_si256(bits.as_mut_ptr().cast(), known) };
-    for p in (0..GROUP - 1).rev() {
-        // Bit t of `inside` is the coefficient of slot base + p + t.
-        let inside = coeffs[p][LO] as u32;
-        let mut b = bits[p];
-        for t in 1..GROUP - p {
-            b ^= bits[p + t] & ((inside >> t) & 1).wrapping_neg();
-        }
-        bits[p] = b;
+    // Then the slots of the group above each row. Row q's bits are final
+    // once every row above it in the group has added itself to them; then
+    // row q adds itself to each row p below it whose coefficient of slot
+    // base + q (bit q - p of its low word) is set. Word p of `solved`
+    // ends as row p's solution bits, bit j for column j.
+    let low_words = _mm256_setr_epi32(
+        coeffs[0][LO] as i32,
+        coeffs[1][LO] as i32,
+        coeffs[2][LO] as i32,
+        coeffs[3][LO] as i32,
+        coeffs[4][LO] as i32,
+        coeffs[5][LO] as i32,
+        coeffs[6][LO] as i32,
+        coeffs[7][LO] as i32,
+    );
+    let mut solved = known;
+    for q in (1..GROUP as i32).rev() {
+        let row_q = _mm256_permutevar8x32_epi32(solved, _mm256_set1_epi32(q));
+        // The shift that brings bit q - p of row p's low word to the sign
+        // bit, for the rows p below q; 32 (everything out) for the others.
+        let to_sign = |p: i32| if p < q { 31 - (q - p) } else { 32 };
+        let to_sign = _mm256_setr_epi32(
+            to_sign(0),
+            to_sign(1),
+            to_sign(2),
+            to_sign(3),
+            to_sign(4),
+            to_sign(5),
+            to_sign(6),
+            to_sign(7),
+        );
+        // All ones in the rows below q whose coefficient of slot q is set.
+        let adds = _mm256_srai_epi32::<31>(_mm256_sllv_epi32(low_words, to_sign));
+        solved = _mm256_xor_si256(solved, _mm256_and_si256(row_q, adds));
     }
     // Each column's eight bits (bit p of word p's bit j, gathered by the
     // sign bits) shifted into its state, last column first.
-    let solved = _mm256_setr_epi32(
-        bits[0] as i32,
-        bits[1] as i32,
-        bits[2] as i32,
-        bits[3] as i32,
-        bits[4] as i32,
-        bits[5] as i32,
-        bits[6] as i32,
-        bits[7] as i32,
-    );
     let mut at_sign = _mm256_sll_epi32(solved, _mm_cvtsi32_si128(32 - columns as i32));
     for s in state.iter_mut().rev() {
         let column = _mm256_movemask_ps(_mm256_castsi256_ps(at_sign));
