@@ -551,8 +551,9 @@ mod tests {
     }
 
     /// Every query path this CPU runs gives the portable path's answer, on
-    /// filters of heads of 0 to 4 columns with and without tails, both
-    /// column counts, and for present and absent keys.
+    /// filters of heads of 0 to 4 columns with and without tails (of 1 to
+    /// 28 columns, every remainder by 4), both column counts, and for
+    /// present and absent keys.
     #[test]
     fn query_paths_agree_with_the_portable_one() {
         #[cfg(target_arch = "x86_64")]
@@ -564,7 +565,9 @@ mod tests {
             println!("no AVX2 on this CPU: its query not compared");
         }
         let probes = hashes(20_000, b'q');
-        for bpk in [0.7, 1.5, 2.5, 3.3, 4.2, 5.5, 7.0, 9.9, 13.3, 40.0] {
+        for bpk in [
+            0.7, 1.5, 2.5, 3.3, 4.2, 5.5, 7.0, 8.5, 9.9, 11.5, 13.3, 15.2, 17.5, 20.5, 27.0, 40.0,
+        ] {
             let keys = hashes(3000, b'k');
             let f = RibbonFilter::from_hashes(&keys, bpk);
             for &h in keys.iter().chain(&probes) {

@@ -11,9 +11,9 @@
 
 use core::arch::x86_64::*;
 
+use super::RibbonFilter;
 use super::hasher::{COEFF_BITS, coefficients, result_bits};
 use super::layout::HEAD_COLUMNS;
-use super::{RibbonFilter, tail_popcnt};
 use crate::hash::KeyHash;
 
 /// Four result bits with bits 1 and 2 swapped: columns 0, 2, 1, 3, the
@@ -29,20 +29,16 @@ const IN_FOLDED_ORDER: [u8; 16] = {
 };
 
 /// [`RibbonFilter::contains_hash`] with AVX2 (and popcnt, which every CPU
-/// with AVX2 has, for the tail). REQUIRES: the CPU has both (the caller
-/// checks).
+/// with AVX2 has, for the other shapes). REQUIRES: the CPU has both (the
+/// caller checks).
 #[target_feature(enable = "avx2,popcnt")]
 pub(super) fn contains(filter: &RibbonFilter, hash: KeyHash) -> bool {
     if filter.layout.head_columns() != HEAD_COLUMNS {
         // No keys, or fewer than 4 bits per key.
         return filter.contains_popcnt(hash);
     }
-    let x = filter.hasher.seeded(hash);
-    let start = filter.hasher.start(x);
-    let line = (start / COEFF_BITS) as usize;
-    let offset = (start % COEFF_BITS) as u32;
-    let next = line + usize::from(offset != 0);
-    debug_assert!(next < filter.solution.num_lines());
+    let key = Probe::new(filter, hash);
+    debug_assert!(key.line + usize::from(key.straddles) < filter.solution.num_lines());
     // SAFETY: `line <= next < num_blocks <= num_lines`: the start is below
     // `num_starts = 128 num_blocks - 127`, so its block is below
     // `num_blocks` and, when the span straddles, not the last; with 4 head
@@ -51,8 +47,10 @@ pub(super) fn contains(filter: &RibbonFilter, hash: KeyHash) -> bool {
     // filter was assembled).
     let (here, there) = unsafe {
         (
-            filter.solution.line_unchecked(line),
-            filter.solution.line_unchecked(next),
+            filter.solution.line_unchecked(key.line),
+            filter
+                .solution
+                .line_unchecked(key.line + usize::from(key.straddles)),
         )
     };
     // SAFETY: a line is 4 segments (64 bytes): 32-byte reads from its
@@ -65,30 +63,138 @@ pub(super) fn contains(filter: &RibbonFilter, hash: KeyHash) -> bool {
             _mm256_loadu_si256(there.as_ptr().add(2).cast()),
         ]
     };
-    // The coefficients on this block's segments (`coeff << offset`) and on
-    // the next's (`coeff >> (128 - offset)`, none at offset 0), in both
-    // 128-bit lanes, by 64-bit shifts (counts of 64 or more, negative ones
-    // included, give 0).
-    let coeff = coefficients(x);
-    let (lo, hi) = (coeff as u64 as i64, (coeff >> 64) as u64 as i64);
-    let coeff = _mm256_set_epi64x(hi, lo, hi, lo);
-    let up = _mm256_slli_si256::<8>(coeff); // 0, lo
-    let down = _mm256_srli_si256::<8>(coeff); // hi, 0
-    let offset = _mm256_set1_epi64x(i64::from(offset));
-    let to_64 = _mm256_sub_epi64(_mm256_set1_epi64x(64), offset);
-    let past_64 = _mm256_sub_epi64(offset, _mm256_set1_epi64x(64));
-    let left = _mm256_or_si256(
-        _mm256_sllv_epi64(coeff, offset),
-        _mm256_or_si256(_mm256_srlv_epi64(up, to_64), _mm256_sllv_epi64(up, past_64)),
-    );
-    let to_128 = _mm256_sub_epi64(_mm256_set1_epi64x(128), offset);
-    let right = _mm256_or_si256(
-        _mm256_srlv_epi64(coeff, to_128),
-        _mm256_or_si256(
-            _mm256_sllv_epi64(down, past_64),
-            _mm256_srlv_epi64(down, to_64),
-        ),
-    );
+    if four_parities(here01, here23, next01, next23, key.left, key.right)
+        != u32::from(IN_FOLDED_ORDER[(key.result & 0b1111) as usize])
+    {
+        return false;
+    }
+    // Out of line, from the hash again (only keys that pass the head get
+    // there), so that the head check keeps nothing for it but the hash.
+    tail(filter, hash)
+}
+
+/// What a query needs of its key: its start block (`line`, its head's
+/// line) and whether its span straddles into the next, its coefficients on
+/// either block's segments in both 128-bit lanes, its result bits.
+struct Probe {
+    line: usize,
+    straddles: bool,
+    left: __m256i,
+    right: __m256i,
+    result: u32,
+}
+
+impl Probe {
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn new(filter: &RibbonFilter, hash: KeyHash) -> Self {
+        let x = filter.hasher.seeded(hash);
+        let start = filter.hasher.start(x);
+        let offset = (start % COEFF_BITS) as u32;
+        // The coefficients on this block's segments (`left = coeff <<
+        // offset`) and on the next's (`right = coeff >> (128 - offset)`,
+        // none at offset 0): the 256 bits `coeff << offset` are three
+        // words `k` at word `offset / 64` (`v >> 1 >> (63 - shift)` is
+        // `v >> (64 - shift)`, 0 for shift 0).
+        let coeff = coefficients(x);
+        let (lo, hi) = (coeff as u64, (coeff >> 64) as u64);
+        let shift = offset % 64;
+        let k = [
+            lo << shift,
+            (hi << shift) | (lo >> 1 >> (63 - shift)),
+            hi >> 1 >> (63 - shift),
+        ];
+        let [l0, l1, r0, r1] = if offset < 64 {
+            [k[0], k[1], k[2], 0]
+        } else {
+            [0, k[0], k[1], k[2]]
+        };
+        let both_lanes =
+            |w0: u64, w1: u64| _mm256_set_epi64x(w1 as i64, w0 as i64, w1 as i64, w0 as i64);
+        Self {
+            line: (start / COEFF_BITS) as usize,
+            straddles: offset != 0,
+            left: both_lanes(l0, l1),
+            right: both_lanes(r0, r1),
+            result: result_bits(x),
+        }
+    }
+}
+
+/// The tail check of [`contains`] for a key that passed the head: whether
+/// every tail column agrees. Four columns at a time, the same way as the
+/// head; the tail columns of a block and of the next are each contiguous.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline(never)]
+fn tail(filter: &RibbonFilter, hash: KeyHash) -> bool {
+    let key = Probe::new(filter, hash);
+    let (left, right) = (key.left, key.right);
+    let mut rest = key.result >> HEAD_COLUMNS;
+    let (here, columns) = filter.layout.tail_of_block(key.line as u64);
+    let (here, columns) = (here as usize, columns as usize);
+    let next = if key.straddles { here + columns } else { here };
+    // Tail segments `here..here + columns` and `next..next + columns`
+    // exist: a block's tail is followed by the next block's, which has at
+    // least as many columns, and the last block's ends the solution.
+    debug_assert!(next + columns <= filter.solution.len());
+    let segments = filter.solution.as_ptr();
+    // SAFETY: the segments `at..at + 2` are below `next + columns` (see
+    // above), inside the solution.
+    let pair = |at: usize| unsafe { _mm256_loadu_si256(segments.add(at).cast()) };
+    // SAFETY: as for `pair`, one segment.
+    let one =
+        |at: usize| unsafe { _mm256_zextsi128_si256(_mm_loadu_si128(segments.add(at).cast())) };
+    let mut j = 0;
+    while j + 4 <= columns {
+        let parities = four_parities(
+            pair(here + j),
+            pair(here + j + 2),
+            pair(next + j),
+            pair(next + j + 2),
+            left,
+            right,
+        );
+        if parities != u32::from(IN_FOLDED_ORDER[(rest & 0b1111) as usize]) {
+            return false;
+        }
+        rest >>= 4;
+        j += 4;
+    }
+    // The last 1 to 3 columns, the others zero (parity 0, masked anyway).
+    let last = columns - j;
+    if last == 0 {
+        return true;
+    }
+    let zero = _mm256_setzero_si256();
+    let (here01, next01) = if last >= 2 {
+        (pair(here + j), pair(next + j))
+    } else {
+        (one(here + j), one(next + j))
+    };
+    let (here23, next23) = if last == 3 {
+        (one(here + j + 2), one(next + j + 2))
+    } else {
+        (zero, zero)
+    };
+    let parities = four_parities(here01, here23, next01, next23, left, right);
+    let mask = IN_FOLDED_ORDER[(1 << last) - 1];
+    (parities ^ u32::from(IN_FOLDED_ORDER[(rest & 0b1111) as usize])) & u32::from(mask) == 0
+}
+
+/// The parities of four columns whose segments in a key's start block are
+/// `here01` (columns 0 and 1) and `here23`, and in the next block `next01`
+/// and `next23`, with the key's coefficients on either block `left` and
+/// `right`: bits 0 to 3 for columns 0, 2, 1, 3.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn four_parities(
+    here01: __m256i,
+    here23: __m256i,
+    next01: __m256i,
+    next23: __m256i,
+    left: __m256i,
+    right: __m256i,
+) -> u32 {
     // Columns 0 and 1, 2 and 3: each column's 128 covered bits.
     let covered01 = _mm256_xor_si256(
         _mm256_and_si256(here01, left),
@@ -117,10 +223,5 @@ pub(super) fn contains(filter: &RibbonFilter, hash: KeyHash) -> bool {
         _mm256_shuffle_epi8(table, high),
     );
     let sums = _mm256_sad_epu8(byte_parities, _mm256_setzero_si256());
-    let parities = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64::<63>(sums))) as u32;
-    // The result bits in the same order.
-    if parities != u32::from(IN_FOLDED_ORDER[(result_bits(x) & 0b1111) as usize]) {
-        return false;
-    }
-    tail_popcnt(filter, hash)
+    _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64::<63>(sums))) as u32
 }

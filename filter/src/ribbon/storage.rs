@@ -51,6 +51,14 @@ impl Solution {
         unsafe { &self.lines.get_unchecked(i).0 }
     }
 
+    /// The first segment; the others follow it in order (lines are whole
+    /// segments, without padding), `len` of them and then the zero ones
+    /// that fill the last line.
+    #[inline(always)]
+    pub(crate) fn as_ptr(&self) -> *const u128 {
+        self.lines.as_ptr().cast()
+    }
+
     /// Lines held: `len` segments rounded up to whole lines.
     #[inline(always)]
     pub(crate) fn num_lines(&self) -> usize {
