@@ -305,47 +305,43 @@ impl RibbonFilter {
     }
 }
 
-/// The query copy this CPU runs, not yet chosen.
+/// A query copy: [`Filter::contains_hash`] compiled for some CPU features.
+/// Calling one is safe on a CPU that has them.
 #[cfg(target_arch = "x86_64")]
-const QUERY_UNKNOWN: u8 = 0;
-/// The portable copy.
-#[cfg(target_arch = "x86_64")]
-const QUERY_PORTABLE: u8 = 1;
-/// `contains_popcnt`: the CPU has popcnt.
-#[cfg(target_arch = "x86_64")]
-const QUERY_POPCNT: u8 = 2;
-/// `query_avx2::contains`: the CPU has AVX2 and popcnt.
-#[cfg(target_arch = "x86_64")]
-const QUERY_AVX2: u8 = 3;
+type Query = unsafe fn(&RibbonFilter, KeyHash) -> bool;
 
-/// Which query copy this CPU runs, detected once and then one load per
-/// query. Invariant: the stored value is `QUERY_UNKNOWN` or what
-/// `choose_query_path` found on this CPU.
+/// The query copy this CPU runs, chosen once and then one load and a call
+/// per query. Invariant: the stored pointer is null or a [`Query`] that
+/// `choose_query` picked for this CPU.
+#[cfg(target_arch = "x86_64")]
+static QUERY: std::sync::atomic::AtomicPtr<()> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn query_path() -> u8 {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    static PATH: AtomicU8 = AtomicU8::new(QUERY_UNKNOWN);
-    let path = PATH.load(Ordering::Relaxed);
-    if path != QUERY_UNKNOWN {
-        return path;
+fn query() -> Query {
+    let chosen = QUERY.load(std::sync::atomic::Ordering::Relaxed);
+    if chosen.is_null() {
+        return choose_query();
     }
-    let path = choose_query_path();
-    PATH.store(path, Ordering::Relaxed);
-    path
+    // SAFETY: a non-null pointer in `QUERY` is a `Query` (its invariant),
+    // stored as a data pointer of the same size.
+    unsafe { std::mem::transmute::<*mut (), Query>(chosen) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[cold]
-fn choose_query_path() -> u8 {
+fn choose_query() -> Query {
     let popcnt = std::arch::is_x86_feature_detected!("popcnt");
-    if popcnt && std::arch::is_x86_feature_detected!("avx2") {
-        QUERY_AVX2
+    let chosen: Query = if popcnt && std::arch::is_x86_feature_detected!("avx2") {
+        query_avx2::contains
     } else if popcnt {
-        QUERY_POPCNT
+        RibbonFilter::contains_popcnt
     } else {
-        QUERY_PORTABLE
-    }
+        RibbonFilter::contains_portable
+    };
+    QUERY.store(chosen as *mut (), std::sync::atomic::Ordering::Relaxed);
+    chosen
 }
 
 /// [`RibbonFilter::tail_with`] out of line, with popcnt.
@@ -404,17 +400,9 @@ impl Filter for RibbonFilter {
     #[inline]
     fn contains_hash(&self, hash: KeyHash) -> bool {
         #[cfg(target_arch = "x86_64")]
-        let path = query_path();
-        if path == QUERY_AVX2 {
-            // SAFETY: `query_path` is AVX2 only when this CPU has AVX2 and
-            // popcnt, the only requirements of `query_avx2::contains`.
-            return unsafe { query_avx2::contains(self, hash) };
-        }
-        if path == QUERY_POPCNT {
-            // SAFETY: `query_path` is POPCNT only when this CPU has popcnt,
-            // the only requirement of `contains_popcnt`.
-            return unsafe { self.contains_popcnt(hash) };
-        }
+        // SAFETY: `query` returns the copy chosen for this CPU's features.
+        return unsafe { query()(self, hash) };
+        #[cfg(not(target_arch = "x86_64"))]
         self.contains_portable(hash)
     }
 

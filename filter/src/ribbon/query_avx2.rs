@@ -6,8 +6,8 @@
 //! overlaps as many independent lookups as its reorder window holds: the
 //! fewer instructions one takes, the more. Here the head check is a few
 //! vector instructions on the two lines (four columns' 128 bits of each
-//! block at once) instead of a dozen loads and popcounts, and the path of
-//! an absent key needs no stack frame.
+//! block at once) instead of a dozen loads and popcounts, the path of an
+//! absent key saves one register, and the tail is done the same way.
 
 use core::arch::x86_64::*;
 

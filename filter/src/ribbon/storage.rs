@@ -54,6 +54,7 @@ impl Solution {
     /// The first segment; the others follow it in order (lines are whole
     /// segments, without padding), `len` of them and then the zero ones
     /// that fill the last line.
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     pub(crate) fn as_ptr(&self) -> *const u128 {
         self.lines.as_ptr().cast()
