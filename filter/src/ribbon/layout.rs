@@ -42,6 +42,8 @@ pub(crate) struct Layout {
     num_segments: u64,
     upper_columns: u32,
     upper_start_block: u64,
+    /// What [`Layout::head_columns`] returns, kept (a query reads it).
+    head_columns: u32,
 }
 
 impl Layout {
@@ -56,15 +58,24 @@ impl Layout {
                 num_segments: 0,
                 upper_columns: 0,
                 upper_start_block: 0,
+                head_columns: 0,
             };
         }
         let upper = num_segments.div_ceil(num_blocks);
+        // At most MAX_COLUMNS by the precondition.
+        let upper_columns = upper as u32;
+        let upper_start_block = upper * num_blocks - num_segments;
+        let fewest = upper_columns - (upper_start_block > 0) as u32;
         Self {
             num_blocks,
             num_segments,
-            // At most MAX_COLUMNS by the precondition.
-            upper_columns: upper as u32,
-            upper_start_block: upper * num_blocks - num_segments,
+            upper_columns,
+            upper_start_block,
+            head_columns: if fewest < HEAD_COLUMNS {
+                fewest
+            } else {
+                HEAD_COLUMNS
+            },
         }
     }
 
@@ -80,7 +91,8 @@ impl Layout {
         self.upper_columns
     }
 
-    #[cfg(test)]
+    /// The first block of `upper_columns` columns (the blocks before it
+    /// have one fewer).
     pub(crate) const fn upper_start_block(&self) -> u64 {
         self.upper_start_block
     }
@@ -118,12 +130,7 @@ impl Layout {
     /// Columns every block keeps in the head (see the module notes).
     #[inline]
     pub(crate) const fn head_columns(&self) -> u32 {
-        let fewest = self.upper_columns - (self.upper_start_block > 0) as u32;
-        if fewest < HEAD_COLUMNS {
-            fewest
-        } else {
-            HEAD_COLUMNS
-        }
+        self.head_columns
     }
 
     /// The first head segment of block `block` (version 2 order).

@@ -19,9 +19,14 @@
 //! solution: always true for a key the filter was built with, true with
 //! probability 2^-columns for any other key.
 
+#[cfg(target_arch = "x86_64")]
+mod backsub_avx2;
 mod banding;
 mod hasher;
 mod layout;
+mod order;
+#[cfg(target_arch = "x86_64")]
+mod query_avx2;
 mod sizing;
 mod solution;
 mod storage;
@@ -30,6 +35,7 @@ use banding::Banding;
 use hasher::{COEFF_BITS, NUM_SEEDS, RibbonHasher, coefficients, result_bits};
 use layout::Layout;
 pub use layout::MAX_COLUMNS;
+use order::sort_by_block;
 pub use sizing::{RIBBON_FIXED_BYTES, RibbonSizing, RibbonTarget, ribbon_sizing};
 use sizing::{blocks_for, layout_for};
 use storage::Solution;
@@ -151,7 +157,10 @@ impl RibbonFilter {
         Self::assemble(Layout::new(num_blocks, 0), 0, Solution::default(), items)
     }
 
+    /// The filter of `solution` laid out by `layout`. Panics unless the
+    /// solution has the layout's segments: the query reads them unchecked.
     fn assemble(layout: Layout, seed: u32, solution: Solution, items: u64) -> Self {
+        assert_eq!(solution.len() as u64, layout.num_segments());
         let num_starts = if layout.num_blocks() == 0 {
             0
         } else {
@@ -249,27 +258,35 @@ impl RibbonFilter {
     /// the head. Out of cache, the fewer instructions a lookup takes, the
     /// more independent lookups the processor overlaps (its reorder window
     /// holds more of them), so [`Filter::contains_hash`] calls a copy
-    /// compiled with `popcnt` (not in the x86-64 baseline) when the CPU
-    /// has it, else the portable one.
+    /// compiled for what the CPU has: AVX2 (`query_avx2`), else popcnt
+    /// (not in the x86-64 baseline), else the portable one. The tail gets
+    /// only the filter and the hash and works out the rest again (only
+    /// keys that pass the head reach it), so the head check keeps nothing
+    /// for it but the hash.
     #[inline(always)]
-    fn contains_with(
-        &self,
-        hash: KeyHash,
-        tail: impl Fn(&Solution, &Layout, solution::Span) -> bool,
-    ) -> bool {
+    fn contains_with(&self, hash: KeyHash, tail: impl Fn(&Self, KeyHash) -> bool) -> bool {
         if self.layout.num_blocks() == 0 {
             // Built from no keys.
             return false;
         }
+        if !solution::head_matches(&self.solution, &self.layout, &self.span(hash)) {
+            return false;
+        }
+        tail(self, hash)
+    }
+
+    /// Where the key of `hash` falls in the solution. REQUIRES: the filter
+    /// has blocks.
+    #[inline(always)]
+    fn span(&self, hash: KeyHash) -> solution::Span {
         let x = self.hasher.seeded(hash);
-        solution::matches(
-            &self.solution,
-            &self.layout,
-            self.hasher.start(x),
-            coefficients(x),
-            result_bits(x),
-            tail,
-        )
+        solution::Span::new(self.hasher.start(x), coefficients(x), result_bits(x))
+    }
+
+    /// Whether the tail columns agree, for a key whose head columns do.
+    #[inline(always)]
+    fn tail_with(&self, hash: KeyHash) -> bool {
+        solution::tail_matches(&self.solution, &self.layout, &self.span(hash))
     }
 
     /// The portable copy. Out of line on x86-64, so that
@@ -284,59 +301,61 @@ impl RibbonFilter {
     #[target_feature(enable = "popcnt")]
     fn contains_popcnt(&self, hash: KeyHash) -> bool {
         // Closures inherit the target features: the call is safe in them.
-        self.contains_with(hash, |s, l, span| tail_popcnt(s, l, span))
+        self.contains_with(hash, |f, h| tail_popcnt(f, h))
     }
 }
 
-/// The query copy this CPU runs, not yet chosen.
+/// A query copy: [`Filter::contains_hash`] compiled for some CPU features.
+/// Calling one is safe on a CPU that has them.
 #[cfg(target_arch = "x86_64")]
-const QUERY_UNKNOWN: u8 = 0;
-/// The portable copy.
-#[cfg(target_arch = "x86_64")]
-const QUERY_PORTABLE: u8 = 1;
-/// `contains_popcnt`: the CPU has popcnt.
-#[cfg(target_arch = "x86_64")]
-const QUERY_POPCNT: u8 = 2;
+type Query = unsafe fn(&RibbonFilter, KeyHash) -> bool;
 
-/// Which query copy this CPU runs, detected once and then one load per
-/// query. Invariant: the stored value is `QUERY_UNKNOWN` or what
-/// `choose_query_path` found on this CPU.
+/// The query copy this CPU runs, chosen once and then one load and a call
+/// per query. Invariant: the stored pointer is null or a [`Query`] that
+/// `choose_query` picked for this CPU.
+#[cfg(target_arch = "x86_64")]
+static QUERY: std::sync::atomic::AtomicPtr<()> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn query_path() -> u8 {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    static PATH: AtomicU8 = AtomicU8::new(QUERY_UNKNOWN);
-    let path = PATH.load(Ordering::Relaxed);
-    if path != QUERY_UNKNOWN {
-        return path;
+fn query() -> Query {
+    let chosen = QUERY.load(std::sync::atomic::Ordering::Relaxed);
+    if chosen.is_null() {
+        return choose_query();
     }
-    let path = choose_query_path();
-    PATH.store(path, Ordering::Relaxed);
-    path
+    // SAFETY: a non-null pointer in `QUERY` is a `Query` (its invariant),
+    // stored as a data pointer of the same size.
+    unsafe { std::mem::transmute::<*mut (), Query>(chosen) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[cold]
-fn choose_query_path() -> u8 {
-    if std::arch::is_x86_feature_detected!("popcnt") {
-        QUERY_POPCNT
+fn choose_query() -> Query {
+    let popcnt = std::arch::is_x86_feature_detected!("popcnt");
+    let chosen: Query = if popcnt && std::arch::is_x86_feature_detected!("avx2") {
+        query_avx2::contains
+    } else if popcnt {
+        RibbonFilter::contains_popcnt
     } else {
-        QUERY_PORTABLE
-    }
+        RibbonFilter::contains_portable
+    };
+    QUERY.store(chosen as *mut (), std::sync::atomic::Ordering::Relaxed);
+    chosen
 }
 
-/// [`solution::tail_matches`] out of line, with popcnt.
+/// [`RibbonFilter::tail_with`] out of line, with popcnt.
 #[cfg(target_arch = "x86_64")]
 #[inline(never)]
 #[target_feature(enable = "popcnt")]
-fn tail_popcnt(solution: &Solution, layout: &Layout, span: solution::Span) -> bool {
-    solution::tail_matches(solution, layout, span)
+fn tail_popcnt(filter: &RibbonFilter, hash: KeyHash) -> bool {
+    filter.tail_with(hash)
 }
 
-/// [`solution::tail_matches`] out of line.
+/// [`RibbonFilter::tail_with`] out of line.
 #[inline(never)]
-fn tail_portable(solution: &Solution, layout: &Layout, span: solution::Span) -> bool {
-    solution::tail_matches(solution, layout, span)
+fn tail_portable(filter: &RibbonFilter, hash: KeyHash) -> bool {
+    filter.tail_with(hash)
 }
 
 /// Bands every key's equation under `seed`, in the order of their start
@@ -351,35 +370,21 @@ fn solve(
 ) -> bool {
     let hasher = RibbonHasher::new(seed, layout.num_starts());
     sort_by_block(hashes, &hasher, layout.num_blocks(), order);
+    // Result bits a key never checks need not be solved for: keys starting
+    // in the lower blocks check one column fewer.
+    let upper = layout.upper_columns();
+    let lower_mask = column_mask(upper.saturating_sub(1));
+    let upper_mask = column_mask(upper);
+    let upper_start = layout.upper_start_block() * COEFF_BITS;
     band.add_all(order.len(), |k| {
         let mut eq = hasher.equation(order[k]);
-        let columns = layout.columns_of_block(eq.start / COEFF_BITS);
-        // Result bits a key never checks need not be solved for.
-        eq.result &= column_mask(columns);
+        eq.result &= if eq.start < upper_start {
+            lower_mask
+        } else {
+            upper_mask
+        };
         eq
     })
-}
-
-/// Fills `order` with the seeded hashes of `hashes` grouped by start block
-/// in increasing order (a counting sort: the start grows with the seeded
-/// hash, so this is also sorted order up to the slots within a block).
-fn sort_by_block(hashes: &[KeyHash], hasher: &RibbonHasher, num_blocks: u64, order: &mut Vec<u64>) {
-    let block_of = |x: u64| (hasher.start(x) / COEFF_BITS) as usize;
-    let mut next = vec![0usize; num_blocks as usize + 1];
-    for &h in hashes {
-        next[block_of(hasher.seeded(h)) + 1] += 1;
-    }
-    for b in 1..next.len() {
-        next[b] += next[b - 1];
-    }
-    order.clear();
-    order.resize(hashes.len(), 0);
-    for &h in hashes {
-        let x = hasher.seeded(h);
-        let slot = &mut next[block_of(x)];
-        order[*slot] = x;
-        *slot += 1;
-    }
 }
 
 /// The lowest `columns` bits set.
@@ -395,11 +400,9 @@ impl Filter for RibbonFilter {
     #[inline]
     fn contains_hash(&self, hash: KeyHash) -> bool {
         #[cfg(target_arch = "x86_64")]
-        if query_path() == QUERY_POPCNT {
-            // SAFETY: `query_path` is POPCNT only when this CPU has popcnt,
-            // the only requirement of `contains_popcnt`.
-            return unsafe { self.contains_popcnt(hash) };
-        }
+        // SAFETY: `query` returns the copy chosen for this CPU's features.
+        return unsafe { query()(self, hash) };
+        #[cfg(not(target_arch = "x86_64"))]
         self.contains_portable(hash)
     }
 
@@ -536,14 +539,23 @@ mod tests {
     }
 
     /// Every query path this CPU runs gives the portable path's answer, on
-    /// filters of heads of 0 to 4 columns with and without tails, both
-    /// column counts, and for present and absent keys.
+    /// filters of heads of 0 to 4 columns with and without tails (of 1 to
+    /// 28 columns, every remainder by 4), both column counts, and for
+    /// present and absent keys.
     #[test]
     fn query_paths_agree_with_the_portable_one() {
         #[cfg(target_arch = "x86_64")]
         let popcnt = std::arch::is_x86_feature_detected!("popcnt");
+        #[cfg(target_arch = "x86_64")]
+        let avx2 = std::arch::is_x86_feature_detected!("avx2");
+        #[cfg(target_arch = "x86_64")]
+        if !avx2 {
+            println!("no AVX2 on this CPU: its query not compared");
+        }
         let probes = hashes(20_000, b'q');
-        for bpk in [0.7, 1.5, 2.5, 3.3, 4.2, 5.5, 7.0, 9.9, 13.3, 40.0] {
+        for bpk in [
+            0.7, 1.5, 2.5, 3.3, 4.2, 5.5, 7.0, 8.5, 9.9, 11.5, 13.3, 15.2, 17.5, 20.5, 27.0, 40.0,
+        ] {
             let keys = hashes(3000, b'k');
             let f = RibbonFilter::from_hashes(&keys, bpk);
             for &h in keys.iter().chain(&probes) {
@@ -553,6 +565,11 @@ mod tests {
                 if popcnt {
                     // SAFETY: the CPU has popcnt, checked above.
                     assert_eq!(unsafe { f.contains_popcnt(h) }, portable, "{bpk}");
+                }
+                #[cfg(target_arch = "x86_64")]
+                if popcnt && avx2 {
+                    // SAFETY: the CPU has AVX2 and popcnt, checked above.
+                    assert_eq!(unsafe { query_avx2::contains(&f, h) }, portable, "{bpk}");
                 }
             }
         }

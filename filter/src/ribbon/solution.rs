@@ -1,7 +1,7 @@
 //! Back-substitution from the band into the solution, and the query that
 //! checks a key's equation against it.
 
-use super::banding::{Banding, HI, LO, RESULT, Row};
+use super::banding::{Banding, BlockRows, HI, LO};
 use super::hasher::COEFF_BITS;
 use super::layout::{HEAD_COLUMNS, Layout, MAX_COLUMNS};
 use super::storage::Solution;
@@ -25,8 +25,17 @@ fn parity(v: u128) -> u32 {
 /// is the parity of `state & (coeff >> 1)` plus `result_j`, and the state
 /// moves on as `state << 1 | bit(i)`. After the 128 slots of a block,
 /// `state[j]` is exactly that block's segment of column j.
+///
+/// On x86-64 with AVX2 the same solution is computed eight rows at a time
+/// (`backsub_avx2`); else with popcnt when the CPU has it, else portably.
 /// REQUIRES: `banding` has `layout.num_slots()` rows.
 pub(crate) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above; that is the only
+        // requirement of `backsub_avx2::back_substitute`.
+        return unsafe { super::backsub_avx2::back_substitute(banding, layout) };
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("popcnt") {
         // SAFETY: the CPU has popcnt, checked just above; that is the
@@ -54,7 +63,7 @@ fn back_substitute_popcnt(banding: &Banding, layout: &Layout) -> Solution {
 fn back_substitute_with(
     banding: &Banding,
     layout: &Layout,
-    mut solve: impl FnMut(u32, &[Row; COEFF_BITS as usize], &mut [u128; MAX_COLUMNS as usize]),
+    mut solve: impl FnMut(u32, BlockRows<'_>, &mut [u128; MAX_COLUMNS as usize]),
 ) -> Solution {
     let mut solution = Solution::zeroed(layout.num_segments() as usize);
     let mut state = [0u128; MAX_COLUMNS as usize];
@@ -79,11 +88,7 @@ fn back_substitute_portable(banding: &Banding, layout: &Layout) -> Solution {
 /// the columns are unrolled and their state kept in registers where it
 /// fits). Columns past `columns` are left as they are.
 #[inline(always)]
-fn solve_block(
-    columns: u32,
-    rows: &[Row; COEFF_BITS as usize],
-    state: &mut [u128; MAX_COLUMNS as usize],
-) {
+fn solve_block(columns: u32, rows: BlockRows<'_>, state: &mut [u128; MAX_COLUMNS as usize]) {
     macro_rules! by_columns {
         ($($c:literal)*) => {
             match columns {
@@ -98,19 +103,15 @@ fn solve_block(
 /// [`solve_block`] for `C` columns. A free row is all zero, so it gets
 /// bit 0 in every column without a branch (parity of nothing, result 0).
 #[inline(always)]
-fn solve_block_with<const C: usize>(
-    rows: &[Row; COEFF_BITS as usize],
-    state: &mut [u128; MAX_COLUMNS as usize],
-) {
+fn solve_block_with<const C: usize>(rows: BlockRows<'_>, state: &mut [u128; MAX_COLUMNS as usize]) {
     let mut s = [0u128; C];
     s.copy_from_slice(&state[..C]);
-    for row in rows.iter().rev() {
+    for (row, &result) in rows.coeffs.iter().zip(rows.results).rev() {
         // Bit t of `later` is the coefficient of slot i + 1 + t, the slot
         // that bit t of the state holds.
         let later = ((u128::from(row[HI]) << 64) | u128::from(row[LO])) >> 1;
-        let result = row[RESULT];
         for (j, column) in s.iter_mut().enumerate() {
-            let bit = (parity(*column & later) ^ (result >> j) as u32) & 1;
+            let bit = (parity(*column & later) ^ (result >> j)) & 1;
             *column = (*column << 1) | u128::from(bit);
         }
     }
@@ -132,8 +133,8 @@ fn head_parities(here: &[u128; 4], next: &[u128; 4], left: u128, right: u128) ->
     bits
 }
 
-/// Whether the equation (`start`, `coeff`, `result`) holds in the solution,
-/// for as many result bits as the start block has columns.
+/// Whether the key of `span` matches the solution, for as many result bits
+/// as its start block has columns.
 ///
 /// The head columns of the start block and the next lie side by side (two
 /// adjacent cache lines for 4 head columns), and an absent key fails one
@@ -146,61 +147,50 @@ fn head_parities(here: &[u128; 4], next: &[u128; 4], left: u128, right: u128) ->
 /// lines that 15 absent keys in 16 never read). Out of cache, the fewer
 /// instructions a lookup takes the more lookups the processor overlaps,
 /// so the usual shape has its own short path.
-/// REQUIRES: `start < layout.num_starts()` and `solution` laid out by
-/// `layout` (checked when a filter is built or decoded).
+/// REQUIRES: the span's start is below `layout.num_starts()` and
+/// `solution` is laid out by `layout` (checked when a filter is built or
+/// decoded). (The query runs the two parts itself; tests run this.)
+#[cfg(test)]
+pub(crate) fn matches(solution: &Solution, layout: &Layout, span: &Span) -> bool {
+    head_matches(solution, layout, span) && tail_matches(solution, layout, span)
+}
+
+/// The first part of [`matches`]: whether the head columns agree.
 #[inline(always)]
-pub(crate) fn matches(
-    solution: &Solution,
-    layout: &Layout,
-    start: u64,
-    coeff: u128,
-    result: u32,
-    tail: impl Fn(&Solution, &Layout, Span) -> bool,
-) -> bool {
-    let block = start / COEFF_BITS;
-    let offset = (start % COEFF_BITS) as u32;
-    let head = layout.head_columns() as usize;
-    // The span straddles this block and the next, whose segments follow
-    // this block's in the head and in the tail, unless it is exactly this
-    // block (always so in the last block, which has no next).
-    let straddles = offset != 0;
-    let left = coeff << offset;
-    let right = if straddles {
-        coeff >> (COEFF_BITS as u32 - offset)
+pub(crate) fn head_matches(solution: &Solution, layout: &Layout, span: &Span) -> bool {
+    let head = layout.head_columns();
+    let head_bits = if head == HEAD_COLUMNS {
+        // Each block's head is one whole line; the span's block is below
+        // `num_blocks`, and the next one too when it straddles (a start in
+        // the last block is its first slot).
+        let line = span.block as usize;
+        let next = line + usize::from(span.straddles);
+        debug_assert!(next < solution.num_lines());
+        // SAFETY: `line <= next < num_blocks <= num_lines`: the start is
+        // below `num_starts = 128 num_blocks - 127` (REQUIRES), so its
+        // block is below `num_blocks` and, if it straddles, not the last;
+        // with 4 head columns every block has at least 4 columns, so the
+        // solution has at least `4 num_blocks` segments, `num_blocks`
+        // lines.
+        let (here, next) =
+            unsafe { (solution.line_unchecked(line), solution.line_unchecked(next)) };
+        head_parities(here, next, span.left, span.right)
     } else {
-        0
-    };
-    let span = Span {
-        block,
-        straddles,
-        left,
-        right,
-        result,
-    };
-    let head_bits = if head == HEAD_COLUMNS as usize {
-        // Each block's head is one whole line.
-        let line = block as usize;
-        head_parities(
-            solution.line(line),
-            solution.line(line + usize::from(straddles)),
-            left,
-            right,
-        )
-    } else {
-        let here = layout.head_of_block(block) as usize;
-        let next = if straddles { here + head } else { here };
+        let here = layout.head_of_block(span.block) as usize;
+        let head = head as usize;
+        let next = if span.straddles { here + head } else { here };
         (0..head).fold(0, |bits, j| {
             bits | span.column(solution, here + j, next + j) << j
         })
     };
     let head_mask = (1u32 << head) - 1;
-    if (head_bits ^ result) & head_mask != 0 {
-        return false;
-    }
-    tail(solution, layout, span)
+    (head_bits ^ span.result) & head_mask == 0
 }
 
-/// What a query needs of its key to check the tail.
+/// What a query needs of its key: its start block, its coefficients
+/// shifted onto the start block's segments (`left`) and onto the next
+/// block's (`right`, none when the span is exactly the start block), and
+/// its result bits.
 #[derive(Clone, Copy)]
 pub(crate) struct Span {
     block: u64,
@@ -211,6 +201,27 @@ pub(crate) struct Span {
 }
 
 impl Span {
+    /// The span of the equation (`start`, `coeff`, `result`).
+    #[inline(always)]
+    pub(crate) fn new(start: u64, coeff: u128, result: u32) -> Self {
+        let offset = (start % COEFF_BITS) as u32;
+        // The span straddles this block and the next, whose segments follow
+        // this block's in the head and in the tail, unless it is exactly
+        // this block (always so in the last block, which has no next).
+        let straddles = offset != 0;
+        Self {
+            block: start / COEFF_BITS,
+            straddles,
+            left: coeff << offset,
+            right: if straddles {
+                coeff >> (COEFF_BITS as u32 - offset)
+            } else {
+                0
+            },
+            result,
+        }
+    }
+
     /// The parity of one column: segment `a` of the start block, `b` of
     /// the next.
     #[inline(always)]
@@ -219,11 +230,11 @@ impl Span {
     }
 }
 
-/// The rest of [`matches`]: whether the tail columns agree too. Kept out
-/// of the head check's code (callers compile it out of line) so that the
-/// path of most absent keys holds few registers.
+/// The rest of [`matches`]: whether the tail columns agree too. The query
+/// compiles it out of line, so that the path of most absent keys holds few
+/// registers.
 #[inline(always)]
-pub(crate) fn tail_matches(solution: &Solution, layout: &Layout, span: Span) -> bool {
+pub(crate) fn tail_matches(solution: &Solution, layout: &Layout, span: &Span) -> bool {
     let head = layout.head_columns() as usize;
     let (tail, tail_columns) = layout.tail_of_block(span.block);
     let (tail, tail_columns) = (tail as usize, tail_columns as usize);
@@ -274,20 +285,18 @@ mod tests {
             // SAFETY: the CPU has popcnt, checked just above.
             solutions.push(unsafe { back_substitute_popcnt(&band, &layout) });
         }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            solutions.push(unsafe { super::super::backsub_avx2::back_substitute(&band, &layout) });
+        } else {
+            println!("no AVX2 on this CPU: its back-substitution not compared");
+        }
         for solution in &solutions {
             assert_eq!(solution.len() as u64, layout.num_segments());
             for &eq in &eqs {
-                assert!(
-                    matches(
-                        solution,
-                        &layout,
-                        eq.start,
-                        eq.coeff,
-                        eq.result,
-                        tail_matches
-                    ),
-                    "{layout:?} {eq:?}"
-                );
+                let span = Span::new(eq.start, eq.coeff, eq.result);
+                assert!(matches(solution, &layout, &span), "{layout:?} {eq:?}");
             }
         }
         for solution in &solutions[1..] {
@@ -308,6 +317,39 @@ mod tests {
         for c in 1..=MAX_COLUMNS as u64 {
             check_layout(Layout::new(4, 4 * c - 1));
             check_layout(Layout::new(4, 4 * c));
+        }
+    }
+
+    /// Bands of hashed keys, nearly full as a filter's are, of every
+    /// column count and both shapes: each path the CPU runs gives the
+    /// portable path's solution.
+    #[test]
+    fn paths_agree_on_full_bands() {
+        use super::super::sizing::{blocks_for, layout_for};
+        use super::super::{RibbonTarget, solve};
+        use crate::hash::KeyHash;
+        let n = 5000u64;
+        let keys: Vec<KeyHash> = (0..n).map(|i| KeyHash::of(&i.to_le_bytes())).collect();
+        let mut order = Vec::new();
+        for c in 1..=MAX_COLUMNS {
+            for bpk in [f64::from(c) - 0.5, f64::from(c)] {
+                let layout = layout_for(RibbonTarget::BitsPerKey(bpk), n, blocks_for(n));
+                let mut band = Banding::new(layout.num_slots());
+                let solved = (0..8).any(|seed| {
+                    band.clear();
+                    solve(&mut band, &keys, &layout, seed, &mut order)
+                });
+                assert!(solved, "{bpk}");
+                let portable = back_substitute_portable(&band, &layout);
+                assert_eq!(back_substitute(&band, &layout), portable, "{bpk}");
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU has AVX2, checked just above.
+                    let avx2 =
+                        unsafe { super::super::backsub_avx2::back_substitute(&band, &layout) };
+                    assert_eq!(avx2, portable, "{bpk}");
+                }
+            }
         }
     }
 }

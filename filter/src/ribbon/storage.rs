@@ -42,11 +42,28 @@ impl Solution {
         self.lines[i / PER_LINE].0[i % PER_LINE]
     }
 
-    /// Line `i`: segments `4 i .. 4 i + 4` (zero past `len`). REQUIRES:
-    /// `4 i < len` (checked).
+    /// Line `i`: segments `4 i .. 4 i + 4` (zero past `len`), unchecked.
+    /// SAFETY: the caller proves `i < num_lines()`.
     #[inline(always)]
-    pub(crate) fn line(&self, i: usize) -> &[u128; PER_LINE] {
-        &self.lines[i].0
+    pub(crate) unsafe fn line_unchecked(&self, i: usize) -> &[u128; PER_LINE] {
+        debug_assert!(i < self.lines.len());
+        // SAFETY: `i < self.lines.len()`, the caller's promise.
+        unsafe { &self.lines.get_unchecked(i).0 }
+    }
+
+    /// The first segment; the others follow it in order (lines are whole
+    /// segments, without padding), `len` of them and then the zero ones
+    /// that fill the last line.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub(crate) fn as_ptr(&self) -> *const u128 {
+        self.lines.as_ptr().cast()
+    }
+
+    /// Lines held: `len` segments rounded up to whole lines.
+    #[inline(always)]
+    pub(crate) fn num_lines(&self) -> usize {
+        self.lines.len()
     }
 
     /// Sets segment `i`. REQUIRES: `i < len`.

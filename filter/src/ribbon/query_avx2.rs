@@ -1,0 +1,227 @@
+//! The query of the usual shape (4 head columns) with AVX2: the same
+//! answers as `solution::head_matches` and `tail_matches`, in fewer
+//! instructions.
+//!
+//! Out of cache a lookup waits for its two lines, and the processor
+//! overlaps as many independent lookups as its reorder window holds: the
+//! fewer instructions one takes, the more. Here the head check is a few
+//! vector instructions on the two lines (four columns' 128 bits of each
+//! block at once) instead of a dozen loads and popcounts, the path of an
+//! absent key saves one register, and the tail is done the same way.
+
+use core::arch::x86_64::*;
+
+use super::RibbonFilter;
+use super::hasher::{COEFF_BITS, coefficients, result_bits};
+use super::layout::HEAD_COLUMNS;
+use crate::hash::KeyHash;
+
+/// Four result bits with bits 1 and 2 swapped: columns 0, 2, 1, 3, the
+/// order of the folded words.
+const IN_FOLDED_ORDER: [u8; 16] = {
+    let mut table = [0u8; 16];
+    let mut r = 0;
+    while r < 16 {
+        table[r] = ((r & 0b1001) | ((r >> 1) & 0b0010) | ((r << 1) & 0b0100)) as u8;
+        r += 1;
+    }
+    table
+};
+
+/// [`RibbonFilter::contains_hash`] with AVX2 (and popcnt, which every CPU
+/// with AVX2 has, for the other shapes). REQUIRES: the CPU has both (the
+/// caller checks).
+#[target_feature(enable = "avx2,popcnt")]
+pub(super) fn contains(filter: &RibbonFilter, hash: KeyHash) -> bool {
+    if filter.layout.head_columns() != HEAD_COLUMNS {
+        // No keys, or fewer than 4 bits per key.
+        return filter.contains_popcnt(hash);
+    }
+    let key = Probe::new(filter, hash);
+    debug_assert!(key.line + usize::from(key.straddles) < filter.solution.num_lines());
+    // SAFETY: `line <= next < num_blocks <= num_lines`: the start is below
+    // `num_starts = 128 num_blocks - 127`, so its block is below
+    // `num_blocks` and, when the span straddles, not the last; with 4 head
+    // columns every block has at least 4 columns, so the solution has at
+    // least `4 num_blocks` segments, `num_blocks` lines (checked when the
+    // filter was assembled).
+    let (here, there) = unsafe {
+        (
+            filter.solution.line_unchecked(key.line),
+            filter
+                .solution
+                .line_unchecked(key.line + usize::from(key.straddles)),
+        )
+    };
+    // SAFETY: a line is 4 segments (64 bytes): 32-byte reads from its
+    // first segment and its third stay in it.
+    let [here01, here23, next01, next23] = unsafe {
+        [
+            _mm256_loadu_si256(here.as_ptr().cast()),
+            _mm256_loadu_si256(here.as_ptr().add(2).cast()),
+            _mm256_loadu_si256(there.as_ptr().cast()),
+            _mm256_loadu_si256(there.as_ptr().add(2).cast()),
+        ]
+    };
+    if four_parities(here01, here23, next01, next23, key.left, key.right)
+        != u32::from(IN_FOLDED_ORDER[(key.result & 0b1111) as usize])
+    {
+        return false;
+    }
+    // Out of line, from the hash again (only keys that pass the head get
+    // there), so that the head check keeps nothing for it but the hash.
+    tail(filter, hash)
+}
+
+/// What a query needs of its key: its start block (`line`, its head's
+/// line) and whether its span straddles into the next, its coefficients on
+/// either block's segments in both 128-bit lanes, its result bits.
+struct Probe {
+    line: usize,
+    straddles: bool,
+    left: __m256i,
+    right: __m256i,
+    result: u32,
+}
+
+impl Probe {
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn new(filter: &RibbonFilter, hash: KeyHash) -> Self {
+        let x = filter.hasher.seeded(hash);
+        let start = filter.hasher.start(x);
+        let offset = (start % COEFF_BITS) as u32;
+        // The coefficients on this block's segments (`left = coeff <<
+        // offset`) and on the next's (`right = coeff >> (128 - offset)`,
+        // none at offset 0): the 256 bits `coeff << offset` are three
+        // words `k` at word `offset / 64` (`v >> 1 >> (63 - shift)` is
+        // `v >> (64 - shift)`, 0 for shift 0).
+        let coeff = coefficients(x);
+        let (lo, hi) = (coeff as u64, (coeff >> 64) as u64);
+        let shift = offset % 64;
+        let k = [
+            lo << shift,
+            (hi << shift) | (lo >> 1 >> (63 - shift)),
+            hi >> 1 >> (63 - shift),
+        ];
+        let [l0, l1, r0, r1] = if offset < 64 {
+            [k[0], k[1], k[2], 0]
+        } else {
+            [0, k[0], k[1], k[2]]
+        };
+        let both_lanes =
+            |w0: u64, w1: u64| _mm256_set_epi64x(w1 as i64, w0 as i64, w1 as i64, w0 as i64);
+        Self {
+            line: (start / COEFF_BITS) as usize,
+            straddles: offset != 0,
+            left: both_lanes(l0, l1),
+            right: both_lanes(r0, r1),
+            result: result_bits(x),
+        }
+    }
+}
+
+/// The tail check of [`contains`] for a key that passed the head: whether
+/// every tail column agrees. Four columns at a time, the same way as the
+/// head; the tail columns of a block and of the next are each contiguous.
+#[target_feature(enable = "avx2,popcnt")]
+#[inline(never)]
+fn tail(filter: &RibbonFilter, hash: KeyHash) -> bool {
+    let key = Probe::new(filter, hash);
+    let (left, right) = (key.left, key.right);
+    let mut rest = key.result >> HEAD_COLUMNS;
+    let (here, columns) = filter.layout.tail_of_block(key.line as u64);
+    let (here, columns) = (here as usize, columns as usize);
+    let next = if key.straddles { here + columns } else { here };
+    // Tail segments `here..here + columns` and `next..next + columns`
+    // exist: a block's tail is followed by the next block's, which has at
+    // least as many columns, and the last block's ends the solution.
+    debug_assert!(next + columns <= filter.solution.len());
+    let segments = filter.solution.as_ptr();
+    // SAFETY: the segments `at..at + 2` are below `next + columns` (see
+    // above), inside the solution.
+    let pair = |at: usize| unsafe { _mm256_loadu_si256(segments.add(at).cast()) };
+    // SAFETY: as for `pair`, one segment.
+    let one =
+        |at: usize| unsafe { _mm256_zextsi128_si256(_mm_loadu_si128(segments.add(at).cast())) };
+    let mut j = 0;
+    while j + 4 <= columns {
+        let parities = four_parities(
+            pair(here + j),
+            pair(here + j + 2),
+            pair(next + j),
+            pair(next + j + 2),
+            left,
+            right,
+        );
+        if parities != u32::from(IN_FOLDED_ORDER[(rest & 0b1111) as usize]) {
+            return false;
+        }
+        rest >>= 4;
+        j += 4;
+    }
+    // The last 1 to 3 columns, the others zero (parity 0, masked anyway).
+    let last = columns - j;
+    if last == 0 {
+        return true;
+    }
+    let zero = _mm256_setzero_si256();
+    let (here01, next01) = if last >= 2 {
+        (pair(here + j), pair(next + j))
+    } else {
+        (one(here + j), one(next + j))
+    };
+    let (here23, next23) = if last == 3 {
+        (one(here + j + 2), one(next + j + 2))
+    } else {
+        (zero, zero)
+    };
+    let parities = four_parities(here01, here23, next01, next23, left, right);
+    let mask = IN_FOLDED_ORDER[(1 << last) - 1];
+    (parities ^ u32::from(IN_FOLDED_ORDER[(rest & 0b1111) as usize])) & u32::from(mask) == 0
+}
+
+/// The parities of four columns whose segments in a key's start block are
+/// `here01` (columns 0 and 1) and `here23`, and in the next block `next01`
+/// and `next23`, with the key's coefficients on either block `left` and
+/// `right`: bits 0 to 3 for columns 0, 2, 1, 3.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn four_parities(
+    here01: __m256i,
+    here23: __m256i,
+    next01: __m256i,
+    next23: __m256i,
+    left: __m256i,
+    right: __m256i,
+) -> u32 {
+    // Columns 0 and 1, 2 and 3: each column's 128 covered bits.
+    let covered01 = _mm256_xor_si256(
+        _mm256_and_si256(here01, left),
+        _mm256_and_si256(next01, right),
+    );
+    let covered23 = _mm256_xor_si256(
+        _mm256_and_si256(here23, left),
+        _mm256_and_si256(next23, right),
+    );
+    // Folded to 64 bits: columns 0, 2, 1, 3.
+    let folded = _mm256_xor_si256(
+        _mm256_unpacklo_epi64(covered01, covered23),
+        _mm256_unpackhi_epi64(covered01, covered23),
+    );
+    // The parity of each 64-bit word: of each byte by a table of the 16
+    // nibbles' parities, then summed over the word's 8 bytes.
+    let table = _mm256_setr_epi8(
+        0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1, 1, 0, //
+        0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1, 1, 0,
+    );
+    let nibbles = _mm256_set1_epi8(0x0f);
+    let low = _mm256_and_si256(folded, nibbles);
+    let high = _mm256_and_si256(_mm256_srli_epi16::<4>(folded), nibbles);
+    let byte_parities = _mm256_xor_si256(
+        _mm256_shuffle_epi8(table, low),
+        _mm256_shuffle_epi8(table, high),
+    );
+    let sums = _mm256_sad_epu8(byte_parities, _mm256_setzero_si256());
+    _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64::<63>(sums))) as u32
+}
