@@ -25,6 +25,8 @@ mod banding;
 mod hasher;
 mod layout;
 mod order;
+#[cfg(test)]
+mod path_tests;
 #[cfg(target_arch = "x86_64")]
 mod query_avx2;
 mod sizing;

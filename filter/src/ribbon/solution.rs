@@ -320,6 +320,58 @@ mod tests {
         }
     }
 
+    /// Every back-substitution path gives the portable solution on every
+    /// shape over 2, 3, 5 and 6 blocks (every segment count: lower blocks
+    /// of no columns, mixes, 32 columns), with random equations at every
+    /// start including the last, and every banded equation holds.
+    #[test]
+    fn paths_agree_on_every_shape() {
+        let mut x = 0x0dd_ba11u64;
+        for blocks in [2u64, 3, 5, 6] {
+            for segments in 1..=u64::from(MAX_COLUMNS) * blocks {
+                let layout = Layout::new(blocks, segments);
+                let mut band = Banding::new(layout.num_slots());
+                let mut eqs = Vec::new();
+                for k in 0..layout.num_slots() {
+                    x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(7);
+                    let start = if k % 7 == 0 {
+                        layout.num_starts() - 1
+                    } else {
+                        (x >> 20) % layout.num_starts()
+                    };
+                    let coeff = (u128::from(x.rotate_left(29)) << 64 | u128::from(x)) | 1;
+                    let eq = Equation {
+                        start,
+                        coeff,
+                        result: (x >> 7) as u32,
+                    };
+                    if band.add(eq) {
+                        eqs.push(eq);
+                    }
+                }
+                let portable = back_substitute_portable(&band, &layout);
+                for &eq in &eqs {
+                    let span = Span::new(eq.start, eq.coeff, eq.result);
+                    assert!(matches(&portable, &layout, &span), "{layout:?} {eq:?}");
+                }
+                assert_eq!(back_substitute(&band, &layout), portable, "{layout:?}");
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("popcnt") {
+                    // SAFETY: the CPU has popcnt, checked just above.
+                    let popcnt = unsafe { back_substitute_popcnt(&band, &layout) };
+                    assert_eq!(popcnt, portable, "{layout:?}");
+                }
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU has AVX2, checked just above.
+                    let avx2 =
+                        unsafe { super::super::backsub_avx2::back_substitute(&band, &layout) };
+                    assert_eq!(avx2, portable, "{layout:?}");
+                }
+            }
+        }
+    }
+
     /// Bands of hashed keys, nearly full as a filter's are, of every
     /// column count and both shapes: each path the CPU runs gives the
     /// portable path's solution.
