@@ -139,10 +139,13 @@ fn assert_paths_agree(f: &RibbonFilter, h: KeyHash, what: &str) -> bool {
 fn avx2_is_what_this_cpu_runs() {
     #[cfg(target_arch = "x86_64")]
     {
-        let avx2 = std::arch::is_x86_feature_detected!("avx2");
-        println!("avx2 detected: {avx2}, query path {}", query_path());
+        let avx2 = std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("popcnt");
+        let chosen = super::query() as *const () as usize;
+        println!("avx2 detected: {avx2}");
         if avx2 {
-            assert_eq!(query_path(), QUERY_AVX2);
+            let avx2_copy: super::Query = super::query_avx2::contains;
+            assert_eq!(chosen, avx2_copy as *const () as usize);
         }
     }
 }
