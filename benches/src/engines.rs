@@ -43,10 +43,12 @@ pub struct Mirror {
     /// 116); sizes the tables RocksDB's Ribbon filter is calibrated on.
     #[serde(default)]
     pub entry_bytes: usize,
-    /// L0 tables at which writes slow down and stop, on both engines
-    /// (0: unknown, each engine's own default).
+    /// L0 tables at which writes slow down, on both engines (0: each
+    /// engine's own default).
     #[serde(default)]
     pub l0_slowdown_trigger: usize,
+    /// L0 tables at which writes stop, on both engines (0: each engine's
+    /// own default).
     #[serde(default)]
     pub l0_stop_trigger: usize,
 }
