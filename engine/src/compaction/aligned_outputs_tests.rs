@@ -4,7 +4,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::tests::in_a_store::{place, put};
+use super::tests::in_a_store::{l1_over_budget_options, place, put};
+use super::tests::table;
 use crate::{Db, Options};
 
 fn key(i: u32) -> String {
@@ -15,14 +16,9 @@ fn key(i: u32) -> String {
 fn outputs_leave_a_jumped_grandparent_table_out() {
     let dir = tempfile::tempdir().unwrap();
     let options = Options {
-        background_work: false,
-        num_levels: 4,
-        l1_bytes: 64,
-        level_size_ratio: 1000,
-        dynamic_level_bytes: false,
         // Far above what the merge writes: only the alignment rules cut.
         target_file_bytes: 1 << 20,
-        ..Options::default()
+        ..l1_over_budget_options()
     };
     let db = Db::open(dir.path(), options).unwrap();
     // L3: [k100, k299] holds 200 keys of 1 KiB values (more than an eighth
@@ -84,17 +80,7 @@ fn outputs_leave_a_jumped_grandparent_table_out() {
 
 #[test]
 fn the_grandparents_are_the_tables_below_the_output_that_meet_the_inputs() {
-    use crate::manifest::TableMeta;
-    let t = |level: usize, number: u64, smallest: &str, largest: &str| TableMeta {
-        level,
-        number,
-        file_size: 10,
-        entries: 1,
-        smallest_seq: number,
-        largest_seq: number,
-        smallest_key: smallest.as_bytes().to_vec(),
-        largest_key: largest.as_bytes().to_vec(),
-    };
+    let t = |level, number, smallest, largest| table(level, number, smallest, largest, 10);
     let options = Options {
         l1_bytes: 10,
         level_size_ratio: 10,

@@ -206,42 +206,30 @@ fn l0_moves_whole_only_when_its_tables_are_disjoint_and_meet_nothing_below() {
 mod in_a_store {
     use std::sync::atomic::Ordering;
 
-    use bloomlsm_sstable::EntryKind;
+    use bloomlsm_sstable::{Entry, EntryKind};
 
     use crate::{Db, Options};
 
     type Op<'a> = (&'a str, u64, EntryKind);
 
     fn place(db: &Db, level: usize, entries: &[Op<'_>]) -> u64 {
-        let inner = &db.inner;
-        let tables = inner
-            .tables
-            .write(
-                level,
-                crate::table_files::OutputCuts::one_table(),
-                10.0,
-                &inner.counters,
-                &mut |out| {
-                    for &(key, seq, kind) in entries {
-                        let value = format!("{key}@{seq}");
-                        let value = if kind == EntryKind::Put {
-                            value.as_bytes()
-                        } else {
-                            b""
-                        };
-                        out.add(key.as_bytes(), seq, kind, value)?;
-                    }
-                    Ok(())
-                },
-            )
-            .unwrap();
-        inner
-            .install(crate::install::VersionEdit {
-                added: &tables,
-                ..Default::default()
+        let entries = entries
+            .iter()
+            .map(|&(key, seq, kind)| {
+                let value = if kind == EntryKind::Put {
+                    format!("{key}@{seq}").into_bytes()
+                } else {
+                    Vec::new()
+                };
+                Ok(Entry {
+                    user_key: key.as_bytes().to_vec(),
+                    seq,
+                    kind,
+                    value,
+                })
             })
-            .unwrap();
-        tables[0].meta.number
+            .collect();
+        super::super::tests::in_a_store::place(db, level, entries)
     }
 
     #[test]

@@ -10,7 +10,13 @@ use crate::error::Result;
 use crate::manifest::TableMeta;
 use crate::options::Options;
 
-fn table(level: usize, number: u64, smallest: &str, largest: &str, file_size: u64) -> TableMeta {
+pub(super) fn table(
+    level: usize,
+    number: u64,
+    smallest: &str,
+    largest: &str,
+    file_size: u64,
+) -> TableMeta {
     TableMeta {
         level,
         number,
@@ -280,7 +286,13 @@ pub(super) mod in_a_store {
         })
     }
 
-    pub(in crate::compaction) fn place(db: &Db, level: usize, entries: Vec<crate::Result<Entry>>) {
+    /// Writes `entries` as one table at `level` and installs it; returns
+    /// its file number.
+    pub(in crate::compaction) fn place(
+        db: &Db,
+        level: usize,
+        entries: Vec<crate::Result<Entry>>,
+    ) -> u64 {
         let inner = &db.inner;
         let tables = inner
             .tables
@@ -304,19 +316,26 @@ pub(super) mod in_a_store {
                 ..Default::default()
             })
             .unwrap();
+        tables[0].meta.number
     }
 
-    #[test]
-    fn a_tombstone_over_an_older_value_in_a_deeper_level_survives_compaction() {
-        let dir = tempfile::tempdir().unwrap();
-        let options = Options {
+    /// Four levels, static budgets, no background work: L1 is over budget
+    /// with any table, L2 and L3 never.
+    pub(in crate::compaction) fn l1_over_budget_options() -> Options {
+        Options {
             background_work: false,
             num_levels: 4,
             l1_bytes: 64,
             level_size_ratio: 1000,
             dynamic_level_bytes: false,
             ..Options::default()
-        };
+        }
+    }
+
+    #[test]
+    fn a_tombstone_over_an_older_value_in_a_deeper_level_survives_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = l1_over_budget_options();
         let db = Db::open(dir.path(), options).unwrap();
         // L3 holds b's old value; L2 one wide table with b's tombstone; L1
         // a narrow table over budget, overlapping the wide one but not b.
