@@ -11,7 +11,7 @@ mod cuts;
 mod cuts_tests;
 mod writer;
 
-pub(crate) use cuts::{OutputCuts, TableSpan};
+pub(crate) use cuts::{MAX_COMPACTION_FACTOR, OutputCuts, TableSpan};
 
 use bloomlsm_sstable::{BlockCache, FilterStatus, Table, TableOptions, TableSummary};
 

@@ -8,6 +8,7 @@ mod level_cursor;
 mod pick;
 mod retain;
 mod targets;
+mod widen;
 
 #[cfg(test)]
 mod aligned_outputs_tests;
@@ -21,6 +22,8 @@ mod pick_tests;
 mod shape_model_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod widen_tests;
 
 use std::sync::Arc;
 

@@ -5,9 +5,10 @@
 use std::cmp::Ordering;
 
 use super::targets::{LevelTargets, level_targets};
+use super::widen::widen;
 use crate::manifest::TableMeta;
 use crate::options::Options;
-use crate::table_files::TableSpan;
+use crate::table_files::{MAX_COMPACTION_FACTOR, TableSpan};
 
 /// Anything that carries a table's manifest record (live handles in the
 /// store, bare records in tests).
@@ -126,7 +127,8 @@ impl BaseLevelCheck<'_> {
 /// table whose overlap with the next level is the smallest part of its own
 /// size (RocksDB's `kMinOverlappingRatio`: the least rewriting per byte
 /// moved down); ties go round robin, to the first after `pointers[level]`,
-/// the largest key of the last table compacted out of that level.
+/// the largest key of the last input compacted out of that level. That
+/// table's neighbours join it where they add no table below (`widen.rs`).
 pub(crate) fn pick<T: TableRef + Clone>(
     levels: &[Vec<T>],
     options: &Options,
@@ -159,9 +161,13 @@ pub(crate) fn pick<T: TableRef + Clone>(
         ));
     }
     let pointer = pointers.get(level).map_or(&[][..], Vec::as_slice);
-    let pick = least_overlapping(&levels[level], &levels[level + 1], pointer)?.clone();
-    let next_pointer = Some(pick.meta().largest_key.clone());
-    Some(expand(levels, level, vec![pick], level + 1, next_pointer))
+    let at = least_overlapping(&levels[level], &levels[level + 1], pointer)?;
+    let max_compaction_bytes = options
+        .target_file_bytes
+        .saturating_mul(MAX_COMPACTION_FACTOR);
+    let inputs = widen(&levels[level], at, &levels[level + 1], max_compaction_bytes).to_vec();
+    let next_pointer = inputs.last().map(|t| t.meta().largest_key.clone());
+    Some(expand(levels, level, inputs, level + 1, next_pointer))
 }
 
 /// How urgently each level needs a compaction; 1 or more: it needs one.
@@ -214,42 +220,42 @@ fn scores(l0_tables: usize, bytes: &[u64], targets: &LevelTargets, options: &Opt
     scores
 }
 
-fn level_bytes<T: TableRef>(tables: &[T]) -> u64 {
+pub(super) fn level_bytes<T: TableRef>(tables: &[T]) -> u64 {
     tables.iter().map(|t| t.meta().file_size).sum()
 }
 
-/// The table of `tables` (a sorted level) whose overlapping bytes in `next`
-/// (the sorted level below) are the smallest fraction of its own size;
-/// among equals, the first at or after the round-robin `pointer`.
-fn least_overlapping<'a, T: TableRef>(
-    tables: &'a [T],
-    next: &[T],
-    pointer: &[u8],
-) -> Option<&'a T> {
+/// The index in `tables` (a sorted level) of the table whose overlapping
+/// bytes in `next` (the sorted level below) are the smallest fraction of its
+/// own size; among equals, the first at or after the round-robin `pointer`.
+fn least_overlapping<T: TableRef>(tables: &[T], next: &[T], pointer: &[u8]) -> Option<usize> {
     let start = tables
         .iter()
         .position(|t| t.meta().smallest_key.as_slice() > pointer)
         .unwrap_or(0);
-    let mut best: Option<(&T, u64)> = None;
-    for t in tables[start..].iter().chain(&tables[..start]) {
-        let m = t.meta();
+    let mut best: Option<(usize, u64)> = None;
+    for i in (start..tables.len()).chain(0..start) {
+        let m = tables[i].meta();
         let overlap = level_bytes(overlapping_slice(next, &m.smallest_key, &m.largest_key));
         let better = best.is_none_or(|(b, b_overlap)| {
             // overlap / size < b_overlap / b_size, without division.
-            let lhs = u128::from(overlap) * u128::from(b.meta().file_size.max(1));
+            let lhs = u128::from(overlap) * u128::from(tables[b].meta().file_size.max(1));
             let rhs = u128::from(b_overlap) * u128::from(m.file_size.max(1));
             lhs.cmp(&rhs) == Ordering::Less
         });
         if better {
-            best = Some((t, overlap));
+            best = Some((i, overlap));
         }
     }
-    best.map(|(t, _)| t)
+    best.map(|(i, _)| i)
 }
 
 /// The tables of a sorted level (disjoint, by smallest key) that meet
 /// `[smallest, largest]`: a contiguous run, found by binary search.
-fn overlapping_slice<'a, T: TableRef>(tables: &'a [T], smallest: &[u8], largest: &[u8]) -> &'a [T] {
+pub(super) fn overlapping_slice<'a, T: TableRef>(
+    tables: &'a [T],
+    smallest: &[u8],
+    largest: &[u8],
+) -> &'a [T] {
     let from = tables.partition_point(|t| t.meta().largest_key.as_slice() < smallest);
     let to = tables.partition_point(|t| t.meta().smallest_key.as_slice() <= largest);
     &tables[from..to.max(from)]

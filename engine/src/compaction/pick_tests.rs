@@ -150,7 +150,13 @@ fn equal_overlap_goes_round_robin() {
             table(3, 2, "c", "d", 100),
             table(3, 3, "e", "f", 100),
         ],
-        vec![table(4, 4, "a", "z", 1000)],
+        // One L4 table under each: equal ratios, and no neighbour can join
+        // a pick without adding an L4 table (`widen.rs`).
+        vec![
+            table(4, 4, "a", "b", 1000),
+            table(4, 5, "c", "d", 1000),
+            table(4, 6, "e", "f", 1000),
+        ],
     ];
     let mut pointers = no_pointers();
     let mut order = Vec::new();

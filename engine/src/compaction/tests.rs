@@ -150,7 +150,9 @@ fn round_robin_pointer_moves_through_the_level() {
             table(1, 2, "c", "d", 100),
             table(1, 3, "e", "f", 100),
         ],
-        vec![],
+        // Tables of L2 in the gaps: each L1 table moves down alone (a
+        // trivial move takes no neighbour whose range would meet L2).
+        vec![table(2, 4, "bb", "bc", 1), table(2, 5, "dd", "de", 1)],
         vec![],
         vec![],
     ];
@@ -277,7 +279,7 @@ pub(super) mod in_a_store {
         })
     }
 
-    fn delete(key: &str, seq: u64) -> crate::Result<Entry> {
+    pub(in crate::compaction) fn delete(key: &str, seq: u64) -> crate::Result<Entry> {
         Ok(Entry {
             user_key: key.as_bytes().to_vec(),
             seq,

@@ -31,7 +31,7 @@
 /// A compaction's output table and the grandparent bytes it overlaps stay
 /// under this many target sizes (RocksDB's `max_compaction_bytes` default:
 /// 25 x `target_file_size_base`).
-const MAX_COMPACTION_FACTOR: u64 = 25;
+pub(crate) const MAX_COMPACTION_FACTOR: u64 = 25;
 
 /// A table of the grandparent level: its user-key range and size.
 #[derive(Debug, Clone, PartialEq, Eq)]
