@@ -151,6 +151,9 @@ pub(crate) fn pick<T: TableRef + Clone>(
     if score < 1.0 {
         return None;
     }
+    let max_compaction_bytes = options
+        .target_file_bytes
+        .saturating_mul(MAX_COMPACTION_FACTOR);
     if level == 0 {
         return Some(expand(
             levels,
@@ -158,16 +161,21 @@ pub(crate) fn pick<T: TableRef + Clone>(
             levels[0].clone(),
             targets.base_level,
             None,
+            max_compaction_bytes,
         ));
     }
     let pointer = pointers.get(level).map_or(&[][..], Vec::as_slice);
     let at = least_overlapping(&levels[level], &levels[level + 1], pointer)?;
-    let max_compaction_bytes = options
-        .target_file_bytes
-        .saturating_mul(MAX_COMPACTION_FACTOR);
     let inputs = widen(&levels[level], at, &levels[level + 1], max_compaction_bytes).to_vec();
     let next_pointer = inputs.last().map(|t| t.meta().largest_key.clone());
-    Some(expand(levels, level, inputs, level + 1, next_pointer))
+    Some(expand(
+        levels,
+        level,
+        inputs,
+        level + 1,
+        next_pointer,
+        max_compaction_bytes,
+    ))
 }
 
 /// How urgently each level needs a compaction; 1 or more: it needs one.
@@ -283,12 +291,18 @@ pub(crate) fn pick_all<T: TableRef + Clone>(levels: &[Vec<T>]) -> Option<Compact
 }
 
 /// Adds the overlapping tables of `output_level` and the ranges below it.
+/// The inputs move without a merge only if each, with the tables below the
+/// output level it meets, stays within `max_compaction_bytes` (RocksDB's
+/// `Compaction::IsTrivialMove`): a table over far more of the level below
+/// is rewritten instead, its outputs cut to line up with that level, so
+/// merging it down later does not rewrite that whole span at once.
 fn expand<T: TableRef + Clone>(
     levels: &[Vec<T>],
     level: usize,
     inputs: Vec<T>,
     output_level: usize,
     next_pointer: Option<Vec<u8>>,
+    max_compaction_bytes: u64,
 ) -> Compaction<T> {
     let next_level = match key_range(&inputs) {
         Some((smallest, largest)) => overlapping(&levels[output_level], smallest, largest),
@@ -327,7 +341,14 @@ fn expand<T: TableRef + Clone>(
         ),
         None => DeeperRanges::none(),
     };
-    let trivial_move = next_level.is_empty() && pairwise_disjoint(&inputs);
+    let below_output = levels.get(output_level + 1).map_or(&[][..], Vec::as_slice);
+    let trivial_move = next_level.is_empty()
+        && pairwise_disjoint(&inputs)
+        && inputs.iter().all(|t| {
+            let m = t.meta();
+            let grandparents = overlapping_slice(below_output, &m.smallest_key, &m.largest_key);
+            m.file_size.saturating_add(level_bytes(grandparents)) <= max_compaction_bytes
+        });
     Compaction {
         level,
         inputs,

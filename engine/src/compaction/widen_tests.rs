@@ -184,3 +184,23 @@ fn a_widened_merge_in_a_store_keeps_tombstones_and_snapshot_versions() {
         );
     }
 }
+
+#[test]
+fn a_table_over_too_much_of_the_level_below_the_output_is_rewritten_not_moved() {
+    // L1 [c, d] meets nothing in L2, but L3's [a, z] of 5,000 bytes lies
+    // under it: with 1,000-byte targets (25,000 bytes) it moves; with
+    // 100-byte targets (2,500) it is merged alone, its outputs cut to line
+    // up with L3.
+    let levels = vec![
+        vec![],
+        vec![table(1, 1, "c", "d", 100)],
+        vec![table(2, 2, "x", "y", 100)],
+        vec![table(3, 3, "a", "z", 5000)],
+        vec![],
+    ];
+    let c = pick(&levels, &options(1000), &vec![Vec::new(); 5]).unwrap();
+    assert!(c.trivial_move && c.overlapping.is_empty());
+    let c = pick(&levels, &options(100), &vec![Vec::new(); 5]).unwrap();
+    assert!(!c.trivial_move && c.overlapping.is_empty());
+    assert_eq!((numbers(&c.inputs), c.grandparents.len()), (vec![1], 1));
+}
