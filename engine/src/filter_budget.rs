@@ -15,7 +15,10 @@
 //! A write gets the optimum's bits for its run, capped by what the budget
 //! has left: uniform's bytes for the tree after the edit, minus the filters
 //! of the tables that stay, minus what writes in flight have claimed over
-//! their own uniform share (`FilterClaims`).
+//! their own uniform share (`FilterClaims`); but never fewer than the
+//! lesser of the optimum's and uniform's bits, its own share: a fresh L0
+//! table, the run every absent get probes first, is never left without a
+//! filter because a compaction in flight claimed the headroom.
 
 use std::sync::Arc;
 
@@ -209,7 +212,12 @@ pub(crate) fn plan_write(
     let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0 - ROUNDING_BITS;
     let cap = free_bits / write.keys.max(1) as f64;
     let bits = target.min(cap).clamp(0.0, 100.0);
-    let bits = floor_to_filter(fit_bits(kind, write.keys, bits, free_bits / 8.0));
+    // Up to uniform's bits the write spends only its own share: the tree
+    // without it is within its budget (the invariant), and every claim in
+    // flight was planned against trees without it, so no claim, nor the
+    // stays' excess over their own shares, may take that share away.
+    let own_bits = target.min(bits_per_key);
+    let bits = floor_to_filter(fit_bits(kind, write.keys, bits, free_bits / 8.0).max(own_bits));
     let planned = if bits > 0.0 {
         planning::planned_memory_bytes(kind, write.keys, bits)
     } else {
