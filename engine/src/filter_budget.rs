@@ -14,11 +14,15 @@
 //! the bytes by which a write's key estimate exceeded the keys it wrote.
 //! A write gets the optimum's bits for its run, capped by what the budget
 //! has left: uniform's bytes for the tree after the edit, minus the filters
-//! of the tables that stay, minus what writes in flight have claimed over
-//! their own uniform share (`FilterClaims`); but never fewer than the
-//! lesser of the optimum's and uniform's bits, its own share: a fresh L0
-//! table, the run every absent get probes first, is never left without a
-//! filter because a compaction in flight claimed the headroom.
+//! of the tables that stay, minus what writes in flight have claimed
+//! (`FilterClaims`: what each adds to the tree's excess over uniform, its
+//! filters over its own share plus the share its removed tables' filters
+//! left unused, which writes planned meanwhile still see as free); but
+//! never fewer than the lesser of the optimum's and uniform's bits within
+//! that own share less the removed tables' unused share, which adds to no
+//! excess: a fresh L0 table, the run every absent get probes first, is
+//! never left without a filter because a compaction in flight claimed the
+//! headroom.
 
 use std::sync::Arc;
 
@@ -69,8 +73,8 @@ pub(crate) struct PlannedWrite<'a> {
     pub(crate) removed: &'a [Arc<TableHandle>],
 }
 
-/// Bits per key for a write, and the bytes it claims beyond its uniform
-/// share until it is installed.
+/// Bits per key for a write, and the bytes by which its install will raise
+/// the tree's excess over uniform, claimed until it is installed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Plan {
     pub(crate) bits_per_key: f64,
@@ -212,11 +216,25 @@ pub(crate) fn plan_write(
     let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0 - ROUNDING_BITS;
     let cap = free_bits / write.keys.max(1) as f64;
     let bits = target.min(cap).clamp(0.0, 100.0);
-    // Up to uniform's bits the write spends only its own share: the tree
-    // without it is within its budget (the invariant), and every claim in
-    // flight was planned against trees without it, so no claim, nor the
-    // stays' excess over their own shares, may take that share away.
-    let own_bits = target.min(bits_per_key);
+    // The removed tables' uniform share their filters leave unused: writes
+    // planned meanwhile see those tables live and count it as free, so this
+    // write spends it only through its claim.
+    let removed_unused = write
+        .removed
+        .iter()
+        .map(|t| uniform_bytes(kind, table_keys(t), bits_per_key))
+        .sum::<u64>()
+        .saturating_sub(write.removed.iter().map(|t| table_filter_bytes(t)).sum());
+    // Up to uniform's bits, and within its own share less `removed_unused`,
+    // a write raises neither the tree's excess over uniform nor the claims:
+    // that much is its own whatever others claimed (a flush, which removes
+    // nothing, always gets its whole share).
+    let own_bits = fit_bits(
+        kind,
+        write.keys,
+        target.min(bits_per_key),
+        own_share.saturating_sub(removed_unused) as f64,
+    );
     let bits = floor_to_filter(fit_bits(kind, write.keys, bits, free_bits / 8.0).max(own_bits));
     let planned = if bits > 0.0 {
         planning::planned_memory_bytes(kind, write.keys, bits)
@@ -225,7 +243,8 @@ pub(crate) fn plan_write(
     };
     Plan {
         bits_per_key: bits,
-        claim_bytes: planned.saturating_sub(own_share),
+        // What the install adds to the tree's excess over uniform.
+        claim_bytes: (planned + removed_unused).saturating_sub(own_share),
     }
 }
 
@@ -356,8 +375,8 @@ pub(crate) fn rebalance_pick(
         .map(|(t, raised, _)| plan(t, raised))
 }
 
-/// Filter bytes claimed beyond their uniform share by writes whose tables
-/// are not installed yet (flushes, compactions and rebalancing rebuilds
+/// Filter bytes by which writes whose tables are not installed yet will
+/// raise the tree's excess over uniform (flushes, compactions and rebalancing rebuilds
 /// plan concurrently; each must see the others' claims). Lock order: after
 /// `write`, before `current`: a plan reads the view while holding it, so a
 /// write that installs and then releases its claim is seen either in the

@@ -33,6 +33,8 @@ mod damage;
 mod db;
 mod error;
 mod filter_budget;
+#[cfg(test)]
+mod filter_memory_tests;
 mod flush;
 pub mod fs;
 #[doc(hidden)]

@@ -13,6 +13,8 @@ mod widen;
 #[cfg(test)]
 mod aligned_outputs_tests;
 #[cfg(test)]
+mod move_shapes_tests;
+#[cfg(test)]
 mod moving_readers_tests;
 #[cfg(test)]
 mod pick_liveness_tests;

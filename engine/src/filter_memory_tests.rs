@@ -1,0 +1,213 @@
+//! The equal-memory invariant of `filter_budget.rs` on hand-built trees:
+//! after every install the live filters take at most what uniform filters
+//! at `BITS` would take for the same tables (plus one block of rounding).
+//! Tables are placed at chosen levels with chosen filter bits, a tree
+//! within that budget to start from; then one compaction, or a compaction
+//! with flushes planned and installed while its claim is in flight (the
+//! flush thread runs beside the compaction thread), must leave it within.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bloomlsm_filter::planning::planned_memory_bytes;
+use bloomlsm_sstable::EntryKind;
+
+use crate::filter_budget::{PlannedWrite, table_filter_bytes, table_keys};
+use crate::install::VersionEdit;
+use crate::table_files::OutputCuts;
+use crate::version::TableHandle;
+use crate::{Db, FilterKind, FilterPolicy, Options};
+
+const BITS: f64 = 10.0;
+const KIND: FilterKind = FilterKind::Blocked;
+/// One 512-bit block of the blocked kind.
+const ROUNDING_BYTES: u64 = 64;
+
+/// Static budgets, no background work: L1 is over budget with any table,
+/// L2 and L3 never; L0 below its trigger with a table or two.
+fn options() -> Options {
+    Options {
+        filter_policy: FilterPolicy::Optimized { bits_per_key: BITS },
+        filter_kind: KIND,
+        background_work: false,
+        num_levels: 4,
+        l1_bytes: 64,
+        level_size_ratio: 1 << 20,
+        dynamic_level_bytes: false,
+        block_cache_bytes: 0,
+        ..Options::default()
+    }
+}
+
+fn key(prefix: &str, i: u64) -> Vec<u8> {
+    format!("{prefix}{i:06}").into_bytes()
+}
+
+/// Writes `keys` (ascending) as one table at `level` with a filter at
+/// `bits` per key, sequences from `first_seq`, and installs it.
+fn place(db: &Db, level: usize, keys: &[Vec<u8>], first_seq: u64, bits: f64) -> Arc<TableHandle> {
+    let inner = &db.inner;
+    let tables = inner
+        .tables
+        .write(
+            level,
+            OutputCuts::one_table(),
+            bits,
+            &inner.counters,
+            &mut |out| {
+                for (i, k) in keys.iter().enumerate() {
+                    out.add(k, first_seq + i as u64, EntryKind::Put, b"v")?;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    inner
+        .install(VersionEdit {
+            added: &tables,
+            ..Default::default()
+        })
+        .unwrap();
+    Arc::clone(&tables[0])
+}
+
+/// Makes sequences up to `seq` visible, and new writes start after it.
+fn advance_sequence(db: &Db, seq: u64) {
+    db.inner.last_visible.store(seq, Ordering::Release);
+    db.inner.write.lock().next_seq = seq + 1;
+}
+
+/// (filter bytes of the live tables, uniform's bytes for them).
+fn memory(db: &Db) -> (u64, u64) {
+    let sv = Arc::clone(&db.inner.current.read());
+    let tables = sv.version.levels.iter().flatten();
+    tables.fold((0, 0), |(f, u), t| {
+        (
+            f + table_filter_bytes(t),
+            u + planned_memory_bytes(KIND, table_keys(t), BITS),
+        )
+    })
+}
+
+fn assert_within(db: &Db, what: &str) {
+    let (filters, uniform) = memory(db);
+    assert!(
+        filters <= uniform + ROUNDING_BYTES,
+        "{what}: filters take {filters} bytes, uniform's {uniform} (+{} bytes, x{:.3})",
+        filters as i64 - uniform as i64,
+        filters as f64 / uniform as f64
+    );
+}
+
+/// L1 [k000000, k003998] (even keys) and L2 under it (odd keys), both at
+/// 5 bits per key (below their share: written while the budget was taken,
+/// or left within the rebalancer's `under` tolerance).
+fn low_filtered_l1_over_l2(db: &Db, first_seq: u64) -> (Arc<TableHandle>, Arc<TableHandle>) {
+    let odd: Vec<_> = (0..2000).map(|i| key("k", 2 * i + 1)).collect();
+    let even: Vec<_> = (0..2000).map(|i| key("k", 2 * i)).collect();
+    let b = place(db, 2, &odd, first_seq, 5.0);
+    let a = place(db, 1, &even, first_seq + 2000, 5.0);
+    (a, b)
+}
+
+/// One compaction, nothing else in flight. The tree is within budget, but
+/// the table that stays (an L0 table over its uniform share, as the
+/// optimum gives L0) leaves the merge of the two low-filtered tables less
+/// than its own uniform share: the floor of `plan_write` (never under
+/// min(optimum, uniform)) spends it anyway, and the tree goes over.
+#[test]
+fn a_compaction_alone_keeps_the_tree_within_uniform_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    low_filtered_l1_over_l2(&db, 1);
+    let stays: Vec<_> = (0..2000).map(|i| key("s", i)).collect();
+    place(&db, 0, &stays, 10_000, 13.0);
+    advance_sequence(&db, 20_000);
+    assert_within(&db, "before");
+
+    db.inner.compact_while_needed().unwrap();
+    let s = db.stats();
+    assert_eq!((s.compactions, s.levels[1].tables), (1, 0));
+    assert_within(&db, "after the L1 -> L2 merge");
+}
+
+/// A compaction planned, then flushes planned and installed while its
+/// plan is in flight (what the flush thread does beside the compaction
+/// thread), then the compaction installed. The compaction's outputs stay
+/// within their own uniform share, so a claim over that share is nothing,
+/// yet they take more than its inputs' filters did: they spend the inputs'
+/// unused share. Each flush still counts that share as free (the inputs
+/// are live in the view it plans against) and claims it too.
+#[test]
+fn flushes_during_a_compaction_keep_the_tree_within_uniform_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    let (a, b) = low_filtered_l1_over_l2(&db, 1);
+    let deep: Vec<_> = (0..8000).map(|i| key("d", i)).collect();
+    place(&db, 3, &deep, 5_000, BITS);
+    advance_sequence(&db, 20_000);
+    assert_within(&db, "before");
+
+    // The compaction of L1 into L2, as `merge` runs it: plan (the claim is
+    // held), write, install, release.
+    let inputs = vec![Arc::clone(&a), Arc::clone(&b)];
+    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
+        level: 2,
+        keys: inputs.iter().map(|t| table_keys(t)).sum(),
+        removed: &inputs,
+    });
+
+    // Meanwhile, four flushes of 500 keys each (into the memtable
+    // directly: an inline `put` would run the compaction itself).
+    for f in 0..4 {
+        let mut w = db.inner.write.lock();
+        let mem = Arc::clone(&db.inner.current.read().mem);
+        for i in 0..500 {
+            mem.insert(&key(&format!("f{f}-"), i), w.next_seq, EntryKind::Put, b"v");
+            w.next_seq += 1;
+        }
+        db.inner
+            .last_visible
+            .store(w.next_seq - 1, Ordering::Release);
+        db.inner.rotate_memtable(&mut w).unwrap();
+        drop(w);
+        db.inner.flush_all_immutable().unwrap();
+    }
+    assert_eq!(db.stats().levels[0].tables, 4);
+    assert_within(&db, "after the flushes");
+
+    let mut merged: Vec<(Vec<u8>, u64)> = (0..4000)
+        .map(|i| {
+            // Odd keys from L2 (seq 1..), even keys from L1 (seq 2001..).
+            let seq = if i % 2 == 1 { 1 + i / 2 } else { 2001 + i / 2 };
+            (key("k", i), seq)
+        })
+        .collect();
+    merged.sort();
+    let outputs = db
+        .inner
+        .tables
+        .write(
+            2,
+            OutputCuts::one_table(),
+            plan.bits_per_key,
+            &db.inner.counters,
+            &mut |out| {
+                for (k, seq) in &merged {
+                    out.add(k, *seq, EntryKind::Put, b"v")?;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    db.inner
+        .install(VersionEdit {
+            added: &outputs,
+            removed: &inputs,
+            flushed: None,
+        })
+        .unwrap();
+    drop(claim);
+    assert_eq!(db.get(&key("k", 7)).unwrap(), Some(b"v".to_vec()));
+    assert_within(&db, "after the compaction installs");
+}
