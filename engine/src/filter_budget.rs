@@ -376,8 +376,9 @@ pub(crate) fn rebalance_pick(
 }
 
 /// Filter bytes by which writes whose tables are not installed yet will
-/// raise the tree's excess over uniform (flushes, compactions and rebalancing rebuilds
-/// plan concurrently; each must see the others' claims). Lock order: after
+/// raise the tree's excess over uniform (flushes, compactions and
+/// rebalancing rebuilds plan concurrently; each must see the others'
+/// claims). Lock order: after
 /// `write`, before `current`: a plan reads the view while holding it, so a
 /// write that installs and then releases its claim is seen either in the
 /// view or in the claims, never in neither.
