@@ -11,7 +11,10 @@
 //! Invariant (equal memory at every moment): after every install the
 //! filter bytes of the live tables are at most what uniform filters at b
 //! would take for the same tables (`planned_memory_bytes` of each), plus
-//! the bytes by which a write's key estimate exceeded the keys it wrote.
+//! the bytes by which a write's key estimate exceeded the keys it wrote,
+//! plus up to one filter block of rounding for each table of a write past
+//! its first (a write is planned as one filter over all its keys; each of
+//! its tables rounds its own filter up).
 //! A write gets the optimum's bits for its run, capped by what the budget
 //! has left: uniform's bytes for the tree after the edit, minus the filters
 //! of the tables that stay, minus what writes in flight have claimed
