@@ -194,6 +194,9 @@ fn faults_are_injected_into_direct_reads() {
     let fs = FaultFs::new();
     let db = Db::open_with_fs(dir.path(), options(true), Arc::new(fs.clone())).unwrap();
     fill(&db);
+    // A compaction opening its outputs (one descriptor, then the other)
+    // must not race the listing.
+    db.wait_for_background_work().unwrap();
     assert!(each_table_reads_points_direct(dir.path()));
     fs.set_short_reads(true);
     let before = fs.faults_injected();
@@ -268,6 +271,7 @@ fn dev_shm_store_agrees_with_the_kernel_about_o_direct() {
             );
             fill(&db);
             check(&db);
+            db.wait_for_background_work().unwrap();
             assert!(each_table_reads_points_direct(&store));
         }
         Err(err) => {
