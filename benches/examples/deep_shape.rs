@@ -165,10 +165,10 @@ fn sample(e: &dyn Engine, absent: &mut u64) -> Result<Vec<(usize, u64, f64, f64)
 }
 
 /// RocksDB's compactions by (input level, output level): count, mean
-/// input files from each, mean input and output bytes.
+/// input files from each level, mean input bytes.
 fn rocks_compactions(log: &str) {
     use std::collections::BTreeMap;
-    let mut by: BTreeMap<(u64, u64), [f64; 5]> = BTreeMap::new();
+    let mut by: BTreeMap<(u64, u64), [f64; 4]> = BTreeMap::new();
     for line in log.lines().filter(|l| l.contains("\"compaction_started\"")) {
         let at = line.find('{').unwrap_or(0);
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&line[at..]) else {
