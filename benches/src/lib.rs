@@ -2,6 +2,7 @@
 //! mirrored settings, workloads with checked answers, the kernel's I/O and
 //! memory figures around each phase, scale mode, and the report.
 
+pub mod device_probe;
 pub mod engines;
 pub mod keys;
 pub mod plots;

@@ -177,9 +177,14 @@ impl Report {
         out += &self.monkey_markdown();
         out += &crate::probes::markdown(&self.probes);
         for m in self.measurements.iter().filter(|m| !m.notes.is_empty()) {
-            out += &format!("\ncrawler on {}:", m.engine);
+            out += &format!("\n{} on {}:", m.workload, m.engine);
             for (k, v) in &m.notes {
-                out += &format!(" {k}={v:.0}");
+                // Latencies are microseconds (`_us`); the rest counts.
+                if k.ends_with("_us") || k.contains("_us_") {
+                    out += &format!(" {k}={v:.1}");
+                } else {
+                    out += &format!(" {k}={v:.0}");
+                }
             }
             out += "\n";
         }

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use bloomlsm::FilterKind;
 use bloomlsm_filter::planning;
 
+use crate::device_probe;
 use crate::engines::{Bloom, Engine, Mirror, Rocks};
 use crate::report::{EngineFacts, Report, SweepPoint};
 use crate::workload::{self, Sizes};
@@ -120,7 +121,10 @@ pub fn run(config: &RunConfig, base: Option<&Path>) -> Result<Report> {
         measurements.push(workload::fill(e, s)?);
         facts_all.push(facts(e, s, config.mirror.bits_per_key)?);
         for (workload, present, seed) in [("readrandom", 1.0, 1), ("readmissing", 0.0, 2)] {
-            measurements.push(workload::reads(e, s, workload, present, seed, 1)?);
+            let device = device_probe::when_direct(config.mirror.direct_io, &dir, seed)?;
+            let mut one_thread = workload::reads(e, s, workload, present, seed, 1)?;
+            device_probe::note(&mut one_thread.notes, "before", device);
+            measurements.push(one_thread);
             for &t in &more_threads {
                 measurements.push(workload::reads(e, s, workload, present, seed, t)?);
             }

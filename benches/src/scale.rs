@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+use crate::device_probe;
 use crate::procfs::{ProcMemory, release_free_memory};
 use crate::progress::{eta, human_duration};
 use crate::report::{EngineFacts, human, ratio};
@@ -90,8 +91,12 @@ pub fn run_point(config: &PointConfig) -> Result<ScalePoint> {
     release_free_memory();
     let memory_after_fill = ProcMemory::now();
     let threads = 1;
-    let readrandom = workload::reads(e, s, "readrandom", 1.0, 1, threads)?;
+    let device_before = device_probe::when_direct(m.direct_io, &dir, 11)?;
+    let mut readrandom = workload::reads(e, s, "readrandom", 1.0, 1, threads)?;
     let readmissing = workload::reads(e, s, "readmissing", 0.0, 2, threads)?;
+    let device_after = device_probe::when_direct(m.direct_io, &dir, 12)?;
+    device_probe::note(&mut readrandom.notes, "before", device_before);
+    device_probe::note(&mut readrandom.notes, "after", device_after);
     release_free_memory();
     let memory_after_reads = ProcMemory::now();
     let crawler = workload::crawler(e, s, m.bits_per_key)?;
@@ -272,6 +277,27 @@ impl ScaleReport {
                     ratio(p.readrandom.ops_per_sec, r.readrandom.ops_per_sec),
                     ratio(p.readmissing.ops_per_sec, r.readmissing.ops_per_sec),
                     ratio(p.facts.write_amplification, r.facts.write_amplification),
+                );
+            }
+        }
+        if self
+            .points
+            .iter()
+            .any(|p| p.readrandom.note("device_p50_us_before").is_some())
+        {
+            out += "\n| keys | engine | device read p50 / p99 us, before reads | after reads | present get p50 us | get p50 beyond the device's (before) |\n|---:|---|---:|---:|---:|---:|\n";
+            for p in &self.points {
+                let n = |k: &str| p.readrandom.note(k).unwrap_or(f64::NAN);
+                out += &format!(
+                    "| {} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1} | {:.1} |\n",
+                    p.keys,
+                    p.engine,
+                    n("device_p50_us_before"),
+                    n("device_p99_us_before"),
+                    n("device_p50_us_after"),
+                    n("device_p99_us_after"),
+                    p.readrandom.p50_us,
+                    p.readrandom.p50_us - n("device_p50_us_before"),
                 );
             }
         }

@@ -1,0 +1,79 @@
+//! A fixed read workload on a store built once, for profiling the read
+//! path at sizes past the CPU's caches (`perf record`, `valgrind
+//! --tool=cachegrind`): the store in DIR is loaded with KEYS random keys
+//! (16 bytes, 100-byte values, the benchmark's mirrored settings: 8 MiB
+//! memtables and tables, 64 MiB L1, 8 MiB block cache, 10 bits per key)
+//! unless it already holds them, then GETS absent and GETS present gets
+//! are timed, with direct reads when `DIRECT=1`.
+//!
+//! `cargo run --release -p bloomlsm --example get_profile -- DIR KEYS [GETS]`
+
+use std::time::Instant;
+
+/// SplitMix64, the benchmark's key permutation.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+const MODULUS: u64 = 10_000_000_000_000_000;
+
+/// Present keys are even numbers, absent ones odd: never equal, and
+/// interleaved in key order, so only filters rule absent ones out.
+fn key(i: u64, present: bool) -> Vec<u8> {
+    let n = if present {
+        mix(i) % MODULUS / 2 * 2
+    } else {
+        mix(i ^ 0x5555_5555) % MODULUS / 2 * 2 + 1
+    };
+    format!("{n:016}").into_bytes()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let usage = "usage: get_profile DIR KEYS [GETS]";
+    let dir = std::path::PathBuf::from(args.next().ok_or(usage)?);
+    let keys: u64 = args.next().ok_or(usage)?.parse()?;
+    let gets: u64 = args.next().map_or(Ok(200_000), |g| g.parse())?;
+    let direct = std::env::var("DIRECT").is_ok_and(|v| v == "1");
+    let options = bloomlsm::Options {
+        block_cache_bytes: 8 << 20,
+        block_size: 4096,
+        memtable_bytes: 8 << 20,
+        target_file_bytes: 8 << 20,
+        l1_bytes: 64 << 20,
+        sync: bloomlsm::SyncMode::Never,
+        use_direct_reads: direct,
+        ..bloomlsm::Options::default().with_bits_per_key(10.0)
+    };
+    let loaded_marker = dir.join(format!("get-profile-loaded-{keys}"));
+    let db = bloomlsm::Db::open(&dir, options)?;
+    if !loaded_marker.exists() {
+        let t = Instant::now();
+        let value = [7u8; 100];
+        for i in 0..keys {
+            db.put(&key(i, true), &value)?;
+        }
+        db.flush()?;
+        db.wait_for_background_work()?;
+        std::fs::write(&loaded_marker, b"")?;
+        eprintln!("loaded {keys} keys in {:.1} s", t.elapsed().as_secs_f64());
+    }
+    let tables: Vec<u64> = db.stats().levels.iter().map(|l| l.tables).collect();
+    eprintln!("tables per level: {tables:?}");
+    for present in [false, true] {
+        let t = Instant::now();
+        let mut found = 0u64;
+        for g in 0..gets {
+            let i = mix(g ^ 0xabcd) % keys;
+            found += u64::from(db.get(&key(i, present))?.is_some());
+        }
+        let ns = t.elapsed().as_nanos() as f64 / gets as f64;
+        let what = if present { "present" } else { "absent" };
+        println!("{what} gets: {ns:.0} ns each, {found} of {gets} found");
+    }
+    db.close()?;
+    Ok(())
+}
