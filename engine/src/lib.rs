@@ -42,6 +42,7 @@ pub mod fuzzing;
 mod inner;
 mod install;
 mod iter;
+mod level_fences;
 mod manifest;
 mod memtable;
 mod merge;

@@ -102,11 +102,19 @@ impl DbInner {
             }
         }
         let version = &sv.version;
-        let l0 = version.levels[0].iter();
-        let deeper = (1..version.levels.len()).filter_map(|level| version.candidate(level, key));
-        for handle in l0.chain(deeper) {
+        // L0 tables are all probed, each checking its own range; a deeper
+        // level's candidate was found within its range by the level search.
+        let l0 = version.levels[0].iter().map(|t| (t, false));
+        let deeper = (1..version.levels.len())
+            .filter_map(|level| version.candidate(level, key))
+            .map(|t| (t, true));
+        for (handle, in_range) in l0.chain(deeper) {
             let level = handle.meta.level;
-            let lookup = handle.table.get(key, hash, seq)?;
+            let lookup = if in_range {
+                handle.table.get_in_range(key, hash, seq)?
+            } else {
+                handle.table.get(key, hash, seq)?
+            };
             self.counters.levels[level].record(&lookup);
             let (verdict, block) = (lookup.verdict(), lookup.block);
             let answer = Answer::from_outcome(lookup.outcome);

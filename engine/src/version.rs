@@ -10,6 +10,7 @@ use bloomlsm_sstable::{BlockCache, Table};
 
 use crate::damage::TreeOrderError;
 use crate::fs::FileSystem;
+use crate::level_fences;
 use crate::manifest::TableMeta;
 use crate::memtable::MemTable;
 
@@ -93,15 +94,23 @@ impl Drop for TableHandle {
 
 /// Tables per level. L0 is newest first by sequence number (tables may
 /// overlap); deeper levels are sorted by smallest key and do not overlap.
+///
+/// Every change to `levels` ends with [`Version::sort`], which also
+/// rebuilds `fences`.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Version {
     pub(crate) levels: Vec<Vec<Arc<TableHandle>>>,
+    /// Per level, the fence of each table's largest key
+    /// ([`level_fences`]): what [`Version::candidate`] searches. Invariant
+    /// after `sort`: `fences[l][i] == fence_of(levels[l][i].largest_key)`.
+    fences: Vec<Vec<u64>>,
 }
 
 impl Version {
     pub(crate) fn new(num_levels: usize) -> Self {
         Self {
             levels: vec![Vec::new(); num_levels],
+            fences: vec![Vec::new(); num_levels],
         }
     }
 
@@ -146,12 +155,29 @@ impl Version {
                 tables.sort_by(|a, b| a.meta.smallest_key.cmp(&b.meta.smallest_key));
             }
         }
+        self.fences = self
+            .levels
+            .iter()
+            .map(|tables| {
+                tables
+                    .iter()
+                    .map(|t| level_fences::fence_of(&t.meta.largest_key))
+                    .collect()
+            })
+            .collect();
     }
 
     /// The one table of a sorted level (>= 1) whose range may hold `key`.
     pub(crate) fn candidate(&self, level: usize, key: &[u8]) -> Option<&Arc<TableHandle>> {
         let tables = &self.levels[level];
-        let i = tables.partition_point(|t| t.meta.largest_key.as_slice() < key);
+        let i = match self.fences.get(level) {
+            Some(fences) if fences.len() == tables.len() => {
+                level_fences::first_not_below(fences, |i| &tables[i].meta.largest_key, key)
+            }
+            // Not reached (`sort` builds the fences), but a search of the
+            // keys themselves is the same answer.
+            _ => tables.partition_point(|t| t.meta.largest_key.as_slice() < key),
+        };
         tables
             .get(i)
             .filter(|t| t.meta.smallest_key.as_slice() <= key)

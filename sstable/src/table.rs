@@ -141,6 +141,19 @@ impl Table {
                 block: None,
             });
         }
+        self.get_in_range(user_key, hash, snapshot_seq)
+    }
+
+    /// [`Table::get`] for a caller that has already found `user_key` within
+    /// the table's range (an engine's level search does): the range is not
+    /// compared again. Outside the range the answer is still right (the
+    /// filter or the index rules the key out), only never `OutOfRange`.
+    pub fn get_in_range(
+        &self,
+        user_key: &[u8],
+        hash: KeyHash,
+        snapshot_seq: u64,
+    ) -> Result<Lookup> {
         let filter_consulted = match &self.filter {
             Some(filter) => {
                 if !filter.contains_hash(hash) {

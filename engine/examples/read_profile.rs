@@ -4,9 +4,10 @@
 //! (16 bytes, 100-byte values, the benchmark's mirrored settings: 8 MiB
 //! memtables and tables, 64 MiB L1, 8 MiB block cache, 10 bits per key)
 //! unless it already holds them, then GETS absent and GETS present gets
-//! are timed, with direct reads when `DIRECT=1`.
+//! are timed, with direct reads when `DIRECT=1` (`ONLY=absent` or
+//! `ONLY=present` times one kind).
 //!
-//! `cargo run --release -p bloomlsm --example get_profile -- DIR KEYS [GETS]`
+//! `cargo run --release -p bloomlsm --example read_profile -- DIR KEYS [GETS]`
 
 use std::time::Instant;
 
@@ -33,7 +34,7 @@ fn key(i: u64, present: bool) -> Vec<u8> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: get_profile DIR KEYS [GETS]";
+    let usage = "usage: read_profile DIR KEYS [GETS]";
     let dir = std::path::PathBuf::from(args.next().ok_or(usage)?);
     let keys: u64 = args.next().ok_or(usage)?.parse()?;
     let gets: u64 = args.next().map_or(Ok(200_000), |g| g.parse())?;
@@ -48,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         use_direct_reads: direct,
         ..bloomlsm::Options::default().with_bits_per_key(10.0)
     };
-    let loaded_marker = dir.join(format!("get-profile-loaded-{keys}"));
+    let loaded_marker = dir.join(format!("read-profile-loaded-{keys}"));
     let db = bloomlsm::Db::open(&dir, options)?;
     if !loaded_marker.exists() {
         let t = Instant::now();
@@ -63,7 +64,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let tables: Vec<u64> = db.stats().levels.iter().map(|l| l.tables).collect();
     eprintln!("tables per level: {tables:?}");
+    let only = std::env::var("ONLY").unwrap_or_default();
     for present in [false, true] {
+        if (only == "absent" && present) || (only == "present" && !present) {
+            continue;
+        }
         let t = Instant::now();
         let mut found = 0u64;
         for g in 0..gets {
