@@ -70,131 +70,65 @@ impl Banding {
     /// a failed add stores nothing.
     /// REQUIRES: `eq.coeff & 1 == 1`. Panics unless
     /// `eq.start + 128 <= num_slots`.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn add(&mut self, eq: Equation) -> bool {
-        let cursor = self.cursor(eq);
-        self.finish(cursor)
+        let cursor = Cursor::checked(eq, self.num_starts);
+        self.rows().finish(cursor)
     }
 
-    /// The cursor of a new equation, its start checked: the one check that
-    /// keeps every later step's row index in range.
     #[inline(always)]
-    fn cursor(&self, eq: Equation) -> Cursor {
-        assert!(eq.start < self.num_starts, "equation outside the band");
-        Cursor::new(eq)
+    fn rows(&mut self) -> Rows<'_> {
+        Rows {
+            words: self.coeffs.as_flattened_mut(),
+            results: &mut self.results,
+        }
     }
 
     /// Adds equations `equation(0..n)`; `false` as soon as one contradicts
     /// the others. REQUIRES: as for [`Banding::add`], for each.
     ///
-    /// Two ranges of the sequence are eliminated in alternation, one step
-    /// each, so the processor overlaps the two chains of dependent loads;
-    /// when one range runs out it takes the upper half of what is left of
-    /// the other. The band is the same as some one-at-a-time order would
-    /// give: a stored row never changes, so every row a step reads as
-    /// occupied is the same when the equation is finally stored, and the
-    /// step that stores checks and fills its row at once.
+    /// [`CHAINS`] ranges of the sequence are eliminated in turn, one step
+    /// each, so the processor overlaps their chains of dependent loads
+    /// (one step's row address follows from the last step's row); when a
+    /// range runs out it takes the upper half of the longest rest of
+    /// another (see [`Chains`]). The band is the same as the one-at-a-time
+    /// order of the equations' completions would give: a stored row never
+    /// changes, so every row a step reads as occupied is the same when the
+    /// equation is finally stored, and the step that stores checks and
+    /// fills its row at once.
     pub(crate) fn add_all(&mut self, n: usize, equation: impl Fn(usize) -> Equation) -> bool {
-        let (mut a_next, mut a_end) = (0, n / 2);
-        let (mut b_next, mut b_end) = (n / 2, n);
-        while a_next < a_end && b_next < b_end {
-            let mut a = self.cursor(equation(a_next));
-            let mut b = self.cursor(equation(b_next));
-            loop {
-                match self.step(&mut a) {
-                    Step::Moved => {}
-                    Step::Failed => return false,
-                    Step::Done => {
-                        a_next += 1;
-                        if a_next == a_end {
-                            if !self.finish(b) {
-                                return false;
-                            }
-                            b_next += 1;
-                            break;
-                        }
-                        a = self.cursor(equation(a_next));
-                    }
-                }
-                match self.step(&mut b) {
-                    Step::Moved => {}
-                    Step::Failed => return false,
-                    Step::Done => {
-                        b_next += 1;
-                        if b_next == b_end {
-                            if !self.finish(a) {
-                                return false;
-                            }
-                            a_next += 1;
-                            break;
-                        }
-                        b = self.cursor(equation(b_next));
-                    }
-                }
-            }
-            // Give the idle side the upper half of the other's rest.
-            if a_next == a_end {
-                let mid = b_next + (b_end - b_next) / 2;
-                (a_next, a_end, b_end) = (mid, b_end, mid);
-            } else {
-                let mid = a_next + (a_end - a_next) / 2;
-                (b_next, b_end, a_end) = (mid, a_end, mid);
-            }
+        let num_starts = self.num_starts;
+        let cursor = |k: usize| Cursor::checked(equation(k), num_starts);
+        let mut rows = self.rows();
+        if n < 2 * CHAINS {
+            return (0..n).all(|k| rows.finish(cursor(k)));
         }
-        (a_next..a_end)
-            .chain(b_next..b_end)
-            .all(|k| self.add(equation(k)))
-    }
-
-    /// Runs one equation's elimination to its end.
-    #[inline]
-    fn finish(&mut self, mut cursor: Cursor) -> bool {
+        let mut chains = Chains::new(n);
+        let mut cursors: [Cursor; CHAINS] = std::array::from_fn(|j| cursor(chains.next[j]));
+        // One step of chain `$j` (a literal, so that the chains' cursors
+        // stay in registers rather than in an array in memory).
+        macro_rules! step {
+            ($j:literal) => {
+                match rows.step(&mut cursors[$j]) {
+                    Step::Moved => {}
+                    Step::Failed => return false,
+                    Step::Done => match chains.advance($j) {
+                        Some(k) => cursors[$j] = cursor(k),
+                        None => {
+                            // Every other chain is on its last equation.
+                            return (0..CHAINS)
+                                .filter(|&i| i != $j)
+                                .all(|i| rows.finish(cursors[i]));
+                        }
+                    },
+                }
+            };
+        }
+        const _: () = assert!(CHAINS == 2, "one step! per chain below");
         loop {
-            match self.step(&mut cursor) {
-                Step::Moved => {}
-                Step::Done => return true,
-                Step::Failed => return false,
-            }
+            step!(0);
+            step!(1);
         }
-    }
-
-    /// One elimination step: store into a free row, or xor with the
-    /// occupied one and move to the next set coefficient.
-    #[inline(always)]
-    fn step(&mut self, c: &mut Cursor) -> Step {
-        debug_assert!(c.i < self.coeffs.len() && c.lo & 1 == 1);
-        // SAFETY: `c.i < self.coeffs.len() == self.results.len()` by the
-        // `Cursor` invariant (every set coefficient bit of the cursor lies
-        // at a slot below the band's, and `c.i` is the slot of its lowest
-        // set bit) and the `Banding` one.
-        let (row, result) = unsafe {
-            (
-                self.coeffs.get_unchecked_mut(c.i),
-                self.results.get_unchecked_mut(c.i),
-            )
-        };
-        // A stored row's bit 0 is set (it is the row's own slot), so a row
-        // is free exactly when its low word is zero.
-        if row[LO] == 0 {
-            *row = [c.lo, c.hi];
-            *result = c.result;
-            return Step::Done;
-        }
-        // Every set bit of the stored row lies below the band's slots too
-        // (it was a cursor when stored), so the xor keeps the invariant.
-        c.lo ^= row[LO];
-        c.hi ^= row[HI];
-        c.result ^= *result;
-        if c.lo == 0 {
-            cold();
-            return c.step_high();
-        }
-        // Bit 0 is now clear and some other low bit set: 1..=63.
-        let skip = c.lo.trailing_zeros() & 63;
-        let coeff = ((u128::from(c.hi) << 64) | u128::from(c.lo)) >> skip;
-        (c.lo, c.hi) = (coeff as u64, (coeff >> 64) as u64);
-        c.i += skip as usize;
-        Step::Moved
     }
 
     /// Row `i`: coefficients and result. REQUIRES: `i < num_slots`.
@@ -227,58 +161,175 @@ impl Banding {
     }
 }
 
+/// Equations eliminated in turn by [`Banding::add_all`].
+const CHAINS: usize = 2;
+
+/// Which equation each chain of [`Banding::add_all`] is on: chain `j` on
+/// `next[j]`, the rest of its range `next[j] + 1..end[j]` to follow.
+/// Invariant: the ranges `next[j]..end[j]` are disjoint and nonempty, and
+/// with the equations done they cover `0..n`.
+struct Chains {
+    next: [usize; CHAINS],
+    end: [usize; CHAINS],
+}
+
+impl Chains {
+    /// `0..n` cut into [`CHAINS`] ranges of about equal length. REQUIRES:
+    /// `n >= CHAINS`.
+    fn new(n: usize) -> Self {
+        Self {
+            next: std::array::from_fn(|j| n * j / CHAINS),
+            end: std::array::from_fn(|j| n * (j + 1) / CHAINS),
+        }
+    }
+
+    /// The next equation of chain `j`, whose equation is done: the next
+    /// of its range, or when that is spent the first of the upper half of
+    /// the longest rest of another chain's (which keeps the lower half).
+    /// `None` when no chain has any equation left to start.
+    #[inline]
+    fn advance(&mut self, j: usize) -> Option<usize> {
+        self.next[j] += 1;
+        if self.next[j] < self.end[j] {
+            return Some(self.next[j]);
+        }
+        let rest = |i: usize| self.end[i] - self.next[i] - 1;
+        let longest = (0..CHAINS).filter(|&i| i != j).max_by_key(|&i| rest(i))?;
+        let left = rest(longest);
+        if left == 0 {
+            return None;
+        }
+        let mid = self.next[longest] + 1 + left / 2;
+        (self.next[j], self.end[j]) = (mid, self.end[longest]);
+        self.end[longest] = mid;
+        Some(mid)
+    }
+}
+
+/// The band's rows, borrowed for elimination: `words` its coefficients
+/// flattened (row `i`'s `[LO]` at `2 i`, `[HI]` at `2 i + 1`), `results`
+/// one per row. Invariant: `words.len() == 2 * results.len()`, the band's
+/// slots twice.
+struct Rows<'a> {
+    words: &'a mut [u64],
+    results: &'a mut [u32],
+}
+
+impl Rows<'_> {
+    /// Runs one equation's elimination to its end.
+    #[inline]
+    fn finish(&mut self, mut cursor: Cursor) -> bool {
+        loop {
+            match self.step(&mut cursor) {
+                Step::Moved => {}
+                Step::Done => return true,
+                Step::Failed => return false,
+            }
+        }
+    }
+
+    /// One elimination step: store into a free row, or xor with the
+    /// occupied one and move to the next set coefficient.
+    #[inline(always)]
+    fn step(&mut self, c: &mut Cursor) -> Step {
+        debug_assert!(c.word.is_multiple_of(2) && c.word < self.words.len() && c.lo & 1 == 1);
+        // SAFETY: `c.word` is twice a slot below the band's slots by the
+        // `Cursor` invariant (every set coefficient bit of the cursor lies
+        // at a slot below the band's, and `c.word / 2` is the slot of its
+        // lowest set bit), so `c.word + 1 < self.words.len()` and
+        // `c.word / 2 < self.results.len()` by the `Rows` invariant; the
+        // result is that row's (`2 c.word` bytes is `c.word / 2` `u32`s,
+        // `c.word` being even, so the address is aligned too). The three
+        // references are to distinct elements.
+        let (lo_word, hi_word, result) = unsafe {
+            let words = self.words.as_mut_ptr().add(c.word);
+            let result = self.results.as_mut_ptr().cast::<u8>().add(2 * c.word);
+            (&mut *words, &mut *words.add(1), &mut *result.cast::<u32>())
+        };
+        // A stored row's bit 0 is set (it is the row's own slot), so a row
+        // is free exactly when its low word is zero.
+        if *lo_word == 0 {
+            (*lo_word, *hi_word, *result) = (c.lo, c.hi, c.result);
+            return Step::Done;
+        }
+        // Every set bit of the stored row lies below the band's slots too
+        // (it was a cursor when stored), so the xor keeps the invariant.
+        let lo = c.lo ^ *lo_word;
+        let hi = c.hi ^ *hi_word;
+        c.result ^= *result;
+        if lo == 0 {
+            let step;
+            (*c, step) = past_low_word(Cursor { lo, hi, ..*c });
+            return step;
+        }
+        // Bit 0 is now clear and some other low bit set: `skip` is in
+        // 1..=63, so the double-word shift needs no case for 64 or more
+        // (`(hi << 1) << (63 - skip)` is `hi << (64 - skip)` without an
+        // out-of-range shift: one `shrd`).
+        let skip = lo.trailing_zeros();
+        c.lo = (lo >> skip) | ((hi << 1) << (63 - skip));
+        c.hi = hi >> skip;
+        c.word += 2 * skip as usize;
+        Step::Moved
+    }
+}
+
 /// An equation part way through elimination: coefficients `lo` (slots
-/// `i..i + 64`) and `hi` (the next 64). Invariant: bit 0 of `lo` is set
-/// and is slot `i`; every set bit lies at a slot below the band's slots
-/// (so `i` is a row of the band), as an added equation's do when
-/// `start + 128 <= slots`.
+/// `i..i + 64` for `i = word / 2`) and `hi` (the next 64). Invariant:
+/// `word` is even; bit 0 of `lo` is set and is slot `i`; every set bit
+/// lies at a slot below the band's slots (so `i` is a row of the band), as
+/// an added equation's do when `start + 128 <= slots`. `word` is where row
+/// `i` starts in [`Rows::words`].
 #[derive(Clone, Copy)]
 struct Cursor {
-    i: usize,
+    word: usize,
     lo: u64,
     hi: u64,
     result: u32,
 }
 
 impl Cursor {
-    #[inline]
-    fn new(eq: Equation) -> Self {
+    /// The cursor of a new equation, its start checked against the band's
+    /// `num_starts`: the one check that keeps every later step's row in
+    /// range.
+    #[inline(always)]
+    fn checked(eq: Equation, num_starts: u64) -> Self {
+        assert!(eq.start < num_starts, "equation outside the band");
         debug_assert_eq!(eq.coeff & 1, 1);
         Self {
-            i: eq.start as usize,
+            word: 2 * eq.start as usize,
             lo: eq.coeff as u64,
             hi: (eq.coeff >> 64) as u64,
             result: eq.result,
         }
     }
-
-    /// The rest of [`Banding::step`] when the low word came out zero
-    /// (rare: all 64 of its bits cancelled): the equation is redundant or
-    /// contradictory if the high word is zero too, else it moves to the
-    /// high word's lowest set bit.
-    #[inline(always)]
-    fn step_high(&mut self) -> Step {
-        if self.hi == 0 {
-            // Redundant when the results agree too (a duplicate key).
-            return if self.result == 0 {
-                Step::Done
-            } else {
-                Step::Failed
-            };
-        }
-        let skip = self.hi.trailing_zeros();
-        self.i += 64 + skip as usize;
-        self.lo = self.hi >> skip;
-        self.hi = 0;
-        Step::Moved
-    }
 }
 
-/// Marks the branch that calls it as rarely taken (`std::hint::cold_path`
-/// is newer than the crate's minimum Rust version).
+/// The rest of [`Rows::step`] for cursor `c` whose low word came out
+/// zero (rare: all 64 of its bits cancelled): the equation is redundant or
+/// contradictory if the high word is zero too, else it moves to the high
+/// word's lowest set bit. Out of line and taking the cursor whole, so that
+/// the hot step keeps only the new words live (inlined, the compiler
+/// tested the high word and the result against the rows' instead, keeping
+/// the old ones in registers through the step).
 #[cold]
 #[inline(never)]
-fn cold() {}
+fn past_low_word(mut c: Cursor) -> (Cursor, Step) {
+    debug_assert_eq!(c.lo, 0);
+    if c.hi == 0 {
+        // Redundant when the results agree too (a duplicate key).
+        let step = if c.result == 0 {
+            Step::Done
+        } else {
+            Step::Failed
+        };
+        return (c, step);
+    }
+    let skip = c.hi.trailing_zeros();
+    c.word += 2 * (64 + skip as usize);
+    (c.lo, c.hi) = (c.hi >> skip, 0);
+    (c, Step::Moved)
+}
 
 enum Step {
     /// Not stored yet: the cursor is at its next set coefficient.
@@ -357,6 +408,186 @@ mod tests {
             ..eq
         }));
         assert_eq!(b.occupied(), 2);
+    }
+
+    /// SplitMix64.
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// One straightforward elimination step on `u128` rows: the cursor
+    /// `(i, coeff, result)` is stored, or xored and shifted to its next set
+    /// coefficient. `Some(outcome)` when it ends.
+    /// REQUIRES: `c.1 != 0`.
+    fn reference_step(rows: &mut [(u128, u32)], c: &mut (usize, u128, u32)) -> Option<bool> {
+        let skip = c.1.trailing_zeros();
+        c.0 += skip as usize;
+        c.1 >>= skip;
+        let row = &mut rows[c.0];
+        if row.0 == 0 {
+            *row = (c.1, c.2);
+            return Some(true);
+        }
+        c.1 ^= row.0;
+        c.2 ^= row.1;
+        // Redundant or contradictory: all coefficients cancelled.
+        (c.1 == 0).then_some(c.2 == 0)
+    }
+
+    /// `add_all` done the straightforward way: the same chains (one
+    /// reference step each in turn), on `u128` rows. The outcome and rows.
+    fn reference_add_all(slots: usize, eqs: &[Equation]) -> (bool, Vec<(u128, u32)>) {
+        let mut rows = vec![(0u128, 0u32); slots];
+        let fresh = |k: usize| (eqs[k].start as usize, eqs[k].coeff, eqs[k].result);
+        let finish = |rows: &mut Vec<(u128, u32)>, mut c| loop {
+            if let Some(ok) = reference_step(rows, &mut c) {
+                return ok;
+            }
+        };
+        if eqs.len() < 2 * CHAINS {
+            let ok = (0..eqs.len()).all(|k| finish(&mut rows, fresh(k)));
+            return (ok, rows);
+        }
+        let mut chains = Chains::new(eqs.len());
+        let mut cursors: Vec<_> = (0..CHAINS).map(|j| fresh(chains.next[j])).collect();
+        loop {
+            for j in 0..CHAINS {
+                match reference_step(&mut rows, &mut cursors[j]) {
+                    None => {}
+                    Some(false) => return (false, rows),
+                    Some(true) => match chains.advance(j) {
+                        Some(k) => cursors[j] = fresh(k),
+                        None => {
+                            let ok = (0..CHAINS)
+                                .filter(|&i| i != j)
+                                .all(|i| finish(&mut rows, cursors[i]));
+                            return (ok, rows);
+                        }
+                    },
+                }
+            }
+        }
+    }
+
+    /// All 32 result bits of every slot solved from `rows`, free slots 0.
+    fn reference_solution(rows: &[(u128, u32)]) -> Vec<u32> {
+        let mut bits = vec![0u32; rows.len()];
+        for i in (0..rows.len()).rev() {
+            let (coeff, result) = rows[i];
+            bits[i] = (1..128)
+                .filter(|&t| coeff >> t & 1 == 1)
+                .fold(result & u32::from(coeff & 1 == 1).wrapping_neg(), |b, t| {
+                    b ^ bits[i + t]
+                });
+        }
+        bits
+    }
+
+    /// `add_all` against the reference on many shapes: uniform and piled
+    /// starts, sparse coefficients (whose low words cancel), duplicates,
+    /// contradictions, more equations than slots. The same outcome and the
+    /// same band row for row; and against one-at-a-time banding in the
+    /// given order, the same outcome, occupied rows and solution.
+    #[test]
+    fn add_all_matches_the_reference() {
+        let mut state = 0x5eed;
+        let (mut failed, mut solved) = (0, 0);
+        for slots in [128usize, 256, 640, 128 * 40] {
+            let num_starts = (slots - 127) as u64;
+            for n in [
+                0usize,
+                1,
+                3,
+                4,
+                5,
+                17,
+                100,
+                slots / 2,
+                slots * 9 / 10,
+                slots,
+                slots + 40,
+            ] {
+                for shape in 0..6 {
+                    let mut eqs: Vec<Equation> = (0..n)
+                        .map(|_| {
+                            let r = next(&mut state);
+                            let start = match shape {
+                                // Piled on the last few starts.
+                                1 => num_starts - 1 - r % num_starts.min(5),
+                                _ => r % num_starts,
+                            };
+                            let coeff = match shape {
+                                // One more coefficient, in the high word.
+                                2 => 1 | 1u128 << (64 + r % 64),
+                                // A few low bits and a high one.
+                                3 => 1 | u128::from(r & 0x7) << 1 | 1u128 << (64 + (r >> 8) % 64),
+                                _ => (u128::from(next(&mut state)) << 64 | u128::from(r)) | 1,
+                            };
+                            Equation {
+                                start,
+                                coeff,
+                                result: (r >> 32) as u32,
+                            }
+                        })
+                        .collect();
+                    if shape == 4 {
+                        // Duplicates, interleaved.
+                        let copies: Vec<_> = eqs.iter().step_by(3).copied().collect();
+                        for (k, eq) in copies.into_iter().enumerate() {
+                            eqs.insert((2 * k + 1).min(eqs.len()), eq);
+                        }
+                    }
+                    if shape == 5 && n > 0 {
+                        // A contradiction: a copy with another result.
+                        let k = (next(&mut state) % n as u64) as usize;
+                        let eq = Equation {
+                            result: eqs[k].result ^ 1,
+                            ..eqs[k]
+                        };
+                        eqs.push(eq);
+                    }
+                    let mut band = Banding::new(slots as u64);
+                    let ok = band.add_all(eqs.len(), |k| eqs[k]);
+                    let got: Vec<_> = (0..slots).map(|i| band.row(i)).collect();
+                    let (want_ok, want) = reference_add_all(slots, &eqs);
+                    let what = format!("{slots} slots, {n} equations, shape {shape}");
+                    assert_eq!(ok, want_ok, "{what}");
+                    assert!(got == want, "{what}: bands differ");
+                    // One at a time: the outcome does not depend on the
+                    // order; nor, when solved, the rows used and the
+                    // solution.
+                    let mut one = Banding::new(slots as u64);
+                    let one_ok = eqs.iter().all(|&eq| one.add(eq));
+                    assert_eq!(ok, one_ok, "{what}");
+                    if shape == 5 && n > 0 {
+                        assert!(!ok, "{what}: the contradiction was missed");
+                    }
+                    if !ok {
+                        failed += 1;
+                        continue;
+                    }
+                    solved += 1;
+                    let one_rows: Vec<_> = (0..slots).map(|i| one.row(i)).collect();
+                    let used = |rows: &[(u128, u32)]| -> Vec<bool> {
+                        rows.iter().map(|r| r.0 != 0).collect()
+                    };
+                    assert_eq!(used(&got), used(&one_rows), "{what}");
+                    assert_eq!(
+                        reference_solution(&got),
+                        reference_solution(&one_rows),
+                        "{what}"
+                    );
+                }
+            }
+        }
+        assert!(
+            failed > 20 && solved > 50,
+            "{failed} failed, {solved} solved"
+        );
     }
 
     #[test]
