@@ -285,17 +285,19 @@ impl ScaleReport {
             .iter()
             .any(|p| p.readrandom.note("device_p50_us_before").is_some())
         {
-            out += "\n| keys | engine | device read p50 / p99 us, before reads | after reads | present get p50 us | get p50 beyond the device's (before) |\n|---:|---|---:|---:|---:|---:|\n";
+            out += "\n| keys | engine | device read p50 / p99 / mean us, before reads | after reads | present get p50 us | get p50 beyond the device's (before) |\n|---:|---|---:|---:|---:|---:|\n";
             for p in &self.points {
                 let n = |k: &str| p.readrandom.note(k).unwrap_or(f64::NAN);
                 out += &format!(
-                    "| {} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {:.1} | {:.1} |\n",
+                    "| {} | {} | {:.1} / {:.1} / {:.1} | {:.1} / {:.1} / {:.1} | {:.1} | {:.1} |\n",
                     p.keys,
                     p.engine,
                     n("device_p50_us_before"),
                     n("device_p99_us_before"),
+                    n("device_mean_us_before"),
                     n("device_p50_us_after"),
                     n("device_p99_us_after"),
+                    n("device_mean_us_after"),
                     p.readrandom.p50_us,
                     p.readrandom.p50_us - n("device_p50_us_before"),
                 );
