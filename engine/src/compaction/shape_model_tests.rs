@@ -293,12 +293,33 @@ impl Run {
                     "step {at}: table {} meta level",
                     t.meta.number
                 );
+                let mut range: Option<(Vec<u8>, Vec<u8>)> = None;
                 for e in TableIter::new(std::sync::Arc::clone(&t.table), false) {
                     let e = e.unwrap();
+                    match &mut range {
+                        None => range = Some((e.user_key.clone(), e.user_key.clone())),
+                        Some((_, last)) => last.clone_from(&e.user_key),
+                    }
                     let r = here.entry(e.user_key).or_insert((e.seq, e.seq));
                     r.0 = r.0.min(e.seq);
                     r.1 = r.1.max(e.seq);
                 }
+                // A sorted level's search finds a table by the manifest's
+                // range and the table is then not asked about its own
+                // (`Table::get_in_range`): the two must be the keys held.
+                let (smallest, largest) = range.unwrap_or_default();
+                let p = t.table.properties();
+                assert!(
+                    (&t.meta.smallest_key, &t.meta.largest_key) == (&smallest, &largest)
+                        && (&p.smallest_key, &p.largest_key) == (&smallest, &largest),
+                    "step {at}: table {} at L{level}: manifest range {:?}..={:?}, \
+                     properties {:?}..={:?}, entries {smallest:?}..={largest:?}",
+                    t.meta.number,
+                    t.meta.smallest_key,
+                    t.meta.largest_key,
+                    p.smallest_key,
+                    p.largest_key,
+                );
             }
             for (k, (min, max)) in here {
                 if let Some(&(above, above_level)) = oldest_above.get(&k) {
