@@ -77,34 +77,60 @@ pub fn probe(dir: &Path, reads: usize, seed: u64) -> Result<Option<DeviceLatency
         .collect();
     let mut storage = vec![0u8; 2 * PROBE_BYTES];
     let start = storage.as_ptr().align_offset(PROBE_BYTES);
-    let buf = &mut storage[start..start + PROBE_BYTES];
+    let Some(buf) = storage.get_mut(start..start.saturating_add(PROBE_BYTES)) else {
+        anyhow::bail!("no {PROBE_BYTES}-byte aligned window in the probe's buffer");
+    };
     let mut histogram =
         Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).context("creating a histogram")?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut sum_ns = 0u128;
+    let mut timed = 0u64;
     for _ in 0..reads {
         let at = rng.random_range(0..total);
         let i = ends.partition_point(|&e| e <= at);
         let (path, len) = &files[i];
         let pages = len / PROBE_BYTES as u64;
         let offset = rng.random_range(0..pages) * PROBE_BYTES as u64;
-        let Some(file) = open_direct(path)? else {
-            return Ok(None);
+        // A table the engine deleted since the listing (an obsolete input
+        // removed late) is skipped: a probe must not end a long run.
+        let file = match open_direct(path) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Ok(None),
+            Err(e) if is_not_found(&e) => continue,
+            Err(e) => return Err(e),
         };
         let t = Instant::now();
-        std::os::unix::fs::FileExt::read_exact_at(&file, buf, offset)
-            .with_context(|| format!("probe read of {} at {offset}", path.display()))?;
+        let read = std::os::unix::fs::FileExt::read_exact_at(&file, buf, offset);
         let ns = t.elapsed().as_nanos();
+        match read {
+            Ok(()) => {}
+            // Truncated or replaced since the listing: not a device figure.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => continue,
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("probe read of {} at {offset}", path.display()));
+            }
+        }
+        timed += 1;
         sum_ns += ns;
         histogram.saturating_record(u64::try_from(ns).unwrap_or(u64::MAX));
     }
+    if timed == 0 {
+        return Ok(None);
+    }
     let us = |ns: u64| ns as f64 / 1e3;
     Ok(Some(DeviceLatency {
-        reads: reads as u64,
+        reads: timed,
         p50_us: us(histogram.value_at_quantile(0.50)),
         p99_us: us(histogram.value_at_quantile(0.99)),
-        mean_us: sum_ns as f64 / reads as f64 / 1e3,
+        mean_us: sum_ns as f64 / timed as f64 / 1e3,
     }))
+}
+
+/// Whether `e` (from [`open_direct`]) says the file is gone.
+fn is_not_found(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// `path` opened with `O_DIRECT`, or `None` where the file system refuses

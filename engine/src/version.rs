@@ -172,6 +172,15 @@ impl Version {
         let tables = &self.levels[level];
         let i = match self.fences.get(level) {
             Some(fences) if fences.len() == tables.len() => {
+                // A change to `levels` without `sort` would leave the same
+                // count and stale fences: the tests' debug builds check.
+                debug_assert!(
+                    fences
+                        .iter()
+                        .zip(tables)
+                        .all(|(f, t)| *f == level_fences::fence_of(&t.meta.largest_key)),
+                    "level {level}: fences out of date"
+                );
                 level_fences::first_not_below(fences, |i| &tables[i].meta.largest_key, key)
             }
             // Not reached (`sort` builds the fences), but a search of the
