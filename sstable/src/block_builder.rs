@@ -60,11 +60,6 @@ impl BlockBuilder {
         self.entries == 0
     }
 
-    /// The last key added.
-    pub(crate) fn last_key(&self) -> &[u8] {
-        &self.last_key
-    }
-
     /// Appends the restart array and returns the block, leaving the builder
     /// empty for the next block. Hand the block back with [`Self::recycle`]
     /// once written, so the next block fills the same buffer instead of

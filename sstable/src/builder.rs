@@ -13,6 +13,7 @@ use crate::file::WritableFile;
 use crate::format::{
     BlockHandle, BlockKind, FORMAT_VERSION, Footer, RESTART_INTERVAL, block_trailer,
 };
+use crate::index::shortest_separator;
 use crate::properties::TableProperties;
 
 /// Default largest user key: 64 KiB.
@@ -75,6 +76,10 @@ pub struct TableBuilder<W: WritableFile> {
     options: TableOptions,
     data: BlockBuilder,
     index: BlockBuilder,
+    /// The last finished data block, whose index entry waits for the next
+    /// entry's user key (its separator lies between): that block's last
+    /// user key and sequence number, and its handle.
+    pending_index: Option<(Vec<u8>, u64, BlockHandle)>,
     filter: Option<FilterBuilder>,
     offset: u64,
     last: Option<(Vec<u8>, u64)>,
@@ -94,6 +99,7 @@ impl<W: WritableFile> TableBuilder<W> {
             path: path.as_ref().to_path_buf(),
             data: BlockBuilder::new(RESTART_INTERVAL),
             index: BlockBuilder::new(1),
+            pending_index: None,
             filter,
             offset: 0,
             last: None,
@@ -174,6 +180,7 @@ impl<W: WritableFile> TableBuilder<W> {
                 self.props.smallest_key = user_key.to_vec();
             }
         }
+        self.add_pending_index_entry(Some(user_key));
         match &mut self.last {
             Some((prev, prev_seq)) => {
                 prev.clear();
@@ -232,17 +239,45 @@ impl<W: WritableFile> TableBuilder<W> {
         if self.data.is_empty() {
             return Ok(());
         }
-        let last_key = self.data.last_key().to_vec();
+        // The block's last entry is the last one added.
+        let Some((last_user, last_seq)) = self.last.clone() else {
+            return Ok(());
+        };
         let block = self.data.finish();
         let start = self.offset;
         let handle = self.write_block(BlockKind::Data, &block)?;
         self.data.recycle(block);
         self.props.data_blocks += 1;
         self.props.data_bytes += self.offset - start;
+        self.pending_index = Some((last_user, last_seq, handle));
+        Ok(())
+    }
+
+    /// Writes the index entry of the block waiting for its separator, if
+    /// any, now that the next user key is known (`None`: the table ends).
+    /// The separator (FORMAT.md, "Index block"): where the next block
+    /// starts with more versions of the same user key, the block's last
+    /// internal key; else the shortest user key `S` with
+    /// `last <= S < next` (the last user key itself at the table's end),
+    /// with sequence number 0, which sorts after every version of `S`.
+    fn add_pending_index_entry(&mut self, next_user_key: Option<&[u8]>) {
+        let Some((last_user, last_seq, handle)) = self.pending_index.take() else {
+            return;
+        };
+        self.scratch.clear();
+        match next_user_key {
+            Some(next) if next == last_user.as_slice() => {
+                encode_internal_key(&mut self.scratch, &last_user, last_seq, EntryKind::Put);
+            }
+            Some(next) => {
+                let sep = shortest_separator(&last_user, next);
+                encode_internal_key(&mut self.scratch, sep, 0, EntryKind::Put);
+            }
+            None => encode_internal_key(&mut self.scratch, &last_user, 0, EntryKind::Put),
+        }
         let mut encoded = Vec::with_capacity(16);
         handle.encode_to(&mut encoded);
-        self.index.add(&last_key, &encoded);
-        Ok(())
+        self.index.add(&self.scratch, &encoded);
     }
 
     /// Writes filter, index, properties and footer, fsyncs the file and
@@ -252,6 +287,7 @@ impl<W: WritableFile> TableBuilder<W> {
             return Err(Error::EmptyTable);
         }
         self.flush_data_block()?;
+        self.add_pending_index_entry(None);
         let filter_handle = match self.filter.take() {
             Some(builder) => {
                 let filter = builder.finish()?;

@@ -170,7 +170,7 @@ impl Table {
         let i = self.index.first_block_not_before(user_key, snapshot_seq);
         if i >= self.index.len() {
             // Past the last entry: only newer versions of the largest key.
-            let in_table = i > 0 && self.index.last_user_key(i - 1) == user_key;
+            let in_table = i > 0 && self.index.ends_with_version_of(i - 1, user_key);
             return Ok(Lookup {
                 outcome: Outcome::NotFound {
                     key_in_table: in_table,
@@ -185,7 +185,7 @@ impl Table {
         let corrupt =
             |reason: BlockError| self.file.corruption(BlockKind::Data, handle.offset, reason);
         let newer_seen = it.seek(user_key, snapshot_seq).map_err(corrupt)?;
-        let newer_before_block = i > 0 && self.index.last_user_key(i - 1) == user_key;
+        let newer_before_block = i > 0 && self.index.ends_with_version_of(i - 1, user_key);
         let outcome = match it.valid().then(|| split_internal_key(it.key())).flatten() {
             Some((u, seq, tag)) if u == user_key => match EntryKind::from_tag(tag) {
                 Some(EntryKind::Put) => Outcome::Found {
