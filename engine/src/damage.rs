@@ -23,6 +23,19 @@ pub enum Damage {
         /// Bytes the manifest recorded.
         recorded: u64,
     },
+    /// A table's own properties disagree with its manifest record on a key
+    /// or sequence range or the entry count. The read path trusts the
+    /// record (a level's search finds a table by its recorded range and
+    /// does not check the key again), so such a table would miss keys.
+    #[error("table's {field} is {found}; the manifest recorded {recorded}")]
+    TableRecord {
+        /// Which figure differs.
+        field: TableRecordField,
+        /// The table's own (from its properties block), printed.
+        found: String,
+        /// The manifest's, printed.
+        recorded: String,
+    },
     /// A table's filter block is unusable and the store was opened with
     /// `CorruptFilterPolicy::Fail`.
     #[error(transparent)]
@@ -30,6 +43,34 @@ pub enum Damage {
     /// The manifest's tables break the order the read path relies on.
     #[error(transparent)]
     TreeOrder(TreeOrderError),
+}
+
+/// A figure a manifest record gives for its table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TableRecordField {
+    /// The smallest user key.
+    SmallestKey,
+    /// The largest user key.
+    LargestKey,
+    /// The smallest sequence number.
+    SmallestSeq,
+    /// The largest sequence number.
+    LargestSeq,
+    /// The number of entries.
+    Entries,
+}
+
+impl std::fmt::Display for TableRecordField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::SmallestKey => "smallest key",
+            Self::LargestKey => "largest key",
+            Self::SmallestSeq => "smallest sequence",
+            Self::LargestSeq => "largest sequence",
+            Self::Entries => "entry count",
+        })
+    }
 }
 
 /// How a set of tables breaks the order the read path relies on: L0

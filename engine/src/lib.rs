@@ -69,7 +69,7 @@ mod write;
 
 pub use batch::{BatchError, MAX_BATCH_BYTES, WriteBatch};
 pub use bloomlsm_filter::FilterKind;
-pub use damage::{Damage, ManifestDamage, TreeOrderError, WalDamage};
+pub use damage::{Damage, ManifestDamage, TableRecordField, TreeOrderError, WalDamage};
 pub use db::{Db, Snapshot};
 pub use error::{Error, Result};
 pub use iter::DbIter;

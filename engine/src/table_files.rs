@@ -13,11 +13,13 @@ mod writer;
 
 pub(crate) use cuts::{MAX_COMPACTION_FACTOR, OutputCuts, TableSpan};
 
-use bloomlsm_sstable::{BlockCache, FilterStatus, Table, TableOptions, TableSummary};
+use bloomlsm_sstable::{
+    BlockCache, FilterStatus, Table, TableOptions, TableProperties, TableSummary,
+};
 
 use crate::counters::Counters;
 use crate::cursor::EntrySink;
-use crate::damage::Damage;
+use crate::damage::{Damage, TableRecordField};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, names};
 use crate::manifest::TableMeta;
@@ -151,6 +153,8 @@ impl TableFiles {
             ));
         }
         let table = Table::open(file, &path, meta.number, Some(Arc::clone(&self.cache)))?;
+        check_record(&meta, table.properties())
+            .map_err(|reason| Error::corruption(&path, table.footer().properties.offset, reason))?;
         if let FilterStatus::Unusable(reason) = table.filter_status()
             && self.options.on_corrupt_filter == CorruptFilterPolicy::Fail
         {
@@ -213,4 +217,49 @@ impl TableFiles {
     pub(crate) fn sync_dir(&self) -> Result<()> {
         Ok(self.fs.sync_dir(&self.dir)?)
     }
+}
+
+/// The table's properties agree with its manifest record on everything
+/// the read path and compaction trust the record for.
+fn check_record(meta: &TableMeta, p: &TableProperties) -> std::result::Result<(), Damage> {
+    let key = |k: &[u8]| k.escape_ascii().to_string();
+    let differs = |field, found: String, recorded: String| {
+        Err(Damage::TableRecord {
+            field,
+            found,
+            recorded,
+        })
+    };
+    if p.smallest_key != meta.smallest_key {
+        return differs(
+            TableRecordField::SmallestKey,
+            key(&p.smallest_key),
+            key(&meta.smallest_key),
+        );
+    }
+    if p.largest_key != meta.largest_key {
+        return differs(
+            TableRecordField::LargestKey,
+            key(&p.largest_key),
+            key(&meta.largest_key),
+        );
+    }
+    for (field, found, recorded) in [
+        (
+            TableRecordField::SmallestSeq,
+            p.smallest_seq,
+            meta.smallest_seq,
+        ),
+        (
+            TableRecordField::LargestSeq,
+            p.largest_seq,
+            meta.largest_seq,
+        ),
+        (TableRecordField::Entries, p.entries, meta.entries),
+    ] {
+        if found != recorded {
+            return differs(field, found.to_string(), recorded.to_string());
+        }
+    }
+    Ok(())
 }
