@@ -184,8 +184,12 @@ fn policy(rng: &mut Rng) -> FilterPolicy {
     }
 }
 
-/// A value of 0 to about 3 blocks, naming its write.
+/// A value of 0 to about 3 blocks, naming its write (or empty).
 fn value(rng: &mut Rng, op: usize) -> Vec<u8> {
+    if rng.below(12) == 0 {
+        // An empty value is a value, not a tombstone.
+        return Vec::new();
+    }
     let len = match rng.below(10) {
         0..=5 => rng.below(12),
         6..=8 => rng.below(120),
