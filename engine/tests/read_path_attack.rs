@@ -530,3 +530,33 @@ fn background_work_reads_as_the_model() {
         assert!(deepest >= 2, "seed {seed}: the tree reached only L{deepest}");
     }
 }
+
+/// A store written with long keys and reopened with a smaller
+/// `max_key_bytes` still holds those keys in its tables: a scan lists
+/// them, so a get must find them too, not answer "absent" from the option.
+#[test]
+fn keys_longer_than_a_later_max_key_bytes_are_still_found() {
+    let dir = scratch_dir();
+    let long = vec![b'k'; 100];
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(&long, b"v").unwrap();
+    db.put(b"short", b"s").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let options = Options {
+        max_key_bytes: 50,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let scanned: Vec<Vec<u8>> = db
+        .scan::<&[u8], _>(..)
+        .unwrap()
+        .map(|r| r.unwrap().0)
+        .collect();
+    assert_eq!(scanned, vec![long.clone(), b"short".to_vec()]);
+    assert_eq!(db.get(&long).unwrap(), Some(b"v".to_vec()));
+    assert_eq!(db.snapshot().get(&long).unwrap(), Some(b"v".to_vec()));
+    // Writes of such keys are still refused.
+    assert!(matches!(db.put(&long, b"w"), Err(Error::InvalidKey { .. })));
+    db.close().unwrap();
+}
