@@ -116,7 +116,8 @@ fn run(options: Options, rounds: u64) {
             ];
             let mut n = 0;
             while !stop.load(Ordering::SeqCst) {
-                db.rebuild_filters(policies[n % policies.len()].clone()).unwrap();
+                db.rebuild_filters(policies[n % policies.len()].clone())
+                    .unwrap();
                 n += 1;
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
@@ -135,8 +136,11 @@ fn run(options: Options, rounds: u64) {
         reads += 1;
 
         let lo = done.load(Ordering::SeqCst);
-        let scanned: Vec<(Vec<u8>, Vec<u8>)> =
-            db.scan::<&[u8], _>(..).unwrap().map(|r| r.unwrap()).collect();
+        let scanned: Vec<(Vec<u8>, Vec<u8>)> = db
+            .scan::<&[u8], _>(..)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
         let hi = done.load(Ordering::SeqCst) + 1;
         let mut at = scanned.iter().peekable();
         for (i, k) in keys.iter().enumerate() {
@@ -150,9 +154,12 @@ fn run(options: Options, rounds: u64) {
             };
             check(i, &got, lo, hi, "scan");
         }
-        assert!(at.next().is_none(), "scan gave a key never written or out of order");
+        assert!(
+            at.next().is_none(),
+            "scan gave a key never written or out of order"
+        );
 
-        if reads % 4 == 0 {
+        if reads.is_multiple_of(4) {
             let s = db.snapshot();
             let seen: Vec<Option<Vec<u8>>> = keys.iter().map(|k| s.get(k).unwrap()).collect();
             snapshots.push((s, seen));
@@ -162,10 +169,18 @@ fn run(options: Options, rounds: u64) {
         }
         for (s, seen) in &snapshots {
             for (i, k) in keys.iter().enumerate() {
-                assert_eq!(&s.get(k).unwrap(), &seen[i], "snapshot {} key {i}", s.sequence());
+                assert_eq!(
+                    &s.get(k).unwrap(),
+                    &seen[i],
+                    "snapshot {} key {i}",
+                    s.sequence()
+                );
             }
-            let scanned: Vec<(Vec<u8>, Vec<u8>)> =
-                s.scan::<&[u8], _>(..).unwrap().map(|r| r.unwrap()).collect();
+            let scanned: Vec<(Vec<u8>, Vec<u8>)> = s
+                .scan::<&[u8], _>(..)
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect();
             let want: Vec<(Vec<u8>, Vec<u8>)> = keys
                 .iter()
                 .zip(seen)

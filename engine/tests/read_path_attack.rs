@@ -55,7 +55,11 @@ fn universe(rng: &mut Rng) -> Vec<Vec<u8>> {
     // Random keys over few bytes, half of them behind an eight-byte
     // prefix: many share fences, many are prefixes of others.
     for _ in 0..40 {
-        let mut k = if rng.below(2) == 0 { b"zzzzzzzz".to_vec() } else { Vec::new() };
+        let mut k = if rng.below(2) == 0 {
+            b"zzzzzzzz".to_vec()
+        } else {
+            Vec::new()
+        };
         for _ in 0..1 + rng.below(11) {
             k.push(*rng.pick(&[0x00, 0x01, b'z', 0xfe, 0xff]));
         }
@@ -82,7 +86,12 @@ fn universe(rng: &mut Rng) -> Vec<Vec<u8>> {
     }
     // Short keys that pad to the same fence.
     for len in 1..=9 {
-        keys.push(vec![b'p'; 1].into_iter().chain(vec![0u8; len - 1]).collect());
+        keys.push(
+            vec![b'p'; 1]
+                .into_iter()
+                .chain(vec![0u8; len - 1])
+                .collect(),
+        );
     }
     // Prefix chains.
     for len in 1..=12 {
@@ -153,7 +162,11 @@ fn options(rng: &mut Rng, background: bool) -> Options {
             bits_per_key: 0.5 + rng.below(19) as f64 / 2.0,
         },
     };
-    let filter_kind = *rng.pick(&[FilterKind::Blocked, FilterKind::Standard, FilterKind::Ribbon]);
+    let filter_kind = *rng.pick(&[
+        FilterKind::Blocked,
+        FilterKind::Standard,
+        FilterKind::Ribbon,
+    ]);
     Options {
         memtable_bytes: 2048 + rng.below(4096) as usize,
         max_immutable_memtables: 1 + rng.below(2) as usize,
@@ -210,7 +223,11 @@ fn bound(rng: &mut Rng, probes: &[Vec<u8>]) -> Bound<Vec<u8>> {
 
 /// The model's pairs within `(start, end)`; empty where the range is
 /// empty or inverted (as a scan of it is).
-fn expected(model: &Model, start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn expected(
+    model: &Model,
+    start: &Bound<Vec<u8>>,
+    end: &Bound<Vec<u8>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     model
         .iter()
         .filter(|(k, _)| {
@@ -270,9 +287,7 @@ fn short(k: &[u8]) -> String {
     format!("{k:?}")
 }
 
-fn scan_all(
-    it: bloomlsm::Result<DbIter>,
-) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn scan_all(it: bloomlsm::Result<DbIter>) -> Vec<(Vec<u8>, Vec<u8>)> {
     it.unwrap().map(|r| r.unwrap()).collect()
 }
 
@@ -316,17 +331,26 @@ impl Case {
     }
 
     fn check_scan(&mut self, db: &Db, at: &str) {
-        let (start, end) = (bound(&mut self.rng, &self.probes), bound(&mut self.rng, &self.probes));
+        let (start, end) = (
+            bound(&mut self.rng, &self.probes),
+            bound(&mut self.rng, &self.probes),
+        );
         let range = (start.clone(), end.clone());
         let inverted = match (&start, &end) {
             (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) => {
-                s > e || (s == e && !matches!((&start, &end), (Bound::Included(_), Bound::Included(_))))
+                s > e
+                    || (s == e
+                        && !matches!((&start, &end), (Bound::Included(_), Bound::Included(_))))
             }
             _ => false,
         };
         if inverted {
             // `BTreeMap::range` panics on these; the store must give nothing.
-            assert_eq!(scan_all(db.scan(range.clone())), Vec::new(), "{at}: inverted scan {range:?}");
+            assert_eq!(
+                scan_all(db.scan(range.clone())),
+                Vec::new(),
+                "{at}: inverted scan {range:?}"
+            );
             return;
         }
         let want = expected(&self.model, &start, &end);
@@ -376,9 +400,17 @@ impl Case {
             }
             780..=829 => {
                 let p = self.rng.pick(&self.probes).clone();
-                assert_eq!(d.get(&p).unwrap(), self.model.get(&p).cloned(), "{at}: get {p:?}");
+                assert_eq!(
+                    d.get(&p).unwrap(),
+                    self.model.get(&p).cloned(),
+                    "{at}: get {p:?}"
+                );
                 if let Some((s, frozen)) = self.snapshots.first() {
-                    assert_eq!(s.get(&p).unwrap(), frozen.get(&p).cloned(), "{at}: snapshot get {p:?}");
+                    assert_eq!(
+                        s.get(&p).unwrap(),
+                        frozen.get(&p).cloned(),
+                        "{at}: snapshot get {p:?}"
+                    );
                 }
             }
             830..=859 => self.check_scan(d, &at),
@@ -435,7 +467,10 @@ impl Case {
                 }
                 self.held.clear();
                 if let Some((s, _)) = self.snapshots.first() {
-                    assert!(matches!(s.get(b"m000"), Err(Error::Closed)), "{at}: {snapshot:?}");
+                    assert!(
+                        matches!(s.get(b"m000"), Err(Error::Closed)),
+                        "{at}: {snapshot:?}"
+                    );
                 }
                 self.snapshots.clear();
                 *db = Some(Db::open(&self.dir, self.options.clone()).unwrap());
@@ -484,7 +519,11 @@ fn run_case(seed: u64, background: bool, ops: usize) -> usize {
         h.drain(None, &at);
     }
     case.check_gets(&d, &at);
-    assert_eq!(scan_all(d.scan::<&[u8], _>(..)), expected(&case.model, &Bound::Unbounded, &Bound::Unbounded), "{at}: full scan");
+    assert_eq!(
+        scan_all(d.scan::<&[u8], _>(..)),
+        expected(&case.model, &Bound::Unbounded, &Bound::Unbounded),
+        "{at}: full scan"
+    );
     case.snapshots.clear();
     d.close().unwrap();
     let d = Db::open(dir.path(), options).unwrap();
@@ -519,7 +558,10 @@ fn seeds(default: std::ops::RangeInclusive<u64>) -> Vec<u64> {
 fn inline_work_reads_as_the_model() {
     for seed in seeds(1..=6) {
         let deepest = run_case(seed, false, ops());
-        assert!(deepest >= 2, "seed {seed}: the tree reached only L{deepest}");
+        assert!(
+            deepest >= 2,
+            "seed {seed}: the tree reached only L{deepest}"
+        );
     }
 }
 
@@ -527,7 +569,10 @@ fn inline_work_reads_as_the_model() {
 fn background_work_reads_as_the_model() {
     for seed in seeds(101..=106) {
         let deepest = run_case(seed, true, ops());
-        assert!(deepest >= 2, "seed {seed}: the tree reached only L{deepest}");
+        assert!(
+            deepest >= 2,
+            "seed {seed}: the tree reached only L{deepest}"
+        );
     }
 }
 

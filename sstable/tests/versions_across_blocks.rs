@@ -53,8 +53,11 @@ fn model() -> impl Strategy<Value = Model> {
             // Sequence numbers interleave across keys, as a store's do.
             let mut model = Model::new();
             let mut seq = 1u64;
-            let mut cursors: Vec<(usize, &Vec<(u8, usize)>)> =
-                keys.iter().enumerate().map(|(i, _)| (0, &versions[i])).collect();
+            let mut cursors: Vec<(usize, &Vec<(u8, usize)>)> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, _)| (0, &versions[i]))
+                .collect();
             let mut live = true;
             while live {
                 live = false;
@@ -127,7 +130,8 @@ fn check(table: &Arc<Table>, model: &Model) -> Result<(), TestCaseError> {
     let max_seq = model.keys().map(|(_, s)| s.0).max().unwrap();
     for key in beside(&keys) {
         let hash = KeyHash::of(&key);
-        let in_range = key.as_slice() >= table.smallest_key() && key.as_slice() <= table.largest_key();
+        let in_range =
+            key.as_slice() >= table.smallest_key() && key.as_slice() <= table.largest_key();
         for snapshot in 0..=max_seq + 1 {
             let want = model_get(model, &key, snapshot);
             let found = |o: Outcome| match o {
