@@ -605,3 +605,36 @@ fn keys_longer_than_a_later_max_key_bytes_are_still_found() {
     assert!(matches!(db.put(&long, b"w"), Err(Error::InvalidKey { .. })));
     db.close().unwrap();
 }
+
+/// The same store under smaller limits keeps working: the WAL replayed at
+/// open and compactions rewrite the long keys and large values already
+/// stored (refusing them failed the open, or stopped every write at the
+/// first compaction that met them), while new writes obey the limits.
+#[test]
+fn a_store_reopened_under_smaller_limits_opens_compacts_and_writes() {
+    let dir = scratch_dir();
+    let long = vec![b'k'; 100];
+    let big = vec![b'v'; 1000];
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(&long, &big).unwrap();
+    db.flush().unwrap();
+    db.put(&long[..90], &big).unwrap(); // left in the WAL
+    db.close().unwrap();
+    let options = Options {
+        max_key_bytes: 50,
+        max_value_bytes: 100,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    db.compact().unwrap();
+    db.put(b"after", b"x").unwrap();
+    assert!(matches!(db.put(&long, b"w"), Err(Error::InvalidKey { .. })));
+    assert!(matches!(
+        db.put(b"k", &big),
+        Err(Error::ValueTooLarge { .. })
+    ));
+    assert_eq!(db.get(&long).unwrap(), Some(big.clone()));
+    assert_eq!(db.get(&long[..90]).unwrap(), Some(big.clone()));
+    assert_eq!(db.get(b"after").unwrap(), Some(b"x".to_vec()));
+    db.close().unwrap();
+}
