@@ -473,6 +473,22 @@ impl Case {
                     );
                 }
                 self.snapshots.clear();
+                if self.rng.below(2) == 0 {
+                    // Reopened under other read and shape options: the
+                    // tables stay where they are and must read the same.
+                    let o = &mut self.options;
+                    o.block_size = [64, 128, 512][self.rng.below(3) as usize];
+                    o.dynamic_level_bytes = !o.dynamic_level_bytes;
+                    o.filter_kind = *self.rng.pick(&[
+                        FilterKind::Blocked,
+                        FilterKind::Standard,
+                        FilterKind::Ribbon,
+                    ]);
+                    o.block_cache_bytes = [0, 4 << 10, 64 << 10][self.rng.below(3) as usize];
+                    o.target_file_bytes = 512 + self.rng.below(1536);
+                    o.level_size_ratio = 2 + self.rng.below(2);
+                    o.use_direct_reads = self.rng.below(2) == 0 && direct_reads_work(&self.dir);
+                }
                 *db = Some(Db::open(&self.dir, self.options.clone()).unwrap());
             }
         }
