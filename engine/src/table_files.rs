@@ -68,13 +68,19 @@ impl TableFiles {
         self.next_file.load(Ordering::SeqCst)
     }
 
+    /// How tables are written. The key and value limits are the format's,
+    /// not `Options::max_key_bytes`/`max_value_bytes`: those limit what a
+    /// write may add (checked before it is logged), while a table holds
+    /// whatever is already stored, which a store written under larger
+    /// limits and opened under smaller ones may exceed; a flush,
+    /// compaction or replay refusing it would stop all writes.
     fn table_options(&self, bits_per_key: f64) -> TableOptions {
         TableOptions {
             block_size: self.options.block_size,
             filter_kind: self.options.filter_kind,
             bits_per_key,
-            max_key_bytes: self.options.max_key_bytes,
-            max_value_bytes: self.options.max_value_bytes,
+            max_key_bytes: bloomlsm_sstable::DEFAULT_MAX_KEY_BYTES,
+            max_value_bytes: bloomlsm_sstable::DEFAULT_MAX_VALUE_BYTES,
         }
     }
 
