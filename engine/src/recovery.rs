@@ -130,6 +130,12 @@ fn recover_into(
     version
         .check_invariants()
         .map_err(|reason| Error::corruption(&manifest_path, 0, Damage::TreeOrder(reason)))?;
+    for t in version.levels.iter().flatten() {
+        let properties_at = t.table.footer().properties.offset;
+        crate::table_files::check_record(&t.meta, t.table.properties()).map_err(|reason| {
+            Error::corruption(names::table(dir, t.meta.number), properties_at, reason)
+        })?;
+    }
     let mut wals: Vec<u64> = listing
         .iter()
         .filter_map(|n| match names::parse(n) {
