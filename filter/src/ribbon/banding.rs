@@ -113,7 +113,10 @@ impl Banding {
                     Step::Moved => {}
                     Step::Failed => return false,
                     Step::Done => match chains.advance($j) {
-                        Some(k) => cursors[$j] = cursor(k),
+                        Some(k) => {
+                            cursors[$j] = cursor(k);
+                            rows.prefetch(cursors[$j].word + 2 * PREFETCH_SLOTS);
+                        }
                         None => {
                             // Every other chain is on its last equation.
                             return (0..CHAINS)
@@ -160,6 +163,16 @@ impl Banding {
             .count()
     }
 }
+
+/// How far ahead of a new equation's start [`Banding::add_all`] asks for
+/// the band's rows: the equations are banded in order of start block, so
+/// a chain reaches the rows `PREFETCH_SLOTS` slots on about as many
+/// equations later. Every equation asks for one line of coefficients
+/// (4 rows) and one of results (16 rows), about one equation a slot, so
+/// every line of the band is asked for. 128 measured best of 16, 64, 128
+/// and 256 (thread CPU time of banding, 19.5 ms without, 17.9 ms with, a
+/// million keys at 10 bits per key).
+const PREFETCH_SLOTS: usize = 128;
 
 /// Equations eliminated in turn by [`Banding::add_all`].
 const CHAINS: usize = 2;
@@ -216,6 +229,29 @@ struct Rows<'a> {
 }
 
 impl Rows<'_> {
+    /// Asks the processor to fetch into cache the row that starts at
+    /// `word` (or the last row, if `word` is past the band): its
+    /// coefficients' line and its result's. A hint only: nothing is read.
+    #[inline(always)]
+    fn prefetch(&self, word: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            // The band has at least 128 rows: `words` is not empty.
+            let word = word.min(self.words.len() - 2);
+            // SAFETY: `word < words.len()`, and `word / 2 < results.len()`
+            // by the `Rows` invariant, so both pointers are in bounds of
+            // their slices (`add` stays inside the allocation). A prefetch
+            // reads nothing the program sees and cannot fault.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(self.words.as_ptr().add(word).cast());
+                _mm_prefetch::<_MM_HINT_T0>(self.results.as_ptr().add(word / 2).cast());
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = word;
+    }
+
     /// Runs one equation's elimination to its end.
     #[inline]
     fn finish(&mut self, mut cursor: Cursor) -> bool {
