@@ -25,6 +25,8 @@
 mod answer;
 mod arena;
 mod background;
+#[cfg(test)]
+mod background_model_tests;
 mod batch;
 mod compaction;
 mod counters;
