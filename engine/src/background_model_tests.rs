@@ -115,7 +115,10 @@ fn check_tree(inner: &DbInner) -> Result<(), String> {
             }
             let filter = t.table.filter();
             let mut it = TableIter::new(Arc::clone(&t.table), false);
-            while it.advance().map_err(|e| format!("table {}: {e}", m.number))? {
+            while it
+                .advance()
+                .map_err(|e| format!("table {}: {e}", m.number))?
+            {
                 let (k, seq) = (it.user_key(), it.seq());
                 if k < m.smallest_key.as_slice()
                     || k > m.largest_key.as_slice()
@@ -209,8 +212,11 @@ const WIDTH: u64 = 3000;
 impl Run {
     fn new(seed: u64) -> Self {
         let mut rng = Mix(seed);
-        let kind = [FilterKind::Blocked, FilterKind::Standard, FilterKind::Ribbon]
-            [rng.below(3) as usize];
+        let kind = [
+            FilterKind::Blocked,
+            FilterKind::Standard,
+            FilterKind::Ribbon,
+        ][rng.below(3) as usize];
         let l0_trigger = 2 + rng.below(3) as usize;
         let bits = 4.0 + rng.below(100) as f64 / 10.0;
         let dir = scratch_dir();
@@ -310,8 +316,10 @@ impl Run {
                 "scan from {:?} ({}) differs at pair {first}: got {:?}, want {:?} ({} vs {} pairs)",
                 String::from_utf8_lossy(&from),
                 if snap.is_some() { "snapshot" } else { "now" },
-                got.get(first).map(|p| String::from_utf8_lossy(&p.0).into_owned()),
-                want.get(first).map(|p| String::from_utf8_lossy(&p.0).into_owned()),
+                got.get(first)
+                    .map(|p| String::from_utf8_lossy(&p.0).into_owned()),
+                want.get(first)
+                    .map(|p| String::from_utf8_lossy(&p.0).into_owned()),
                 got.len(),
                 want.len()
             ));
@@ -607,7 +615,10 @@ fn rebalancing_on_background_threads_matches_the_model() {
         compactions += c;
         deepest = deepest.max(d);
     }
-    assert!(rebalanced > 0, "no filter was rebalanced: the test lost its point");
+    assert!(
+        rebalanced > 0,
+        "no filter was rebalanced: the test lost its point"
+    );
     assert!(compactions > 0, "no compaction ran");
     assert!(deepest >= 3, "the tree reached only L{deepest}");
 }
