@@ -43,6 +43,8 @@ pub mod fs;
 pub mod fuzzing;
 mod inner;
 mod install;
+#[cfg(test)]
+mod interleaving_tests;
 mod iter;
 mod level_fences;
 mod manifest;
