@@ -8,7 +8,9 @@
 //! in a drifting window of keys; every answer is checked against a
 //! `BTreeMap`: gets now, gets and scans through snapshots held across many
 //! flushes, compactions and rebuilds (each against the model as of its
-//! sequence), iterators opened and read a few pairs at a time over the
+//! sequence), runs of keys written in key order far from the window and
+//! later partly deleted (disjoint tables and tombstones that move down by
+//! trivial moves), iterators opened and read a few pairs at a time over the
 //! same span, `rebuild_filters` at random policies, and close-and-reopen
 //! with a different `Optimized` budget (so every filter's target moves).
 //!
@@ -200,10 +202,16 @@ struct Run {
     /// The window's start: keys are written in `base..base + WIDTH`.
     base: u64,
     next_id: u64,
+    /// Runs of keys written in key order far from the window (their
+    /// flushed tables are disjoint, so they move down by trivial moves,
+    /// several at a time), as `(first, end)`; the next run starts at `runs_end`.
+    runs: Vec<(u64, u64)>,
+    runs_end: u64,
     op: usize,
     /// Counters of earlier opens (stats restart at each open).
     rebalanced: u64,
     compactions: u64,
+    trivial_moves: u64,
     deepest: usize,
 }
 
@@ -236,9 +244,12 @@ impl Run {
             errors,
             base: 0,
             next_id: 0,
+            runs: Vec::new(),
+            runs_end: 1 << 28,
             op: 0,
             rebalanced: 0,
             compactions: 0,
+            trivial_moves: 0,
             deepest: 0,
         }
     }
@@ -326,8 +337,45 @@ impl Run {
         }
     }
 
+    /// A run of puts in key order past every key written so far, or the
+    /// deletes of part of an earlier run (tombstones that move down whole).
+    fn run_in_key_order(&mut self) {
+        let k = if !self.runs.is_empty() && self.rng.chance(0.4) {
+            let (first, end) = self.runs[self.rng.below(self.runs.len() as u64) as usize];
+            let from = first + self.rng.below(end - first);
+            let to = (from + 30 + self.rng.below(150)).min(end);
+            (from..to).map(|k| (k, false)).collect::<Vec<_>>()
+        } else {
+            let first = self.runs_end;
+            let end = first + 80 + self.rng.below(300);
+            self.runs.push((first, end));
+            self.runs_end = end + self.rng.below(1000);
+            (first..end).map(|k| (k, true)).collect()
+        };
+        for (k, put) in k {
+            let k = key(k);
+            if put {
+                let v = self.new_value();
+                self.db()
+                    .put(&k, &v)
+                    .unwrap_or_else(|e| self.fail(format!("put: {e}")));
+                self.model.insert(k, v);
+            } else {
+                self.db()
+                    .delete(&k)
+                    .unwrap_or_else(|e| self.fail(format!("delete: {e}")));
+                self.model.remove(&k);
+            }
+        }
+    }
+
     fn write(&mut self) {
-        let roll = self.rng.below(100);
+        let roll = self.rng.below(1000);
+        if roll < 4 {
+            self.run_in_key_order();
+            return;
+        }
+        let roll = roll / 10;
         if roll < 8 {
             let mut batch = WriteBatch::new();
             let mut applied = Vec::new();
@@ -447,6 +495,7 @@ impl Run {
         let s = self.sample();
         self.rebalanced += s.filters_rebalanced;
         self.compactions += s.compactions;
+        self.trivial_moves += s.trivial_moves;
         for s in &mut self.snapshots {
             *s = None;
         }
@@ -539,7 +588,8 @@ impl Run {
         }
     }
 
-    fn run(mut self, ops: usize) -> (u64, u64, usize) {
+    /// Returns filters rebalanced, compactions, trivial moves, deepest level.
+    fn run(mut self, ops: usize) -> (u64, u64, u64, usize) {
         for op in 0..ops {
             self.op = op;
             self.step();
@@ -567,10 +617,14 @@ impl Run {
         }
         let s = self.sample();
         let tables: Vec<u64> = s.levels.iter().map(|l| l.tables).collect();
-        println!("  tables per level at the end: {tables:?}");
+        println!(
+            "  tables per level at the end: {tables:?}; {} trivial moves",
+            self.trivial_moves + s.trivial_moves
+        );
         let totals = (
             self.rebalanced + s.filters_rebalanced,
             self.compactions + s.compactions,
+            self.trivial_moves + s.trivial_moves,
             self.deepest,
         );
         for s in &mut self.snapshots {
@@ -607,9 +661,11 @@ fn rebalancing_on_background_threads_matches_the_model() {
     let mut rebalanced = 0;
     let mut compactions = 0;
     let mut deepest = 0;
+    let mut moves = 0;
     for seed in seeds {
         println!("case seed {seed:x}");
-        let (r, c, d) = Run::new(seed).run(ops);
+        let (r, c, m, d) = Run::new(seed).run(ops);
+        moves += m;
         println!("  {r} filters rebalanced, {c} compactions, deepest level L{d}");
         rebalanced += r;
         compactions += c;
@@ -620,5 +676,6 @@ fn rebalancing_on_background_threads_matches_the_model() {
         "no filter was rebalanced: the test lost its point"
     );
     assert!(compactions > 0, "no compaction ran");
+    assert!(moves > 0, "no trivial move");
     assert!(deepest >= 3, "the tree reached only L{deepest}");
 }
