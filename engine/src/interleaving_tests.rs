@@ -119,7 +119,11 @@ fn check_tree(db: &Db, what: &str) {
         );
     }
     let live = sv.version.levels.iter().flatten().count();
-    let files = std::fs::read_dir(&db.inner.dir)
+    assert_eq!(sst_files(db), live, "{what}: table files on disk");
+}
+
+fn sst_files(db: &Db) -> usize {
+    std::fs::read_dir(&db.inner.dir)
         .unwrap()
         .filter(|e| {
             e.as_ref()
@@ -128,8 +132,7 @@ fn check_tree(db: &Db, what: &str) {
                 .extension()
                 .is_some_and(|x| x == "sst")
         })
-        .count();
-    assert_eq!(files, live, "{what}: table files on disk");
+        .count()
 }
 
 const KEYS: u64 = 300;
@@ -173,12 +176,11 @@ fn l0_tables_rebuilt_while_a_flush_installs_newer_ones_keep_their_place() {
     let before = db.snapshot();
     let model_before = model.clone();
 
+    // Uniform, so no background rebalancing changes the files counted below.
     let (paused, resume) = arm(&db.inner.rebuild_pause);
     let rebuilder = {
         let db = Arc::clone(&db);
-        std::thread::spawn(move || {
-            db.rebuild_filters(FilterPolicy::Optimized { bits_per_key: 13.0 })
-        })
+        std::thread::spawn(move || db.rebuild_filters(FilterPolicy::Uniform { bits_per_key: 13.0 }))
     };
     paused.recv().unwrap();
     // The copies of the three tables are written: a flush installs a
@@ -191,6 +193,9 @@ fn l0_tables_rebuilt_while_a_flush_installs_newer_ones_keep_their_place() {
     resume.send(()).unwrap();
     rebuilder.join().unwrap().unwrap();
 
+    // The iterator's view still holds the four replaced tables: their
+    // files stay until it lets go.
+    assert_eq!(sst_files(&db), 8, "files of the live and the held tables");
     check(&db, &model, KEYS, "after the rebuild");
     check_snapshot(
         &before,
@@ -206,6 +211,11 @@ fn l0_tables_rebuilt_while_a_flush_installs_newer_ones_keep_their_place() {
     );
     let seen: Model = iter.map(|r| r.unwrap()).collect();
     assert_eq!(seen, model_during, "iterator opened during the rebuild");
+    assert_eq!(
+        sst_files(&db),
+        4,
+        "files once no reader holds the replaced tables"
+    );
     let l0 = db.inner.current.read().version.levels[0].len();
     assert_eq!(l0, 4);
     drop((before, during));
@@ -301,8 +311,8 @@ fn a_snapshot_taken_while_a_compaction_merges_sees_the_newest_versions_of_its_in
     let db = Arc::new(Db::open(dir.path(), options(policy)).unwrap());
     let mut model = Model::new();
     three_l0_tables(&db, &mut model);
+    // In the compaction's list of live snapshots; dropped during the merge.
     let old = db.snapshot();
-    let model_old = model.clone();
     fourth_round(&db, &mut model);
     db.flush().unwrap();
     let (paused, resume) = arm(&db.inner.merge_pause);
@@ -319,7 +329,9 @@ fn a_snapshot_taken_while_a_compaction_merges_sees_the_newest_versions_of_its_in
     apply(
         &db,
         &mut model,
-        (0..KEYS).filter_map(|i| (i % 7 == 0).then(|| (i, Some(format!("late-{i}"))))),
+        (0..KEYS)
+            .filter(|i| i % 7 == 0)
+            .map(|i| (i, Some(format!("late-{i}")))),
     );
     db.flush().unwrap();
     drop(old);
@@ -334,7 +346,6 @@ fn a_snapshot_taken_while_a_compaction_merges_sees_the_newest_versions_of_its_in
     );
     let seen: Model = iter.map(|r| r.unwrap()).collect();
     assert_eq!(seen, model_during, "iterator opened during the merge");
-    let _ = model_old;
     drop(during);
     check_tree(&db, "after the compaction");
 }
