@@ -256,7 +256,7 @@ fn a_rebalancing_rebuild_paused_before_install_while_a_flush_and_a_compaction_co
             let db = Arc::clone(&db);
             std::thread::spawn(move || db.inner.rebalance_filters_step(SETTLED_TOLERANCE))
         };
-        if paused.recv_timeout(Duration::from_secs(30)).is_err() {
+        if paused.recv_timeout(Duration::from_secs(5)).is_err() {
             // Nothing left to rebalance.
             assert!(!rebalancer.join().unwrap().unwrap());
             break;
