@@ -6,18 +6,19 @@
 //! any file-system operation of that run (writing a rebuilt table, its
 //! fsync, the directory's, the manifest that swaps it in), then a power
 //! loss, then an open with a different filter policy must give back
-//! exactly a prefix of the history (with deletes: a resurrected key or an
-//! older version would be no prefix) holding every acknowledged write,
+//! exactly a prefix of the history (puts in key order, whose tables move
+//! down whole and keep their filters until rebuilt, then deletes of those
+//! keys, overwrites and new keys: a resurrected key or an older version
+//! would be no prefix) holding every acknowledged write,
 //! leave no orphan or missing table, and stay so after the reopened store
 //! rebalances every filter to its new budget and opens once more.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, FilterKind, FilterPolicy, Options, SyncMode};
-use std::collections::BTreeMap;
-
 use bloomlsm_tests::{contents, key, table_files, value};
 
 const WRITES: u64 = 900;
