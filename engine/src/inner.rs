@@ -95,6 +95,14 @@ pub(crate) struct DbInner {
     /// Test-only pause point in the read path (see `read.rs`).
     #[cfg(test)]
     pub(crate) read_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point between a filter rebuild's copies (written
+    /// and synced) and their install (see `rebuild.rs`).
+    #[cfg(test)]
+    pub(crate) rebuild_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point between a compaction's reading of the live
+    /// snapshots and its merge (see `compaction/mod.rs`).
+    #[cfg(test)]
+    pub(crate) merge_pause: crate::test_hooks::ReadPause,
     /// Test-only observer of every install (see `install.rs`).
     #[cfg(test)]
     pub(crate) install_hook: crate::test_hooks::InstallHook,
@@ -145,6 +153,10 @@ impl DbInner {
             options,
             #[cfg(test)]
             read_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            rebuild_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            merge_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             install_hook: crate::test_hooks::InstallHook::default(),
         }

@@ -25,6 +25,8 @@
 mod answer;
 mod arena;
 mod background;
+#[cfg(test)]
+mod background_model_tests;
 mod batch;
 mod compaction;
 mod counters;
@@ -41,6 +43,8 @@ pub mod fs;
 pub mod fuzzing;
 mod inner;
 mod install;
+#[cfg(test)]
+mod interleaving_tests;
 mod iter;
 mod level_fences;
 mod manifest;

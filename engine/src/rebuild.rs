@@ -92,6 +92,8 @@ impl DbInner {
             discard(&added);
             return Err(e);
         }
+        #[cfg(test)]
+        self.rebuild_pause.pause();
         let removed: Vec<Arc<TableHandle>> = jobs.iter().map(|(t, _)| Arc::clone(t)).collect();
         // A failed install may still have renamed a manifest naming the new
         // tables into place: they are never deleted here (the next open

@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
-/// A test-only pause point between a reader's view and its sequence: a
-/// test stops a reader there and changes the tree under it.
+/// A test-only pause point: a test stops a thread there and changes the
+/// tree under it (between a reader's view and its sequence; between a
+/// rebuild's copies and their install; between a compaction's snapshot
+/// list and its install).
 #[derive(Default)]
 pub(crate) struct ReadPause(parking_lot::Mutex<Option<Arc<dyn Fn() + Send + Sync>>>);
 

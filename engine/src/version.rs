@@ -121,6 +121,15 @@ impl Version {
         added: &[Arc<TableHandle>],
         removed: &[Arc<TableHandle>],
     ) -> Result<Self, TreeOrderError> {
+        // Only the compaction lock's holder removes tables, and it chose
+        // them from the live tree: a removed table that is not live would
+        // mean a copy or an output installed for inputs already replaced.
+        debug_assert!(
+            removed
+                .iter()
+                .all(|r| self.levels.iter().flatten().any(|t| Arc::ptr_eq(r, t))),
+            "an edit removes a table that is not live"
+        );
         let mut version = self.clone();
         let levels = version.levels.len();
         for level in &mut version.levels {

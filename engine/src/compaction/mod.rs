@@ -116,6 +116,8 @@ impl DbInner {
             keys: inputs.iter().map(|t| table_keys(t)).sum(),
             removed: &inputs,
         });
+        #[cfg(test)]
+        self.merge_pause.pause();
         let outputs = self.tables.write(
             c.output_level,
             OutputCuts::new(self.options.target_file_bytes, c.grandparents.clone()),
