@@ -128,7 +128,10 @@ fn a_refused_record_leaves_every_file_as_it_was() {
     assert!(healthy.tables.len() > 4, "{} tables", healthy.tables.len());
     assert!(healthy.tables.iter().any(|t| t.level > 1));
     let wal = common::newest_wal(dir.path());
-    assert!(std::fs::metadata(&wal).unwrap().len() > 0, "writes in the WAL");
+    assert!(
+        std::fs::metadata(&wal).unwrap().len() > 0,
+        "writes in the WAL"
+    );
     // A leftover that a successful open would remove.
     std::fs::write(dir.path().join("999999.sst"), b"orphan").unwrap();
 
