@@ -147,25 +147,35 @@ pub fn history_prefix(db: &bloomlsm::Db, attempted: u64) -> Result<u64, String> 
     for i in 0..n {
         apply_history_model(&mut model, i);
     }
-    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let keys: std::collections::BTreeSet<&Vec<u8>> = got.keys().chain(model.keys()).collect();
-    let diff: Vec<String> = keys
-        .into_iter()
-        .filter(|k| got.get(*k) != model.get(*k))
-        .take(4)
-        .map(|k| {
-            format!(
-                "{}: store {:?}, prefix {:?}",
-                s(k),
-                got.get(k).map(|v| s(v)),
-                model.get(k).map(|v| s(v))
-            )
-        })
-        .collect();
+    let diff = first_differences(&got, &model, "prefix");
     Err(format!(
         "the store holds no prefix of the history ({} keys, {attempted} writes attempted): \
          closest is the first {n} writes, {} keys differ: {diff:?}",
         got.len(),
         best.0
     ))
+}
+
+/// Up to four keys on which `got` (a store's contents) and `want` (a model
+/// of writes, named `want_name`) differ, each with both values, for a
+/// failure message.
+pub fn first_differences(
+    got: &BTreeMap<Vec<u8>, Vec<u8>>,
+    want: &BTreeMap<Vec<u8>, Vec<u8>>,
+    want_name: &str,
+) -> Vec<String> {
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let keys: std::collections::BTreeSet<&Vec<u8>> = got.keys().chain(want.keys()).collect();
+    keys.into_iter()
+        .filter(|k| got.get(*k) != want.get(*k))
+        .take(4)
+        .map(|k| {
+            format!(
+                "{}: store {:?}, {want_name} {:?}",
+                s(k),
+                got.get(k).map(|v| s(v)),
+                want.get(k).map(|v| s(v))
+            )
+        })
+        .collect()
 }

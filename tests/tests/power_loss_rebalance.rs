@@ -66,21 +66,7 @@ fn recovered_prefix(db: &Db, from: u64, to: u64) -> Result<u64, String> {
     for i in 0..from {
         apply(&mut model, i);
     }
-    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let keys: std::collections::BTreeSet<&Vec<u8>> = got.keys().chain(model.keys()).collect();
-    let diff: Vec<String> = keys
-        .into_iter()
-        .filter(|k| got.get(*k) != model.get(*k))
-        .take(4)
-        .map(|k| {
-            format!(
-                "{}: store {:?}, after {from} writes {:?}",
-                s(k),
-                got.get(k).map(|v| s(v)),
-                model.get(k).map(|v| s(v))
-            )
-        })
-        .collect();
+    let diff = bloomlsm_tests::first_differences(&got, &model, &format!("after {from} writes"));
     Err(format!(
         "the store holds none of the first {from}..={to} writes: {diff:?}"
     ))
