@@ -81,12 +81,6 @@ pub(crate) struct TableIndex {
     seqs: Option<Box<[u64]>>,
 }
 
-impl Default for TableIndex {
-    fn default() -> Self {
-        TableIndexBuilder::default().finish()
-    }
-}
-
 /// Collects a table's index entries in order, then freezes them.
 #[derive(Debug, Default)]
 pub(crate) struct TableIndexBuilder {
@@ -310,9 +304,10 @@ mod tests {
         assert!(!index.ends_with_version_of(2, b"b"));
     }
 
-    /// Blocks ending at "apple"@9 (the next starts with "apricot"), "b"@4
-    /// (versions of "b" continue), "b" (its last version), "d": separators
-    /// "apr" and "b"@0, exact "b"@4, and the last block's "d"@0.
+    /// Separators as the writer makes them: "apr"@0 (a block ending at
+    /// "apple", the next starting with "apricot"), the exact "b"@4 (versions
+    /// of "b" continue into the next block), "b"@0 (its last version ends
+    /// that block) and the last block's "d"@0.
     #[test]
     fn separators_with_sequence_zero_cover_every_version_of_their_key() {
         let index = index_of(&[(b"apr", 0), (b"b", 4), (b"b", 0), (b"d", 0)]);
