@@ -85,6 +85,22 @@ impl DbInner {
         self.rebalance_filters_step(BACKGROUND_TOLERANCE)
     }
 
+    /// The oldest live snapshot was released: if that makes a table due for
+    /// a bottommost cleanup, wakes the compaction thread. Inline (without
+    /// background threads) the cleanup runs with the next write's work or
+    /// `Db::wait_for_background_work`: a snapshot's drop never does I/O.
+    pub(crate) fn oldest_snapshot_released(&self) {
+        if !self.options.background_work || self.check_writable().is_err() {
+            return;
+        }
+        let sv = Arc::clone(&self.current.read());
+        if self.pick_bottom_cleanup(&sv.version.levels).is_some() {
+            let mut bg = self.bg.lock();
+            bg.compaction_pending = true;
+            self.bg_cv.notify_all();
+        }
+    }
+
     /// Flushes and compactions inline (when `background_work` is off):
     /// a bounded amount of work per call.
     pub(crate) fn do_background_work(&self) -> Result<()> {

@@ -63,6 +63,8 @@ pub(crate) struct Counters {
     pub(crate) flushes: AtomicU64,
     pub(crate) compactions: AtomicU64,
     pub(crate) trivial_moves: AtomicU64,
+    /// Bottommost cleanups (also counted in `compactions`).
+    pub(crate) bottom_cleanups: AtomicU64,
     pub(crate) filters_built: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
     pub(crate) bytes_compacted_read: AtomicU64,
@@ -80,6 +82,7 @@ impl Counters {
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
             trivial_moves: AtomicU64::new(0),
+            bottom_cleanups: AtomicU64::new(0),
             filters_built: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
             bytes_compacted_read: AtomicU64::new(0),

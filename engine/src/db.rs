@@ -259,11 +259,20 @@ impl Snapshot {
 impl Drop for Snapshot {
     fn drop(&mut self) {
         let mut snaps = self.inner.snapshots.lock();
+        let oldest = snaps.keys().next().copied();
+        let mut released = false;
         if let Some(count) = snaps.get_mut(&self.seq) {
             *count -= 1;
             if *count == 0 {
                 snaps.remove(&self.seq);
+                released = oldest == Some(self.seq);
             }
+        }
+        drop(snaps);
+        // The oldest snapshot is gone: tables it pinned may now be cleaned
+        // up, even if no write ever comes (`compaction/cleanup.rs`).
+        if released {
+            self.inner.oldest_snapshot_released();
         }
     }
 }

@@ -48,7 +48,8 @@ pub(crate) struct BackgroundState {
 /// (filter bytes claimed by writes in flight; held while planning, which
 /// clones the view), `current` (the view; held only to clone or swap the
 /// `Arc`), then the leaves
-/// `filter_policy`, `snapshots`, `compact_pointer`, `write_error`, `bg`,
+/// `filter_policy`, `snapshots`, `compact_pointer`, `cleanup_futile`,
+/// `write_error`, `bg`,
 /// `stall`, `dir_lock`, each held for a few instructions and never while
 /// taking another. `last_visible` and `closed` are atomics.
 #[derive(Debug)]
@@ -92,6 +93,12 @@ pub(crate) struct DbInner {
     pub(crate) rebalanced_at: AtomicU64,
     /// Where the next level-n compaction starts (round robin by key).
     pub(crate) compact_pointer: Mutex<Vec<Vec<u8>>>,
+    /// Tables written by a bottommost cleanup that dropped nothing, each
+    /// with the oldest live snapshot it was written under: not picked for
+    /// one again while that is still the oldest (`compaction/cleanup.rs`),
+    /// so cleanups cannot loop. Entries of tables no longer live are
+    /// pruned at the next pick.
+    pub(crate) cleanup_futile: Mutex<Vec<(u64, Option<u64>)>>,
     /// Test-only pause point in the read path (see `read.rs`).
     #[cfg(test)]
     pub(crate) read_pause: crate::test_hooks::ReadPause,
@@ -147,6 +154,7 @@ impl DbInner {
             closed: AtomicBool::new(false),
             filter_policy: RwLock::new(options.filter_policy.clone()),
             compact_pointer: Mutex::new(vec![Vec::new(); num_levels]),
+            cleanup_futile: Mutex::new(Vec::new()),
             filter_claims: FilterClaims::default(),
             installs: AtomicU64::new(0),
             rebalanced_at: AtomicU64::new(u64::MAX),

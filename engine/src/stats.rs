@@ -18,6 +18,8 @@ pub struct LevelStats {
     pub tables: u64,
     /// Entries in its tables.
     pub entries: u64,
+    /// Tombstones among them (from the tables' properties).
+    pub tombstones: u64,
     /// Bytes of its table files.
     pub file_bytes: u64,
     /// Bytes of filter bit arrays held in memory.
@@ -84,6 +86,7 @@ impl LevelStats {
         let keys_before = self.filter_key_weight();
         self.tables += o.tables;
         self.entries += o.entries;
+        self.tombstones += o.tombstones;
         self.file_bytes += o.file_bytes;
         self.filter_bytes += o.filter_bytes;
         self.table_probes += o.table_probes;
@@ -144,6 +147,11 @@ pub struct Stats {
     pub compactions: u64,
     /// Tables moved one level down by a manifest edit alone (no merge).
     pub trivial_moves: u64,
+    /// Bottommost cleanups: compactions (counted in `compactions` too)
+    /// that rewrote one table with nothing below it alone into its own
+    /// level, to drop the tombstones and shadowed versions no live
+    /// snapshot needs any more.
+    pub bottom_cleanups: u64,
     /// Filters built (one per table written).
     pub filters_built: u64,
     /// Bytes of table files written.
@@ -172,6 +180,7 @@ impl DbInner {
             for t in tables {
                 s.tables += 1;
                 s.entries += t.meta.entries;
+                s.tombstones += t.table.properties().tombstones;
                 s.file_bytes += t.meta.file_size;
                 if let FilterStatus::Unusable(_) = t.table.filter_status() {
                     s.tables_without_usable_filter += 1;
@@ -211,6 +220,7 @@ impl DbInner {
             flushes: get(&self.counters.flushes),
             compactions: get(&self.counters.compactions),
             trivial_moves: get(&self.counters.trivial_moves),
+            bottom_cleanups: get(&self.counters.bottom_cleanups),
             filters_built: get(&self.counters.filters_built),
             bytes_written: get(&self.counters.bytes_written),
             bytes_compacted_read: get(&self.counters.bytes_compacted_read),

@@ -4,6 +4,7 @@
 //! filter. Inputs are deleted only after the manifest that drops them is
 //! durable and the last reader holding them lets go (`version.rs`).
 
+mod cleanup;
 mod level_cursor;
 mod pick;
 mod retain;
@@ -12,6 +13,8 @@ mod widen;
 
 #[cfg(test)]
 mod aligned_outputs_tests;
+#[cfg(test)]
+mod cleanup_tests;
 #[cfg(test)]
 mod move_shapes_tests;
 #[cfg(test)]
@@ -67,7 +70,8 @@ impl DbInner {
                 }
                 picked
             };
-            let Some(c) = picked else {
+            // Lowest priority: only when no level needs a compaction.
+            let Some(c) = picked.or_else(|| self.pick_bottom_cleanup(&sv.version.levels)) else {
                 return Ok(());
             };
             self.merge(&c)?;
@@ -109,6 +113,7 @@ impl DbInner {
         // a sequence at or above every entry of the inputs, so the newest
         // version of each key, always kept, is the one it sees.
         let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();
+        let oldest_snapshot = snapshots.first().copied();
         let mut retain = Retain::new(snapshots, c.deeper.checker());
         // The inputs' distinct keys bound the outputs' from above.
         let (plan, claim) = self.plan_filters(PlannedWrite {
@@ -133,7 +138,54 @@ impl DbInner {
         drop(claim);
         Counters::add(&self.counters.compactions, 1);
         Counters::add(&self.counters.levels[c.output_level].writes_into, 1);
+        if c.bottom_cleanup {
+            Counters::add(&self.counters.bottom_cleanups, 1);
+            let kept: u64 = outputs.iter().map(|t| t.meta.entries).sum();
+            let read: u64 = inputs.iter().map(|t| t.meta.entries).sum();
+            if kept >= read {
+                // Dropped nothing (the picker's rule says it cannot happen):
+                // not again while the snapshots stay, or it would loop.
+                self.cleanup_futile
+                    .lock()
+                    .extend(outputs.iter().map(|t| (t.meta.number, oldest_snapshot)));
+            }
+        }
         Ok(())
+    }
+
+    /// The bottommost cleanup due, if any (`cleanup.rs`), for the tree
+    /// `levels` and the live snapshots.
+    pub(crate) fn pick_bottom_cleanup(
+        &self,
+        levels: &[Vec<Arc<TableHandle>>],
+    ) -> Option<Compaction<Arc<TableHandle>>> {
+        let garbage = |t: &Arc<TableHandle>| {
+            let p = t.table.properties();
+            p.tombstones + p.entries.saturating_sub(p.distinct_keys)
+        };
+        // Most trees have nothing to clean: find that out without taking
+        // the snapshot lock (inline, this runs after every write).
+        cleanup::pick_bottom_cleanup(levels, None, garbage)?;
+        let oldest_snapshot = self.snapshots.lock().keys().next().copied();
+        let futile: Vec<u64> = {
+            let mut futile = self.cleanup_futile.lock();
+            if !futile.is_empty() {
+                let live: Vec<u64> = levels.iter().flatten().map(|t| t.meta.number).collect();
+                futile.retain(|(n, _)| live.contains(n));
+            }
+            futile
+                .iter()
+                .filter(|(_, under)| *under == oldest_snapshot)
+                .map(|(n, _)| *n)
+                .collect()
+        };
+        cleanup::pick_bottom_cleanup(levels, oldest_snapshot, |t| {
+            if futile.contains(&t.meta.number) {
+                0
+            } else {
+                garbage(t)
+            }
+        })
     }
 }
 

@@ -55,6 +55,10 @@ pub(crate) struct Compaction<T> {
     /// the inputs do not meet each other, so they move to `output_level`
     /// by a manifest edit alone, every version (and tombstone) kept.
     pub(crate) trivial_move: bool,
+    /// A bottommost cleanup (`cleanup.rs`): one table rewritten alone into
+    /// its own level, nothing below it, to drop its tombstones and shadowed
+    /// versions.
+    pub(crate) bottom_cleanup: bool,
 }
 
 impl<T> Compaction<T> {
@@ -76,6 +80,12 @@ impl DeeperRanges {
     /// Nothing below: every key is at its base level (a full compaction).
     pub(crate) fn none() -> Self {
         Self::default()
+    }
+
+    /// No deeper table meets the range: every key in it is at its base
+    /// level, so every trailing tombstone in it may go.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.levels.iter().all(Vec::is_empty)
     }
 
     /// REQUIRES: each level's ranges sorted and non-overlapping.
@@ -287,6 +297,7 @@ pub(crate) fn pick_all<T: TableRef + Clone>(levels: &[Vec<T>]) -> Option<Compact
         grandparents: Vec::new(),
         next_pointer: None,
         trivial_move: false,
+        bottom_cleanup: false,
     })
 }
 
@@ -325,20 +336,7 @@ fn expand<T: TableRef + Clone>(
         _ => Vec::new(),
     };
     let deeper = match range {
-        Some((smallest, largest)) => DeeperRanges::new(
-            levels[output_level + 1..]
-                .iter()
-                .map(|tables| {
-                    overlapping(tables, smallest, largest)
-                        .iter()
-                        .map(|t| {
-                            let m = t.meta();
-                            (m.smallest_key.clone(), m.largest_key.clone())
-                        })
-                        .collect()
-                })
-                .collect(),
-        ),
+        Some((smallest, largest)) => deeper_ranges(levels, output_level, smallest, largest),
         None => DeeperRanges::none(),
     };
     let below_output = levels.get(output_level + 1).map_or(&[][..], Vec::as_slice);
@@ -358,7 +356,33 @@ fn expand<T: TableRef + Clone>(
         grandparents,
         next_pointer,
         trivial_move,
+        bottom_cleanup: false,
     }
+}
+
+/// The key ranges of the tables below `output_level` that meet
+/// `[smallest, largest]`: what decides, key by key, whether a tombstone
+/// written at `output_level` hides anything (`BaseLevelCheck`).
+pub(super) fn deeper_ranges<T: TableRef>(
+    levels: &[Vec<T>],
+    output_level: usize,
+    smallest: &[u8],
+    largest: &[u8],
+) -> DeeperRanges {
+    DeeperRanges::new(
+        levels[output_level + 1..]
+            .iter()
+            .map(|tables| {
+                overlapping_slice(tables, smallest, largest)
+                    .iter()
+                    .map(|t| {
+                        let m = t.meta();
+                        (m.smallest_key.clone(), m.largest_key.clone())
+                    })
+                    .collect()
+            })
+            .collect(),
+    )
 }
 
 /// No two of `tables` share a key, so they can sit in one sorted level.
