@@ -203,7 +203,11 @@ fn a_snapshot_keeps_its_versions_until_released_then_the_table_is_cleaned() {
     let t = place(&db, 3, vec![delete("x", 5), put("x", 2), put("y", 6)]);
     db.inner.last_visible.store(6, Ordering::Release);
     db.wait_for_background_work().unwrap();
-    assert_eq!(db.stats().bottom_cleanups, 0, "the snapshot still needs x@2");
+    assert_eq!(
+        db.stats().bottom_cleanups,
+        0,
+        "the snapshot still needs x@2"
+    );
     assert_eq!(level_numbers(&db, 3).last(), Some(&t));
     assert_eq!(
         snapshot

@@ -1,0 +1,435 @@
+//! Tombstones and shadowed versions do not stay in the deepest tables for
+//! good (bottommost cleanups, `engine/src/compaction/cleanup.rs`).
+//!
+//! A deep narrow store under a delete-heavy load: key-ordered runs written
+//! to fresh key ranges move down by trivial moves, some with their own
+//! deletes inside (a moved table keeps every tombstone), then older runs
+//! are deleted in key order while snapshots are held (a merge into the
+//! bottom keeps what a snapshot sees), the snapshots are released, and the
+//! store is reopened. Every step is checked against a model (gets and
+//! scans, at every held snapshot too). Once the snapshots are gone and the
+//! background work has settled (never a full `compact()`): no table with
+//! nothing below its range holds a tombstone or a shadowed version, the
+//! cleanups came to an end, and a get of a deleted key reads no data block
+//! where it read one before.
+#![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use bloomlsm::{Db, Options, Snapshot, TraceResult, TraceSource};
+use bloomlsm_sstable::{EntryKind, Table, TableIter};
+use common::read_manifest;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+const RUNS: u64 = 14;
+const RUN_KEYS: u64 = 48;
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+fn options(background_work: bool, dynamic_level_bytes: bool) -> Options {
+    Options {
+        dynamic_level_bytes,
+        memtable_bytes: 2048,
+        target_file_bytes: 1024,
+        l1_bytes: 2048,
+        block_size: 128,
+        level_size_ratio: 3,
+        num_levels: 7,
+        l0_compaction_trigger: 2,
+        l0_slowdown_trigger: 4,
+        l0_stop_trigger: 8,
+        background_work,
+        ..Options::default()
+    }
+}
+
+/// The store, the model, and the snapshots held with what each saw.
+struct Run {
+    dir: tempfile::TempDir,
+    background_work: bool,
+    dynamic: bool,
+    db: Option<Db>,
+    model: Model,
+    snapshots: Vec<(Snapshot, Model)>,
+    writes: u64,
+    steps: u64,
+}
+
+impl Run {
+    fn new(background_work: bool, dynamic: bool) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), options(background_work, dynamic)).unwrap();
+        Self {
+            dir,
+            background_work,
+            dynamic,
+            db: Some(db),
+            model: Model::new(),
+            snapshots: Vec::new(),
+            writes: 0,
+            steps: 0,
+        }
+    }
+
+    fn db(&self) -> &Db {
+        self.db.as_ref().unwrap()
+    }
+
+    fn put(&mut self, i: u64) {
+        self.writes += 1;
+        let mut value = format!("v{}-{i}-", self.writes).into_bytes();
+        value.resize(40, b'.');
+        self.db().put(&key(i), &value).unwrap();
+        self.model.insert(key(i), value);
+    }
+
+    fn delete(&mut self, i: u64) {
+        self.db().delete(&key(i)).unwrap();
+        self.model.remove(&key(i));
+    }
+
+    /// Every answer of the store and of each held snapshot against the
+    /// model: a full scan each, and gets of a rotating third of the keys
+    /// (all of them when `all`), deleted and never-written ones included.
+    fn check(&mut self, what: &str, all: bool) {
+        self.steps += 1;
+        let step = self.steps;
+        let universe = (RUNS + 1) * RUN_KEYS;
+        let chosen = |i: u64| all || (i + step) % 3 == 0;
+        let db = self.db.as_ref().unwrap();
+        let scanned: Model = db
+            .scan::<&[u8], _>(..)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert!(scanned == self.model, "step {step} ({what}): scan");
+        for i in (0..universe).filter(|&i| chosen(i)) {
+            let k = key(i);
+            assert_eq!(
+                db.get(&k).unwrap(),
+                self.model.get(&k).cloned(),
+                "step {step} ({what}): get {i}"
+            );
+        }
+        for (n, (snapshot, seen)) in self.snapshots.iter().enumerate() {
+            let scanned: Model = snapshot
+                .scan::<&[u8], _>(..)
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect();
+            assert!(scanned == *seen, "step {step} ({what}): snapshot {n} scan");
+            for i in (0..universe).filter(|&i| chosen(i)) {
+                let k = key(i);
+                assert_eq!(
+                    snapshot.get(&k).unwrap(),
+                    seen.get(&k).cloned(),
+                    "step {step} ({what}): snapshot {n} get {i}"
+                );
+            }
+        }
+    }
+
+    fn take_snapshot(&mut self) {
+        let snapshot = self.db().snapshot();
+        self.snapshots.push((snapshot, self.model.clone()));
+    }
+
+    fn release_oldest_snapshot(&mut self) {
+        if !self.snapshots.is_empty() {
+            self.snapshots.remove(0);
+        }
+    }
+
+    fn reopen(&mut self) {
+        self.snapshots.clear();
+        self.db.take().unwrap().close().unwrap();
+        self.db = Some(Db::open(self.dir.path(), self.options()).unwrap());
+    }
+
+    fn options(&self) -> Options {
+        options(self.background_work, self.dynamic)
+    }
+}
+
+/// Keys deleted from run `r` two runs later (most of its first half, in
+/// key order).
+fn deleted_from(r: u64) -> impl Iterator<Item = u64> {
+    (r * RUN_KEYS..r * RUN_KEYS + RUN_KEYS / 2).filter(|i| i % 7 != 3)
+}
+
+/// Keys deleted right after they are written (in the same memtable, so
+/// the flushed table holds value and tombstone): every fifth of a run's
+/// first half, every other one of its second half (never deleted again).
+fn deleted_at_once(i: u64) -> bool {
+    if i % RUN_KEYS < RUN_KEYS / 2 {
+        i % 5 == 0
+    } else {
+        i % 2 == 0
+    }
+}
+
+/// What the gets of the deleted keys `keys` did: data blocks read, and
+/// each (key, table number) where one found a tombstone in a table.
+fn deleted_key_reads(db: &Db, keys: &[u64]) -> (usize, Vec<(Vec<u8>, u64)>) {
+    let (mut blocks, mut found) = (0, Vec::new());
+    for &i in keys {
+        let (value, trace) = db.get_traced(&key(i)).unwrap();
+        assert_eq!(value, None);
+        blocks += trace.steps.iter().filter(|s| s.block.is_some()).count();
+        for step in &trace.steps {
+            if let (TraceResult::Deleted, TraceSource::Table { number, .. }) =
+                (&step.result, &step.source)
+            {
+                found.push((key(i), *number));
+            }
+        }
+    }
+    (blocks, found)
+}
+
+/// One live table as its file says: level, key range, entries (user key,
+/// sequence, tombstone?), and its properties' counts.
+struct LiveTable {
+    level: u32,
+    number: u64,
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+    entries: Vec<(Vec<u8>, u64, bool)>,
+    tombstones: u64,
+    shadowed: u64,
+}
+
+/// Every table the manifest of the closed store in `dir` names.
+fn live_tables(dir: &Path) -> Vec<LiveTable> {
+    read_manifest(dir)
+        .tables
+        .into_iter()
+        .map(|r| {
+            let path = dir.join(format!("{:06}.sst", r.numbers[0]));
+            let table = Arc::new(Table::open_path(&path, r.numbers[0], None).unwrap());
+            let p = table.properties().clone();
+            let entries = TableIter::new(table, false)
+                .map(|e| {
+                    let e = e.unwrap();
+                    (e.user_key, e.seq, e.kind == EntryKind::Delete)
+                })
+                .collect();
+            LiveTable {
+                level: r.level,
+                number: r.numbers[0],
+                smallest: r.keys[0].clone(),
+                largest: r.keys[1].clone(),
+                entries,
+                tombstones: p.tombstones,
+                shadowed: p.entries - p.distinct_keys,
+            }
+        })
+        .collect()
+}
+
+/// Tables of L1 or deeper with no deeper table meeting their key range,
+/// that still hold a tombstone or a shadowed version; and tombstones
+/// anywhere below L0 over a key no deeper table holds at all.
+fn leftovers(tables: &[LiveTable]) -> (Vec<String>, usize) {
+    let mut stuck = Vec::new();
+    let mut useless = 0;
+    for t in tables.iter().filter(|t| t.level > 0) {
+        let below = tables.iter().filter(|d| d.level > t.level);
+        let bottom = below
+            .clone()
+            .all(|d| d.largest < t.smallest || d.smallest > t.largest);
+        if bottom && (t.tombstones > 0 || t.shadowed > 0) {
+            stuck.push(format!(
+                "L{} {:?}..{:?}: {} tombstones, {} shadowed",
+                t.level,
+                String::from_utf8_lossy(&t.smallest),
+                String::from_utf8_lossy(&t.largest),
+                t.tombstones,
+                t.shadowed
+            ));
+        }
+        for (k, _, tombstone) in &t.entries {
+            if *tombstone
+                && !below
+                    .clone()
+                    .any(|d| d.entries.iter().any(|(dk, _, _)| dk == k))
+            {
+                useless += 1;
+            }
+        }
+    }
+    (stuck, useless)
+}
+
+/// A snapshot (the pin) is held from the start of run `PIN_TAKEN` to the
+/// end of run `PIN_RELEASED`: the tables written meanwhile may not be
+/// cleaned up before it goes, so their deleted keys' gets can be measured
+/// before and after.
+const PIN_TAKEN: u64 = 5;
+const PIN_RELEASED: u64 = 8;
+
+fn delete_heavy_deep_store(background_work: bool, dynamic: bool) {
+    let mut run = Run::new(background_work, dynamic);
+    let mut pin: Option<Snapshot> = None;
+    // Keys of a run's second half written and deleted at once while the
+    // pin is held: their tables move down with tombstone and value by
+    // trivial moves, and nothing but a cleanup would ever drop them.
+    let pinned_keys: Vec<u64> = (PIN_TAKEN * RUN_KEYS..(PIN_RELEASED + 1) * RUN_KEYS)
+        .filter(|&i| i % RUN_KEYS >= RUN_KEYS / 2 && deleted_at_once(i))
+        .collect();
+    let mut before: Option<(usize, usize)> = None;
+    for r in 0..RUNS {
+        if r == PIN_TAKEN {
+            pin = Some(run.db().snapshot());
+        }
+        // A fresh key range, in key order: it lands to the right of
+        // everything and moves down by trivial moves. Some keys are
+        // deleted right after (tombstone and value in one flushed table).
+        for i in r * RUN_KEYS..(r + 1) * RUN_KEYS {
+            run.put(i);
+            if deleted_at_once(i) {
+                run.delete(i);
+            }
+        }
+        run.check("run written", false);
+        if r % 3 == 1 {
+            run.take_snapshot();
+            run.check("snapshot taken", false);
+        }
+        // Delete most of an older run, in key order: the merges that carry
+        // these tombstones to the bottom keep them (and the values) for
+        // the snapshots.
+        if r >= 2 {
+            for i in deleted_from(r - 2) {
+                run.delete(i);
+            }
+            run.db().flush().unwrap();
+            run.check("older run deleted", false);
+        }
+        if r == PIN_RELEASED {
+            // Settled under the pin: every pinned key's get finds its
+            // tombstone in a table and reads a block for it (none was
+            // written by a merge: the pin's tables wait for it to go).
+            run.db().wait_for_background_work().unwrap();
+            run.check("settled under the pin", true);
+            let (blocks, found) = deleted_key_reads(run.db(), &pinned_keys);
+            before = Some((blocks, found.len()));
+            pin = None;
+            run.check("pin released", false);
+        }
+        if r % 3 == 0 && r > 0 {
+            run.release_oldest_snapshot();
+            run.check("oldest snapshot released", false);
+        }
+        if r % 5 == 4 && pin.is_none() {
+            run.reopen();
+            run.check("reopened", true);
+        }
+    }
+    drop(pin);
+    // Everything released; the store settles on its own.
+    run.snapshots.clear();
+    run.db().flush().unwrap();
+    run.db().wait_for_background_work().unwrap();
+    run.check("settled", true);
+    let s = run.db().stats();
+    let (blocks_after, found_after) = deleted_key_reads(run.db(), &pinned_keys);
+    let (blocks_before, found_before) = before.unwrap();
+    println!(
+        "{} flushes, {} compactions ({} bottom cleanups), {} trivial moves; \
+         tables {:?}, tombstones {:?}; {} pinned deleted keys: blocks {blocks_before} -> \
+         {blocks_after}, tombstones found {found_before} -> {}",
+        s.flushes,
+        s.compactions,
+        s.bottom_cleanups,
+        s.trivial_moves,
+        s.levels.iter().map(|l| l.tables).collect::<Vec<_>>(),
+        s.levels.iter().map(|l| l.tombstones).collect::<Vec<_>>(),
+        pinned_keys.len(),
+        found_after.len(),
+    );
+    let deepest = s.levels.iter().rposition(|l| l.tables > 0).unwrap();
+    assert!(deepest >= 4, "a deep store: deepest level L{deepest}");
+    assert!(s.trivial_moves > 0, "runs moved down by trivial moves");
+    assert_eq!(
+        s.levels[deepest].tombstones, 0,
+        "tombstones in the last level"
+    );
+    // (c) The cleanups came to an end and stay ended.
+    let cleanups = s.bottom_cleanups;
+    assert!(cleanups > 0 && cleanups <= s.filters_built);
+    for _ in 0..3 {
+        run.db().wait_for_background_work().unwrap();
+    }
+    assert_eq!(run.db().stats().bottom_cleanups, cleanups, "cleanups go on");
+    // (b) From the files themselves, after a clean close.
+    run.db.take().unwrap().close().unwrap();
+    let tables = live_tables(run.dir.path());
+    let (stuck, useless) = leftovers(&tables);
+    assert!(
+        stuck.is_empty(),
+        "tables with garbage and nothing below: {stuck:#?}"
+    );
+    println!("{useless} tombstones below L0 over keys no deeper table holds");
+    // (d) Before: every pinned key's get found its tombstone and read a
+    // block. After: a tombstone is found only where a deeper table still
+    // holds the key (it hides something), and blocks are read only for
+    // those and for filters' false positives.
+    // (A merge into a bottom level while the pin was held may already
+    // have dropped some, the pin seeing neither their value nor their
+    // tombstone: more of them with background threads, whose merges come
+    // at other moments.)
+    let share = if background_work { 5 } else { 3 };
+    assert!(
+        found_before * share >= pinned_keys.len() && blocks_before >= found_before,
+        "before: {found_before} of {} tombstones found, {blocks_before} blocks",
+        pinned_keys.len()
+    );
+    for (k, number) in &found_after {
+        let t = tables.iter().find(|t| t.number == *number).unwrap();
+        assert!(
+            tables
+                .iter()
+                .filter(|d| d.level > t.level)
+                .any(|d| d.entries.iter().any(|(dk, _, _)| dk == k)),
+            "{:?}: a tombstone over nothing in table {number} at L{}",
+            String::from_utf8_lossy(k),
+            t.level
+        );
+    }
+    assert!(
+        found_after.len() * 4 <= found_before,
+        "{} of {found_before} tombstones still found",
+        found_after.len()
+    );
+    assert!(
+        blocks_after <= found_after.len() + pinned_keys.len() / 20,
+        "{blocks_after} blocks read for {} deleted keys",
+        pinned_keys.len()
+    );
+    // And the store still answers as the model says after a reopen.
+    run.db = Some(Db::open(run.dir.path(), run.options()).unwrap());
+    run.check("reopened at the end", true);
+}
+
+#[test]
+fn delete_heavy_deep_store_inline_static_budgets() {
+    delete_heavy_deep_store(false, false);
+}
+
+#[test]
+fn delete_heavy_deep_store_inline_dynamic_budgets() {
+    delete_heavy_deep_store(false, true);
+}
+
+#[test]
+fn delete_heavy_deep_store_on_background_threads() {
+    delete_heavy_deep_store(true, false);
+}
