@@ -102,7 +102,7 @@ impl Run {
         self.steps += 1;
         let step = self.steps;
         let universe = (RUNS + 1) * RUN_KEYS;
-        let chosen = |i: u64| all || (i + step) % 3 == 0;
+        let chosen = |i: u64| all || (i + step).is_multiple_of(3);
         let db = self.db.as_ref().unwrap();
         let scanned: Model = db
             .scan::<&[u8], _>(..)
@@ -169,9 +169,9 @@ fn deleted_from(r: u64) -> impl Iterator<Item = u64> {
 /// first half, every other one of its second half (never deleted again).
 fn deleted_at_once(i: u64) -> bool {
     if i % RUN_KEYS < RUN_KEYS / 2 {
-        i % 5 == 0
+        i.is_multiple_of(5)
     } else {
-        i % 2 == 0
+        i.is_multiple_of(2)
     }
 }
 
@@ -324,7 +324,7 @@ fn delete_heavy_deep_store(background_work: bool, dynamic: bool) {
             pin = None;
             run.check("pin released", false);
         }
-        if r % 3 == 0 && r > 0 {
+        if r.is_multiple_of(3) && r > 0 {
             run.release_oldest_snapshot();
             run.check("oldest snapshot released", false);
         }

@@ -10,15 +10,15 @@
 //! bytes are never reclaimed. A cleanup rewrites such a table alone into
 //! its own level, keeping only what a bottom merge keeps.
 
-use super::pick::{Compaction, DeeperRanges, TableRef, deeper_ranges};
+use super::pick::{Compaction, DeeperRanges, TableRef, meets_deeper};
 
 /// The table to clean up, or `None`. Asked only when no level needs a
 /// size-based or L0 compaction.
 ///
 /// A candidate is a table of L1 or deeper
-/// - with no table of any deeper level meeting its key range (the same
-///   ranges a merge into its level decides tombstones by), so every
-///   tombstone in it hides nothing and may go;
+/// - with no table of any deeper level meeting its key range (no range a
+///   merge into its level decides tombstones by, `pick::deeper_ranges`),
+///   so every tombstone in it hides nothing and may go;
 /// - with `garbage(table) > 0`: tombstones, or more entries than distinct
 ///   keys (shadowed versions), by its properties; the caller returns 0 for
 ///   a table it knows a rewrite would not shrink (no loop);
@@ -47,7 +47,7 @@ pub(crate) fn pick_bottom_cleanup<T: TableRef + Clone>(
             if g == 0 || best.is_some_and(|(_, _, b)| b >= g) {
                 continue;
             }
-            if deeper_ranges(levels, level, &m.smallest_key, &m.largest_key).is_empty() {
+            if !meets_deeper(levels, level, &m.smallest_key, &m.largest_key) {
                 best = Some((level, t, g));
             }
         }

@@ -84,6 +84,7 @@ impl DeeperRanges {
 
     /// No deeper table meets the range: every key in it is at its base
     /// level, so every trailing tombstone in it may go.
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.levels.iter().all(Vec::is_empty)
     }
@@ -360,10 +361,23 @@ fn expand<T: TableRef + Clone>(
     }
 }
 
+/// Whether a table below `level` meets `[smallest, largest]`: exactly when
+/// `deeper_ranges(levels, level, ..)` is not empty, without building it.
+pub(super) fn meets_deeper<T: TableRef>(
+    levels: &[Vec<T>],
+    level: usize,
+    smallest: &[u8],
+    largest: &[u8],
+) -> bool {
+    levels[level + 1..]
+        .iter()
+        .any(|tables| !overlapping_slice(tables, smallest, largest).is_empty())
+}
+
 /// The key ranges of the tables below `output_level` that meet
 /// `[smallest, largest]`: what decides, key by key, whether a tombstone
 /// written at `output_level` hides anything (`BaseLevelCheck`).
-pub(super) fn deeper_ranges<T: TableRef>(
+fn deeper_ranges<T: TableRef>(
     levels: &[Vec<T>],
     output_level: usize,
     smallest: &[u8],
