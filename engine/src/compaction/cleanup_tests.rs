@@ -194,9 +194,9 @@ fn tombstones_over_a_deeper_value_stay_and_are_never_retried() {
 fn a_snapshot_keeps_its_versions_until_released_then_the_table_is_cleaned() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options()).unwrap();
-    // An old b and c at L3, then (in a newer L3 table further right) the
-    // state a snapshot at 2 sees: x@2; the delete of x at 5 and the new
-    // y@6 come after it, in the same table.
+    // An old b at L3, then (in a newer L3 table further right) the state
+    // a snapshot at 2 sees: x@2; the delete of x at 5 and the new y@6 come
+    // after it, in the same table.
     place(&db, 3, vec![put("b", 1)]);
     db.inner.last_visible.store(2, Ordering::Release);
     let snapshot = db.snapshot();
@@ -270,14 +270,23 @@ fn a_cleanup_waits_while_a_level_needs_a_compaction() {
     place(&db, 3, vec![delete("q", 2), put("r", 1)]);
     place(&db, 1, vec![put("a", 3)]);
     db.inner.last_visible.store(3, Ordering::Release);
-    let sv = std::sync::Arc::clone(&db.inner.current.read());
-    let first = super::pick::pick(&sv.version.levels, &db.inner.options, &[]).unwrap();
-    assert!(!first.bottom_cleanup, "L1's move goes first");
-    drop(sv);
+    // Each install's tree: L1's tables, and L3's tables' distinct keys.
+    let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let record = std::sync::Arc::clone(&seen);
+    db.inner
+        .install_hook
+        .set(Some(std::sync::Arc::new(move |_, keys: &[Vec<u64>]| {
+            record.lock().push((keys[1].len(), keys[3].clone()));
+        })));
     db.inner.compact_while_needed().unwrap();
     let s = db.stats();
     assert_eq!((s.trivial_moves, s.bottom_cleanups), (1, 1));
     assert_eq!(s.levels[3].tombstones, 0);
+    assert_eq!(
+        *seen.lock(),
+        vec![(0, vec![2]), (0, vec![1])],
+        "L1's move first, then the cleanup of L3"
+    );
 }
 
 #[test]
