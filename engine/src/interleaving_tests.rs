@@ -107,8 +107,11 @@ fn check_snapshot(s: &Snapshot, model: &Model, keys: u64, what: &str) {
 }
 
 /// L0 newest first by sequence, and table files on disk exactly the live
-/// tables (once no reader holds a replaced one).
+/// tables (once no reader holds a replaced one and background work has
+/// settled: releasing the oldest snapshot wakes the compaction thread for
+/// a bottommost cleanup, whose outputs are on disk before their install).
 fn check_tree(db: &Db, what: &str) {
+    db.wait_for_background_work().unwrap();
     let sv = Arc::clone(&db.inner.current.read());
     for pair in sv.version.levels[0].windows(2) {
         assert!(
