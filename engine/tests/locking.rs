@@ -117,8 +117,8 @@ fn another_process_is_refused_while_the_store_is_open() {
 /// A child forked while the store is open keeps a copy of every
 /// descriptor until it execs or exits (here: until the parent lets it
 /// go). The lock is not among what it holds: the parent closes and
-/// reopens the store in that window, and another process is still refused
-/// while the parent has it open.
+/// reopens the store in that window, and another process is refused while
+/// the parent has it open, before and after the child exits.
 #[test]
 fn a_forked_child_does_not_keep_the_lock() {
     let dir = tempfile::tempdir().unwrap();
@@ -160,6 +160,9 @@ fn a_forked_child_does_not_keep_the_lock() {
     }
     let db = reopened.unwrap();
     assert_eq!(again.as_deref(), Some("locked"));
+    // The child's exit closed its copies of the descriptors: the lock the
+    // parent took after the fork is still held.
+    assert_eq!(open_in_another_process(dir.path(), false), "locked");
     db.close().unwrap();
 }
 
