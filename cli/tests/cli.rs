@@ -313,7 +313,9 @@ fn fields_come_in_reading_order_in_text_and_json() {
 }
 
 /// Every file of `dir`: name -> (contents, modification time).
-fn image(dir: &std::path::Path) -> std::collections::BTreeMap<String, (Vec<u8>, std::time::SystemTime)> {
+fn image(
+    dir: &std::path::Path,
+) -> std::collections::BTreeMap<String, (Vec<u8>, std::time::SystemTime)> {
     std::fs::read_dir(dir)
         .unwrap()
         .map(|e| {
@@ -358,12 +360,9 @@ fn study_commands_change_no_file_of_the_store() {
     db.close().unwrap();
     assert!(sst_count(dir.path()) > 1);
     let before = image(dir.path());
-    let table = dir.path().join(
-        before
-            .keys()
-            .find(|n| n.ends_with(".sst"))
-            .unwrap(),
-    );
+    let table = dir
+        .path()
+        .join(before.keys().find(|n| n.ends_with(".sst")).unwrap());
 
     assert_eq!(ok_json(&["get", d, "only-in-the-wal"])["value"], "yes");
     // The last round deleted every key i with i % 5 == 2; the WAL deletes key00001.
@@ -382,12 +381,18 @@ fn study_commands_change_no_file_of_the_store() {
     assert_eq!(all.as_array().unwrap().len(), 1500 - 300 - 1 + 1);
     let trace = ok_json(&["trace", d, "only-in-the-wal"]);
     assert_eq!(trace["trace"]["steps"][0]["source"], "memtable");
-    assert_eq!(ok_json(&["trace", d, "key00002"])["value"], serde_json::Value::Null);
+    assert_eq!(
+        ok_json(&["trace", d, "key00002"])["value"],
+        serde_json::Value::Null
+    );
     ok_json(&["stats", d]);
     let stats = ok_json(&["stats", d, "--absent-gets", "500"]);
     assert!(stats["reads_saved"].as_u64().unwrap() > 0);
     ok_json(&["inspect", table.to_str().unwrap(), "--probes", "1000"]);
-    assert!(image(dir.path()) == before, "a study command changed the store");
+    assert!(
+        image(dir.path()) == before,
+        "a study command changed the store"
+    );
 
     // While a writer holds the store, a study command is refused.
     let writer = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();

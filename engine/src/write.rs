@@ -140,10 +140,10 @@ impl DbInner {
             Ok(f)
         });
         let synced = created.and_then(|f| {
-            if self.options.sync == SyncMode::Always {
-                if let Some(wal) = w.wal.as_mut() {
-                    wal.sync()?;
-                }
+            if self.options.sync == SyncMode::Always
+                && let Some(wal) = w.wal.as_mut()
+            {
+                wal.sync()?;
             }
             Ok(f)
         });

@@ -236,7 +236,10 @@ fn answers(db: &Db, model: &Model) -> Answers {
     };
     let snapshot = db.snapshot();
     Answers {
-        gets: keys.iter().map(|k| (k.clone(), db.get(k).unwrap())).collect(),
+        gets: keys
+            .iter()
+            .map(|k| (k.clone(), db.get(k).unwrap()))
+            .collect(),
         traced: keys.iter().map(|k| db.get_traced(k).unwrap().0).collect(),
         scans: vec![
             db.scan::<&[u8], _>(..)
@@ -333,7 +336,10 @@ fn a_read_only_open_answers_as_a_read_write_open_and_changes_no_byte() {
     let held = db.snapshot();
     try_every_change(&db);
     assert_eq!(answers(&db, &model), ro, "refused changes changed nothing");
-    assert_eq!(held.get(&key(WAL_ONLY)).unwrap(), Some(b"wal-only".to_vec()));
+    assert_eq!(
+        held.get(&key(WAL_ONLY)).unwrap(),
+        Some(b"wal-only".to_vec())
+    );
     assert_eq!(db.options().filter_policy, policy);
     assert_eq!(db.last_sequence(), ro.last_sequence);
     assert_unchanged(dir.path(), &before, "after every change was refused");
@@ -375,7 +381,13 @@ fn a_read_only_open_answers_as_a_read_write_open_and_changes_no_byte() {
     );
     // Its tree is the manifest's plus one L0 table of the replayed WAL.
     assert_eq!(rw_stats.levels[0].tables, stats.levels[0].tables + 1);
-    for (l, (a, b)) in rw_stats.levels.iter().zip(&stats.levels).enumerate().skip(1) {
+    for (l, (a, b)) in rw_stats
+        .levels
+        .iter()
+        .zip(&stats.levels)
+        .enumerate()
+        .skip(1)
+    {
         assert_eq!(
             (a.tables, a.entries, a.file_bytes, a.filter_bytes),
             (b.tables, b.entries, b.file_bytes, b.filter_bytes),
@@ -383,7 +395,11 @@ fn a_read_only_open_answers_as_a_read_write_open_and_changes_no_byte() {
         );
     }
     rw.close().unwrap();
-    assert_ne!(image(dir.path()), before, "a read-write open does change it");
+    assert_ne!(
+        image(dir.path()),
+        before,
+        "a read-write open does change it"
+    );
 }
 
 #[test]
@@ -396,7 +412,10 @@ fn a_read_only_open_and_a_writer_exclude_each_other() {
     }
     let writer = Db::open(dir.path(), Options::default()).unwrap();
     let err = Db::open_read_only(dir.path(), Options::default()).unwrap_err();
-    assert!(matches!(&err, Error::Locked { path } if path == dir.path()), "{err}");
+    assert!(
+        matches!(&err, Error::Locked { path } if path == dir.path()),
+        "{err}"
+    );
     writer.close().unwrap();
 
     let before = image(dir.path());
@@ -445,12 +464,18 @@ fn a_read_only_open_refuses_what_is_not_a_store_and_creates_nothing() {
     let parent = tempfile::tempdir().unwrap();
     let missing = parent.path().join("no").join("such").join("store");
     let err = Db::open_read_only(&missing, Options::default()).unwrap_err();
-    assert!(matches!(&err, Error::NoManifest { path } if *path == missing), "{err}");
+    assert!(
+        matches!(&err, Error::NoManifest { path } if *path == missing),
+        "{err}"
+    );
     assert!(!parent.path().join("no").exists(), "no directory created");
 
     let empty = tempfile::tempdir().unwrap();
     let err = Db::open_read_only(empty.path(), Options::default()).unwrap_err();
-    assert!(matches!(&err, Error::NoManifest { path } if path == empty.path()), "{err}");
+    assert!(
+        matches!(&err, Error::NoManifest { path } if path == empty.path()),
+        "{err}"
+    );
     assert!(common::listing(empty.path()).is_empty(), "no LOCK created");
 
     let other = tempfile::tempdir().unwrap();
