@@ -99,6 +99,8 @@ fn build(dir: &Path) -> Model {
         .rposition(|l| l.tables > 0)
         .unwrap();
     assert!(levels >= 4, "a deep tree: deepest level {levels}");
+    let shape: Vec<u64> = db.stats().levels.iter().map(|l| l.tables).collect();
+    println!("tables per level: {shape:?}");
     // The WAL-only tail: small enough that the memtable is not frozen.
     for i in 0..8 {
         let k = key(WAL_ONLY + i);
@@ -134,8 +136,8 @@ fn build(dir: &Path) -> Model {
     model
 }
 
-/// Flips a byte inside the filter block of `count` tables (the deepest
-/// ones first): a checksum failure, read around as "maybe".
+/// Flips a byte inside the filter block of the `count` tables with the
+/// lowest file numbers: a checksum failure, read around as "maybe".
 fn damage_filters(dir: &Path, count: usize) {
     let mut tables: Vec<PathBuf> = common::listing(dir)
         .into_iter()
