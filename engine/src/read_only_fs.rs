@@ -110,3 +110,37 @@ impl Drop for CreatedLock {
         drop(self.lock.take());
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+mod tests {
+    use super::*;
+    use crate::fs::RealFs;
+
+    #[test]
+    fn every_change_is_refused_and_nothing_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("000001.wal");
+        std::fs::write(&file, b"record").unwrap();
+        let fs = ReadOnlyFs::new(Arc::new(RealFs));
+        let read_only = |r: FsResult<()>| {
+            let e = r.unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::ReadOnlyFilesystem, "{e}");
+        };
+        read_only(fs.create(&file).map(drop));
+        read_only(fs.create(&dir.path().join("new.sst")).map(drop));
+        read_only(fs.rename(&file, &dir.path().join("MANIFEST")));
+        read_only(fs.remove(&file));
+        read_only(fs.create_dir_all(&dir.path().join("sub")));
+        read_only(fs.remove_dir(dir.path()));
+        read_only(fs.sync_dir(dir.path()));
+        assert_eq!(fs.list(dir.path()).unwrap(), vec!["000001.wal".to_string()]);
+        assert_eq!(fs.read_all(&file).unwrap(), b"record");
+        assert!(fs.open_read(&file).is_ok());
+        // The lock is the real one: a second taker is refused.
+        let lock = dir.path().join("LOCK");
+        let held = fs.lock(&lock).unwrap().unwrap();
+        assert!(RealFs.lock(&lock).unwrap().is_none());
+        drop(held);
+    }
+}
