@@ -394,7 +394,18 @@ fn study_commands_change_no_file_of_the_store() {
         "a study command changed the store"
     );
 
-    // While a writer holds the store, a study command is refused.
+    // Across processes: while this process holds the store read-only, a
+    // command that writes is refused, and while it holds it read-write, a
+    // study command is.
+    let reader = bloomlsm::Db::open_read_only(dir.path(), bloomlsm::Options::default()).unwrap();
+    let out = cli(&["put", d, "a", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("locked"));
+    reader.close().unwrap();
+    assert!(
+        image(dir.path()) == before,
+        "the refused put changed the store"
+    );
     let writer = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
     let out = cli(&["get", d, "key00003"]);
     assert_eq!(out.status.code(), Some(2));

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use bloomlsm_sstable::{RandomAccessFile, WritableFile};
 
+mod dir_lock;
 pub mod direct;
 pub mod fault;
 
@@ -80,18 +81,13 @@ pub trait FileSystem: Send + Sync + Debug {
     /// True if the path exists.
     fn exists(&self, path: &Path) -> bool;
     /// Takes an exclusive lock on `path` (created if missing); `Ok(None)`
-    /// when another holder has it.
+    /// when another holder has it, in another process or in this one.
     fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>>;
 }
 
 /// The operating system's file system.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealFs;
-
-#[derive(Debug)]
-struct FlockGuard(#[allow(dead_code)] File);
-
-impl DirLock for FlockGuard {}
 
 /// An append-only file whose every `write_all` reaches the OS at once.
 #[derive(Debug)]
@@ -171,46 +167,7 @@ impl FileSystem for RealFs {
     }
 
     fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
-        // A failed open unlinks the LOCK it created while still holding it.
-        // An opener that opened that file just before the unlink then locks
-        // an inode no path names, while a third creates a new LOCK: two
-        // holders. So a lock counts only if the path still names the very
-        // file locked; otherwise try again on what the path names now.
-        for _ in 0..LOCK_ATTEMPTS {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path)
-                .at(path)?;
-            // flock: exclusive per open file description, so a second open
-            // in the same process is refused as well as one in another.
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(fs::TryLockError::WouldBlock) => return Ok(None),
-                Err(fs::TryLockError::Error(e)) => return Err(e).at(path),
-            }
-            if still_named(&file, path).at(path)? {
-                return Ok(Some(Box::new(FlockGuard(file))));
-            }
-        }
-        Ok(None)
-    }
-}
-
-/// Times `RealFs::lock` tries again when the file it locked was unlinked
-/// meanwhile; each retry needs another failed open racing this one.
-const LOCK_ATTEMPTS: usize = 16;
-
-/// Whether `path` names `file` (the same inode on the same device).
-fn still_named(file: &File, path: &Path) -> io::Result<bool> {
-    use std::os::unix::fs::MetadataExt;
-    let held = file.metadata()?;
-    match fs::metadata(path) {
-        Ok(named) => Ok(named.dev() == held.dev() && named.ino() == held.ino()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e),
+        dir_lock::lock(path)
     }
 }
 
@@ -289,37 +246,5 @@ pub(crate) mod names {
         } else {
             FileType::Other
         }
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)] // In tests a panic is the failure report.
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lock_counts_only_while_its_path_names_the_locked_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("LOCK");
-        let held = RealFs.lock(&path).unwrap().unwrap();
-        assert!(RealFs.lock(&path).unwrap().is_none(), "held: refused");
-        // An opener that opened LOCK just before a failed open unlinked it
-        // would lock a file no path names: that is not the store's lock.
-        let early = File::open(&path).unwrap();
-        fs::remove_file(&path).unwrap();
-        drop(held);
-        early.try_lock().unwrap();
-        assert!(!still_named(&early, &path).unwrap());
-        // Locking goes to what the path names now.
-        let now = RealFs.lock(&path).unwrap().unwrap();
-        assert!(path.exists());
-        assert!(RealFs.lock(&path).unwrap().is_none());
-        fs::remove_file(&path).unwrap();
-        fs::write(&path, b"").unwrap();
-        assert!(
-            !still_named(&early, &path).unwrap(),
-            "another file at the path"
-        );
-        drop(now);
     }
 }

@@ -100,6 +100,11 @@ fn read_only_into(
             path: dir.to_path_buf(),
         });
     }
+    // As a read-write open checks it: on the manifest, never on LOCK
+    // (closing a descriptor of LOCK would drop this process's lock).
+    if options.use_direct_reads {
+        crate::fs::check_direct_reads(read_only.as_ref(), &dir.join(names::MANIFEST))?;
+    }
     let lock = undo
         .lock
         .take()
@@ -181,9 +186,6 @@ fn read_store(
         let bytes = fs.read_all(&manifest_path)?;
         ManifestState::decode(&manifest_path, &bytes)?
     };
-    if options.use_direct_reads {
-        crate::fs::check_direct_reads(fs.as_ref(), &lock_path)?;
-    }
 
     // Read everything that may refuse the store.
     let max_seen = listing
@@ -298,6 +300,11 @@ fn recover_into(
     if fresh {
         undo.files.push(manifest_path.clone());
         manifest(&version).write(fs.as_ref(), dir)?;
+    }
+    // Checked on the manifest, never on LOCK: closing a descriptor of LOCK
+    // would drop this process's lock on it (`fs::dir_lock`).
+    if options.use_direct_reads {
+        crate::fs::check_direct_reads(fs.as_ref(), &manifest_path)?;
     }
     let wal_path = names::wal(dir, wal_number);
     let wal_file = fs.create(&wal_path)?;

@@ -161,6 +161,9 @@ fn damage_filters(dir: &Path, count: usize) {
 /// Every file of `dir`: name -> (size, contents, modification time).
 type DirImage = BTreeMap<String, (u64, Vec<u8>, SystemTime)>;
 
+/// `LOCK` is compared by size and modification time, never opened: this
+/// process may hold its record lock, which closing any descriptor of the
+/// file would drop (`engine/src/fs/dir_lock.rs`).
 fn image(dir: &Path) -> DirImage {
     common::listing(dir)
         .into_iter()
@@ -168,7 +171,11 @@ fn image(dir: &Path) -> DirImage {
             let path = dir.join(&name);
             let meta = std::fs::metadata(&path).unwrap();
             assert!(meta.is_file(), "{name} is a file");
-            let bytes = std::fs::read(&path).unwrap();
+            let bytes = if name == "LOCK" {
+                Vec::new()
+            } else {
+                std::fs::read(&path).unwrap()
+            };
             (name, (meta.len(), bytes, meta.modified().unwrap()))
         })
         .collect()
@@ -594,4 +601,41 @@ fn a_damaged_filter_under_fail_refuses_the_read_only_open() {
     let db = Db::open_read_only(dir.path(), deep_options()).unwrap();
     common::all_present(&db, 400);
     assert_eq!(db.stats().total.tables_without_usable_filter, 1);
+}
+
+/// Under `use_direct_reads`, a file system that refuses `O_DIRECT` fails
+/// the read-only open naming a path of the store, as it fails `open`, also
+/// when the store holds no table yet (only its WAL), and changes nothing.
+#[test]
+fn a_read_only_open_checks_direct_reads_as_open_does() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        db.put(b"k", b"only in the WAL").unwrap();
+        db.close().unwrap();
+    }
+    assert!(
+        !common::listing(dir.path())
+            .iter()
+            .any(|n| n.ends_with(".sst"))
+    );
+    let before = image(dir.path());
+    let fs = bloomlsm::fs::fault::FaultFs::new();
+    fs.set_refuse_direct_io(true);
+    let direct = Options {
+        use_direct_reads: true,
+        ..Options::default()
+    };
+    let err = Db::open_read_only_with_fs(dir.path(), direct, std::sync::Arc::new(fs.clone()))
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Io { path, .. } if path.starts_with(dir.path())),
+        "{err}"
+    );
+    assert_unchanged(dir.path(), &before, "after the refusal");
+    let db = Db::open_read_only_with_fs(dir.path(), Options::default(), std::sync::Arc::new(fs))
+        .unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"only in the WAL".to_vec()));
+    db.close().unwrap();
+    assert_unchanged(dir.path(), &before, "after a cached read-only open");
 }

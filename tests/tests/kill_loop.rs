@@ -94,7 +94,7 @@ fn kill_child_entry() {
         .parse()
         .unwrap();
     let dir = Path::new(&dir);
-    let db = open_when_unlocked(&dir.join("db"), options(sync));
+    let db = Db::open(dir.join("db"), options(sync)).unwrap();
     assert_eq!(db.options().sync, sync);
     assert!(db.options().background_work);
     let mut acks = std::fs::OpenOptions::new()
@@ -118,24 +118,6 @@ fn kill_child_entry() {
 
 /// Batches recovered, `r`: the marker says the last one. Panics unless
 /// the store holds exactly the model of batches `0..r`.
-/// Opens the store, waiting out a `Locked` that outlives its holder: the
-/// two phases run on two threads of this process, and a child one spawns
-/// holds a copy of every descriptor of the process (the other phase's LOCK
-/// among them, whose `flock` it keeps) from its fork until its exec. Under
-/// load that gap is long enough for the other phase's reopen to be refused
-/// (seen about once in ten runs of the binary). Any other error fails.
-fn open_when_unlocked(path: &Path, options: Options) -> Db {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        match Db::open(path, options.clone()) {
-            Err(bloomlsm::Error::Locked { .. }) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            other => return other.unwrap(),
-        }
-    }
-}
-
 fn recovered_batches(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, r: u64) {
     let got = contents(db);
     if &got == model {
@@ -213,7 +195,7 @@ fn run_phase(sync: SyncMode) {
         // Only newline-terminated lines are acknowledgements.
         let complete = acked.rsplit_once('\n').map_or("", |(done, _)| done);
         let max_acked = complete.lines().filter_map(|l| l.parse::<u64>().ok()).max();
-        let db = open_when_unlocked(&dir.path().join("db"), options(sync));
+        let db = Db::open(dir.path().join("db"), options(sync)).unwrap();
         recovered = match db.get(MARKER).unwrap() {
             Some(v) => String::from_utf8(v).unwrap().parse::<u64>().unwrap() + 1,
             None => 0,

@@ -1,0 +1,201 @@
+//! The directory lock: one open store per directory, across processes and
+//! within one, and no false refusals after a close.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Barrier};
+
+use bloomlsm::{Db, Error, Options};
+
+/// Set in a child process: the store directory it tries to open.
+const CHILD_DIR_ENV: &str = "BLOOMLSM_LOCK_CHILD_DIR";
+/// Set in a child process: "direct" to open with `use_direct_reads`.
+const CHILD_MODE_ENV: &str = "BLOOMLSM_LOCK_CHILD_MODE";
+
+fn options(direct: bool) -> Options {
+    Options {
+        use_direct_reads: direct,
+        ..Options::default()
+    }
+}
+
+/// The body of the child process of `open_in_another_process`; does
+/// nothing when run as an ordinary test.
+#[test]
+fn lock_child_entry() {
+    let Ok(dir) = std::env::var(CHILD_DIR_ENV) else {
+        return;
+    };
+    let direct = std::env::var(CHILD_MODE_ENV).is_ok_and(|m| m == "direct");
+    let outcome = match Db::open(Path::new(&dir), options(direct)) {
+        Ok(db) => {
+            db.close().unwrap();
+            "opened".to_string()
+        }
+        Err(Error::Locked { .. }) => "locked".to_string(),
+        Err(e) => format!("error: {e}"),
+    };
+    println!("CHILD-OUTCOME: {outcome}");
+}
+
+/// What `Db::open` of `dir` answers in a separate process: "opened",
+/// "locked" or "error: ...".
+fn open_in_another_process(dir: &Path, direct: bool) -> String {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lock_child_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(CHILD_DIR_ENV, dir)
+        .env(CHILD_MODE_ENV, if direct { "direct" } else { "cached" })
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "child failed: {stdout}");
+    stdout
+        .lines()
+        .find_map(|l| l.split_once("CHILD-OUTCOME: ").map(|(_, outcome)| outcome))
+        .unwrap_or_else(|| panic!("no outcome from the child: {stdout}"))
+        .to_string()
+}
+
+/// Whether the file system under `dir` serves `O_DIRECT` reads.
+fn direct_io_works(dir: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let probe = dir.join("probe");
+    std::fs::write(&probe, [0u8; 4096]).unwrap();
+    let works = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe)
+        .is_ok();
+    std::fs::remove_file(&probe).unwrap();
+    works
+}
+
+#[test]
+fn another_process_is_refused_while_the_store_is_open() {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut modes = vec![false];
+    if direct_io_works(scratch.path()) {
+        // The open's direct-I/O check must not touch LOCK: closing any
+        // descriptor of it would drop this process's record lock.
+        modes.push(true);
+    }
+    for direct in modes {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), options(direct)).unwrap();
+        db.put(b"k", b"v").unwrap();
+        assert_eq!(open_in_another_process(dir.path(), direct), "locked");
+        // Refused opens in this process, by the same path and by another
+        // path to the directory, leave the lock held against others.
+        assert!(matches!(
+            Db::open(dir.path(), options(direct)),
+            Err(Error::Locked { .. })
+        ));
+        let link = scratch.path().join(format!("link-{direct}"));
+        std::os::unix::fs::symlink(dir.path(), &link).unwrap();
+        assert!(matches!(
+            Db::open(&link, options(direct)),
+            Err(Error::Locked { .. })
+        ));
+        assert_eq!(open_in_another_process(dir.path(), direct), "locked");
+        db.close().unwrap();
+        assert_eq!(open_in_another_process(dir.path(), direct), "opened");
+        let db = Db::open(&link, options(direct)).unwrap();
+        assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+        assert_eq!(open_in_another_process(dir.path(), direct), "locked");
+        drop(db); // a drop releases the lock as a close does
+        assert_eq!(open_in_another_process(dir.path(), direct), "opened");
+    }
+}
+
+/// A child forked while the store is open keeps a copy of every
+/// descriptor until it execs or exits (here: until the parent lets it
+/// go). The lock is not among what it holds: the parent closes and
+/// reopens the store in that window, and another process is still refused
+/// while the parent has it open.
+#[test]
+fn a_forked_child_does_not_keep_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two descriptors for pipe to fill.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let [read_end, write_end] = fds;
+    // SAFETY: the child calls only async-signal-safe functions (close,
+    // read, _exit) before it exits, as a child of a threaded process must.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let mut byte = 0u8;
+        // SAFETY: descriptors from `pipe` above; `byte` outlives the read.
+        unsafe {
+            libc::close(write_end);
+            libc::read(read_end, (&raw mut byte).cast(), 1);
+            libc::_exit(0);
+        }
+    }
+    // SAFETY: the parent's copy of the read end is not used again.
+    unsafe { libc::close(read_end) };
+    db.close().unwrap();
+    let reopened = Db::open(dir.path(), Options::default());
+    let mut again = None;
+    if let Ok(db) = &reopened {
+        assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+        again = Some(open_in_another_process(dir.path(), false));
+    }
+    // Let the child go before any assertion can fail.
+    let mut status = 0;
+    // SAFETY: closing the write end ends the child's read; `status` is a
+    // valid out-parameter for waitpid.
+    unsafe {
+        libc::close(write_end);
+        libc::waitpid(pid, &raw mut status, 0);
+    }
+    let db = reopened.unwrap();
+    assert_eq!(again.as_deref(), Some("locked"));
+    db.close().unwrap();
+}
+
+#[test]
+fn racing_opens_in_one_process_admit_exactly_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let threads = 6;
+        let barrier = Arc::new(Barrier::new(threads));
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let barrier = Arc::clone(&barrier);
+                let path = dir.path().to_path_buf();
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    Db::open(&path, Options::default())
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let mut open = Vec::new();
+        for r in results {
+            match r {
+                Ok(db) => open.push(db),
+                Err(Error::Locked { .. }) => {}
+                Err(e) => panic!("round {round}: {e}"),
+            }
+        }
+        assert_eq!(open.len(), 1, "round {round}: exactly one open wins");
+        let db = open.pop().unwrap();
+        db.put(&[round], b"v").unwrap();
+        assert_eq!(open_in_another_process(dir.path(), false), "locked");
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    for round in 0..20u8 {
+        assert_eq!(db.get(&[round]).unwrap(), Some(b"v".to_vec()));
+    }
+}
