@@ -202,3 +202,112 @@ fn racing_opens_in_one_process_admit_exactly_one() {
         assert_eq!(db.get(&[round]).unwrap(), Some(b"v".to_vec()));
     }
 }
+
+/// Set in a child process: the store directory the fork scenario of
+/// `a_forked_child_can_open_the_store_once_the_parent_closes_it` uses.
+const FORK_DIR_ENV: &str = "BLOOMLSM_LOCK_FORK_DIR";
+
+/// 0 opened (and closed again), 1 locked, 2 any other error.
+fn open_code(dir: &Path) -> u8 {
+    match Db::open(dir, Options::default()) {
+        Ok(db) => match db.close() {
+            Ok(()) => 0,
+            Err(_) => 2,
+        },
+        Err(Error::Locked { .. }) => 1,
+        Err(_) => 2,
+    }
+}
+
+fn code_name(code: u8) -> &'static str {
+    match code {
+        0 => "opened",
+        1 => "locked",
+        _ => "error",
+    }
+}
+
+/// The body of the process `a_forked_child_can_open_the_store_once_the_parent_closes_it`
+/// starts (one test thread, so no other test holds a lock across the
+/// fork); does nothing when run as an ordinary test. It opens a store,
+/// forks a child (no exec), and the child tries to open the store while
+/// the parent has it open and again after the parent closed it.
+#[test]
+fn lock_fork_entry() {
+    let Ok(dir) = std::env::var(FORK_DIR_ENV) else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let db = Db::open(dir, Options::default()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let (mut to_child, mut to_parent) = ([0; 2], [0; 2]);
+    // SAFETY: each array is a valid pair of descriptors for pipe to fill.
+    unsafe {
+        assert_eq!(libc::pipe(to_child.as_mut_ptr()), 0);
+        assert_eq!(libc::pipe(to_parent.as_mut_ptr()), 0);
+    }
+    // SAFETY: the child never returns into the test harness: it ends with
+    // _exit. It opens a store after the fork (glibc's malloc is fork-safe,
+    // and this process runs one test, so no thread holds a store lock).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let while_held = open_code(dir);
+        let mut byte = 0u8;
+        // SAFETY: descriptors from `pipe` above; the buffers outlive the calls.
+        unsafe {
+            libc::write(to_parent[1], (&raw const while_held).cast(), 1);
+            libc::read(to_child[0], (&raw mut byte).cast(), 1);
+        }
+        let after_close = open_code(dir);
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(i32::from(after_close)) };
+    }
+    let mut while_held = 9u8;
+    // SAFETY: descriptors from `pipe` above; `while_held` outlives the read.
+    unsafe { libc::read(to_parent[0], (&raw mut while_held).cast(), 1) };
+    db.close().unwrap();
+    let mut status = 0;
+    // SAFETY: the write lets the child go; `status` is a valid out-parameter.
+    unsafe {
+        libc::write(to_child[1], (&raw const while_held).cast(), 1);
+        libc::waitpid(pid, &raw mut status, 0);
+    }
+    assert!(libc::WIFEXITED(status), "child died: {status}");
+    let after_close = libc::WEXITSTATUS(status) as u8;
+    println!(
+        "CHILD-OUTCOME: {}/{}",
+        code_name(while_held),
+        code_name(after_close)
+    );
+}
+
+/// A pre-forking server opens its store, forks workers (no exec) and
+/// closes it; a worker then opens the store. The child inherited the
+/// parent's table of held locks: it must be refused while the parent holds
+/// the store, and admitted once the parent has closed it (no process
+/// holds the lock then).
+#[test]
+fn a_forked_child_can_open_the_store_once_the_parent_closes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lock_fork_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(FORK_DIR_ENV, dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "fork scenario failed: {stdout}");
+    let outcome = stdout
+        .lines()
+        .find_map(|l| l.split_once("CHILD-OUTCOME: ").map(|(_, o)| o))
+        .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+    assert_eq!(outcome, "locked/opened");
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+}
