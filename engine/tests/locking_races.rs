@@ -140,3 +140,140 @@ fn writes_of_a_session_between_listing_and_lock_are_recovered() {
     let db = Db::open(&dir, Options::default()).unwrap();
     assert_all(&db, 0..200, "after a reopen");
 }
+
+/// Set in a child process of `never_two_holders_under_churn`: the store
+/// directory, the marker directory and the number of rounds.
+const CHURN_ENV: &str = "BLOOMLSM_LOCK_CHURN";
+
+/// One opener's loop until it held the store `rounds` times: each round
+/// tries to open it (one round in
+/// four with options the open refuses after it took the lock); a holder
+/// creates the marker (refused if another holder made it), writes, removes
+/// the marker and closes. Returns the rounds that found the marker.
+fn churn(dir: &Path, marker: &Path, rounds: u32, tag: u32) -> u32 {
+    use bloomlsm::fs::fault::FaultFs;
+    let mut violations = 0;
+    let (mut held, mut round) = (0, 0u32);
+    while held < rounds {
+        round += 1;
+        let refused = round % 4 == 3;
+        let opened = if refused {
+            let fs = Arc::new(FaultFs::new());
+            fs.set_refuse_direct_io(true);
+            let options = Options {
+                use_direct_reads: true,
+                ..Options::default()
+            };
+            Db::open_with_fs(dir, options, fs)
+        } else {
+            Db::open(dir, Options::default())
+        };
+        let db = match opened {
+            Ok(db) => db,
+            Err(bloomlsm::Error::Locked { .. }) => continue,
+            Err(e) if refused => {
+                let _ = e;
+                continue;
+            }
+            Err(e) => panic!("round {round}: {e}"),
+        };
+        assert!(!refused, "an open with direct I/O refused succeeded");
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(marker)
+        {
+            Ok(_) => {}
+            Err(_) => violations += 1,
+        }
+        held += 1;
+        db.put(&key(tag * 1_000_000 + held), b"v").unwrap();
+        let _ = std::fs::remove_file(marker);
+        db.close().unwrap();
+    }
+    violations
+}
+
+#[test]
+fn lock_churn_child_entry() {
+    let Ok(spec) = std::env::var(CHURN_ENV) else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split('|').collect();
+    let violations = churn(
+        Path::new(parts[0]),
+        Path::new(parts[1]),
+        parts[2].parse().unwrap(),
+        parts[3].parse().unwrap(),
+    );
+    println!("CHURN-VIOLATIONS: {violations}");
+}
+
+/// Opens and closes from threads of this process and from two other
+/// processes, some opens failing after they took the lock, while a thread
+/// spawns processes all along (the window in which a `flock` was held by a
+/// child between fork and exec): at no moment do two opens hold the store.
+#[test]
+fn never_two_holders_under_churn() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("store");
+    let marker = scratch.path().join("HOLDER");
+    let rounds = 40u32;
+    let spawn_child = |tag: u32| {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "lock_churn_child_entry",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(
+                CHURN_ENV,
+                format!("{}|{}|{rounds}|{tag}", dir.display(), marker.display()),
+            )
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let children: Vec<_> = (10..12).map(spawn_child).collect();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spawner = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::process::Command::new("true").status().unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let threads: Vec<_> = (0..3)
+        .map(|tag| {
+            let (dir, marker) = (dir.clone(), marker.clone());
+            std::thread::spawn(move || churn(&dir, &marker, rounds, tag))
+        })
+        .collect();
+    let mut violations: u32 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "child failed: {stdout}");
+        violations += stdout
+            .lines()
+            .find_map(|l| l.split_once("CHURN-VIOLATIONS: "))
+            .map(|(_, n)| n.trim().parse::<u32>().unwrap())
+            .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let spawned = spawner.join().unwrap();
+    assert!(spawned > 0);
+    assert_eq!(violations, 0, "two holders at once");
+    let db = Db::open(&dir, Options::default()).unwrap();
+    for tag in [0, 1, 2, 10, 11] {
+        for held in 1..=rounds {
+            assert!(db.get(&key(tag * 1_000_000 + held)).unwrap().is_some());
+        }
+    }
+}
