@@ -66,8 +66,11 @@ fn recover_into(
     })?;
     // Held until the undo has run: a LOCK this open created is removed
     // while still locked, so no other opener can hold a file we unlink.
+    let created = lock
+        .created_file()
+        .unwrap_or_else(|| !before_lock.iter().any(|n| n == names::LOCK));
     undo.lock = Some(lock);
-    if !before_lock.iter().any(|n| n == names::LOCK) {
+    if created {
         undo.files.push(lock_path.clone());
     }
     // Everything below reads the directory as it is under the lock: between

@@ -14,10 +14,14 @@ use parking_lot::Mutex;
 
 type Hook = Box<dyn FnOnce() + Send>;
 
-/// The real file system, except that the first `lock` first runs a hook:
-/// what another opener does while this open has not yet taken the lock.
+/// The real file system, except that the first `lock` first runs a hook
+/// (what another opener does while this open has not yet taken the
+/// lock), the first `create` runs one after it, and direct opens may be
+/// refused (as a file system without `O_DIRECT` does).
 struct BeforeLockFs {
     hook: Mutex<Option<Hook>>,
+    after_create: Mutex<Option<Hook>>,
+    refuse_direct: bool,
 }
 
 impl std::fmt::Debug for BeforeLockFs {
@@ -30,18 +34,43 @@ impl BeforeLockFs {
     fn new(hook: impl FnOnce() + Send + 'static) -> Arc<Self> {
         Arc::new(Self {
             hook: Mutex::new(Some(Box::new(hook))),
+            after_create: Mutex::new(None),
+            refuse_direct: false,
+        })
+    }
+
+    /// Refuses direct opens; runs `before_lock` and `after_create` once.
+    fn refusing_direct(
+        before_lock: impl FnOnce() + Send + 'static,
+        after_create: impl FnOnce() + Send + 'static,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            hook: Mutex::new(Some(Box::new(before_lock))),
+            after_create: Mutex::new(Some(Box::new(after_create))),
+            refuse_direct: true,
         })
     }
 }
 
 impl FileSystem for BeforeLockFs {
     fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        RealFs.create(path)
+        let file = RealFs.create(path);
+        let hook = self.after_create.lock().take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        file
     }
     fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
         RealFs.open_read(path)
     }
     fn open_read_direct(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
+        if self.refuse_direct {
+            return Err(bloomlsm::fs::FsError {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(std::io::ErrorKind::Unsupported, "no O_DIRECT"),
+            });
+        }
         RealFs.open_read_direct(path)
     }
     fn read_all(&self, path: &Path) -> FsResult<Vec<u8>> {
@@ -276,4 +305,54 @@ fn never_two_holders_under_churn() {
             assert!(db.get(&key(tag * 1_000_000 + held)).unwrap().is_some());
         }
     }
+}
+
+/// Two first opens of a new store, both refused after taking the lock
+/// (direct I/O refused). The second lists the directory while the first
+/// holds the LOCK it created, so the LOCK the second finds once the first
+/// removed it is one the second creates. Neither may leave a file behind.
+#[test]
+fn racing_failed_opens_leave_no_lock_file() {
+    use std::sync::mpsc::channel;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("store");
+    std::fs::create_dir(&dir).unwrap();
+    let options = Options {
+        use_direct_reads: true,
+        ..Options::default()
+    };
+    // first_holds: the first open holds its LOCK; second_waits: the second
+    // has listed and waits to lock; first_done: the first open returned.
+    let (first_holds_tx, first_holds_rx) = channel::<()>();
+    let (second_waits_tx, second_waits_rx) = channel::<()>();
+    let (first_done_tx, first_done_rx) = channel::<()>();
+    let second = {
+        let (dir, options) = (dir.clone(), options.clone());
+        std::thread::spawn(move || {
+            first_holds_rx.recv().unwrap();
+            let fs = BeforeLockFs::refusing_direct(
+                move || {
+                    second_waits_tx.send(()).unwrap();
+                    first_done_rx.recv().unwrap();
+                },
+                || {},
+            );
+            Db::open_with_fs(&dir, options, fs).map(|_| ())
+        })
+    };
+    let fs = BeforeLockFs::refusing_direct(
+        || {},
+        move || {
+            first_holds_tx.send(()).unwrap();
+            second_waits_rx.recv().unwrap();
+        },
+    );
+    assert!(Db::open_with_fs(&dir, options, fs).is_err());
+    first_done_tx.send(()).unwrap();
+    assert!(second.join().unwrap().is_err());
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "failed opens left {left:?}");
 }

@@ -83,9 +83,15 @@ struct HeldLock {
     id: FileId,
     /// The process that took the lock.
     pid: u32,
+    /// Whether the open that took it created the file.
+    created: bool,
 }
 
-impl DirLock for HeldLock {}
+impl DirLock for HeldLock {
+    fn created_file(&self) -> Option<bool> {
+        Some(self.created)
+    }
+}
 
 impl Drop for HeldLock {
     fn drop(&mut self) {
@@ -125,13 +131,10 @@ pub(super) fn lock(path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).at(path),
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .at(path)?;
+        let Some((file, created)) = open_or_create(path).at(path)? else {
+            // Unlinked between the two opens: look again.
+            continue;
+        };
         let meta = file.metadata().at(path)?;
         let id = (meta.dev(), meta.ino());
         if held.contains(&id) {
@@ -151,12 +154,31 @@ pub(super) fn lock(path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
                 file: Some(file),
                 id,
                 pid: std::process::id(),
+                created,
             })));
         }
         // Not in the table, so closing drops only this attempt's lock.
         drop(file);
     }
     Ok(None)
+}
+
+/// Opens `path` for reading and writing, creating it if missing; the file
+/// and whether this call created it, or `None` if it vanished between the
+/// attempt to create it and the open of the existing one.
+fn open_or_create(path: &Path) -> io::Result<Option<(File, bool)>> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true);
+    match options.clone().create_new(true).open(path) {
+        Ok(file) => return Ok(Some((file, true))),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    match options.open(path) {
+        Ok(file) => Ok(Some((file, false))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// `fcntl(F_SETLK)`: an exclusive record lock on the whole file, without
