@@ -311,3 +311,77 @@ fn a_forked_child_can_open_the_store_once_the_parent_closes_it() {
     let db = Db::open(dir.path(), Options::default()).unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
 }
+
+/// Each way an open fails after it took the lock (a damaged table, direct
+/// I/O refused on an existing store and on a new one, a damaged manifest)
+/// releases it at once: another process and an open in this one are not
+/// refused `Locked`, and the open that then succeeds holds the store
+/// against another process. A new store's failed open leaves nothing.
+#[test]
+fn every_failed_open_releases_the_lock() {
+    use bloomlsm::fs::fault::FaultFs;
+    let build = |dir: &Path| {
+        let db = Db::open(dir, Options::default()).unwrap();
+        for i in 0..2000u32 {
+            db.put(&i.to_be_bytes(), &[7u8; 100]).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact().unwrap();
+        db.close().unwrap();
+    };
+    let refusing_direct = || {
+        let fs = Arc::new(FaultFs::new());
+        fs.set_refuse_direct_io(true);
+        fs
+    };
+
+    // A damaged table (cut short): refused after the lock was taken.
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let table = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .unwrap();
+    let whole = std::fs::read(&table).unwrap();
+    std::fs::write(&table, &whole[..whole.len() - 10]).unwrap();
+    let refused = Db::open(dir.path(), Options::default());
+    assert!(refused.is_err() && !matches!(refused, Err(Error::Locked { .. })));
+    assert!(open_in_another_process(dir.path(), false).starts_with("error"));
+    std::fs::write(&table, &whole).unwrap();
+    assert_eq!(open_in_another_process(dir.path(), false), "opened");
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(open_in_another_process(dir.path(), false), "locked");
+    db.close().unwrap();
+
+    // Direct I/O refused, on the existing store and on a new one.
+    let refused = Db::open_with_fs(dir.path(), options(true), refusing_direct());
+    assert!(refused.is_err() && !matches!(refused, Err(Error::Locked { .. })));
+    assert_eq!(open_in_another_process(dir.path(), false), "opened");
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(open_in_another_process(dir.path(), false), "locked");
+    drop(db);
+    let scratch = tempfile::tempdir().unwrap();
+    let fresh = scratch.path().join("new");
+    let refused = Db::open_with_fs(&fresh, options(true), refusing_direct());
+    assert!(refused.is_err() && !matches!(refused, Err(Error::Locked { .. })));
+    assert!(!fresh.exists(), "the failed open left its directory");
+    assert_eq!(open_in_another_process(&fresh, false), "opened");
+    let db = Db::open(&fresh, Options::default()).unwrap();
+    assert_eq!(open_in_another_process(&fresh, false), "locked");
+    drop(db);
+
+    // A damaged manifest: refused as damage, never as Locked, here and in
+    // another process, and the store is not held afterwards.
+    let manifest = dir.path().join("MANIFEST");
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&manifest, &bytes).unwrap();
+    for _ in 0..2 {
+        let refused = Db::open(dir.path(), Options::default());
+        assert!(refused.is_err() && !matches!(refused, Err(Error::Locked { .. })));
+        let other = open_in_another_process(dir.path(), false);
+        assert!(other.starts_with("error"), "{other}");
+    }
+}
