@@ -21,6 +21,8 @@ type Hook = Box<dyn FnOnce() + Send>;
 struct BeforeLockFs {
     hook: Mutex<Option<Hook>>,
     after_create: Mutex<Option<Hook>>,
+    /// Runs once, right after this file system unlinked a LOCK.
+    after_lock_removed: Mutex<Option<Hook>>,
     refuse_direct: bool,
 }
 
@@ -35,6 +37,7 @@ impl BeforeLockFs {
         Arc::new(Self {
             hook: Mutex::new(Some(Box::new(hook))),
             after_create: Mutex::new(None),
+            after_lock_removed: Mutex::new(None),
             refuse_direct: false,
         })
     }
@@ -47,6 +50,7 @@ impl BeforeLockFs {
         Arc::new(Self {
             hook: Mutex::new(Some(Box::new(before_lock))),
             after_create: Mutex::new(Some(Box::new(after_create))),
+            after_lock_removed: Mutex::new(None),
             refuse_direct: true,
         })
     }
@@ -80,7 +84,14 @@ impl FileSystem for BeforeLockFs {
         RealFs.rename(from, to)
     }
     fn remove(&self, path: &Path) -> FsResult<()> {
-        RealFs.remove(path)
+        let removed = RealFs.remove(path);
+        if path.file_name().is_some_and(|n| n == "LOCK") {
+            let hook = self.after_lock_removed.lock().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+        removed
     }
     fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
         RealFs.list(dir)
@@ -355,4 +366,86 @@ fn racing_failed_opens_leave_no_lock_file() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert!(left.is_empty(), "failed opens left {left:?}");
+}
+
+/// Set in a child process: the store directory `other_process_open` tries.
+const OTHER_DIR_ENV: &str = "BLOOMLSM_LOCK_RACES_OTHER_DIR";
+
+#[test]
+fn lock_races_other_entry() {
+    let Ok(dir) = std::env::var(OTHER_DIR_ENV) else {
+        return;
+    };
+    let outcome = match Db::open(Path::new(&dir), Options::default()) {
+        Ok(db) => {
+            db.close().unwrap();
+            "opened".to_string()
+        }
+        Err(bloomlsm::Error::Locked { .. }) => "locked".to_string(),
+        Err(e) => format!("error: {e}"),
+    };
+    println!("OTHER-OUTCOME: {outcome}");
+}
+
+/// What an open of `dir` in another process answers.
+fn other_process_open(dir: &Path) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lock_races_other_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(OTHER_DIR_ENV, dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .find_map(|l| l.split_once("OTHER-OUTCOME: ").map(|(_, o)| o.to_string()))
+        .unwrap_or_else(|| panic!("no outcome: {stdout}"))
+}
+
+/// A first open of a new store fails after it created the directory and
+/// LOCK; right after it unlinked LOCK (still holding that file, released
+/// only after the undo) an open in this process takes the store and
+/// writes. The failed open's release of the unlinked file and its removal
+/// of the directory must leave that store whole and held.
+#[test]
+fn an_open_between_a_failed_opens_unlink_and_release_keeps_the_store() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("store");
+    let slot: Arc<Mutex<Option<Db>>> = Arc::new(Mutex::new(None));
+    let fs = Arc::new(BeforeLockFs {
+        hook: Mutex::new(None),
+        after_create: Mutex::new(None),
+        after_lock_removed: Mutex::new(Some(Box::new({
+            let (dir, slot) = (dir.clone(), Arc::clone(&slot));
+            move || {
+                let db = Db::open(&dir, Options::default()).unwrap();
+                for i in 0..100 {
+                    db.put(&key(i), b"v").unwrap();
+                }
+                *slot.lock() = Some(db);
+            }
+        }))),
+        refuse_direct: true,
+    });
+    let options = Options {
+        use_direct_reads: true,
+        ..Options::default()
+    };
+    assert!(Db::open_with_fs(&dir, options, fs).is_err());
+    let db = slot.lock().take().expect("the open in the window");
+    assert!(matches!(
+        Db::open(&dir, Options::default()),
+        Err(bloomlsm::Error::Locked { .. })
+    ));
+    assert_eq!(other_process_open(&dir), "locked");
+    assert_all(&db, 0..100, "while held");
+    db.close().unwrap();
+    assert_eq!(other_process_open(&dir), "opened");
+    let db = Db::open(&dir, Options::default()).unwrap();
+    assert_all(&db, 0..100, "after a reopen");
 }
