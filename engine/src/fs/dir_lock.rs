@@ -131,10 +131,7 @@ pub(super) fn lock(path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).at(path),
         }
-        let Some((file, created)) = open_or_create(path).at(path)? else {
-            // Unlinked between the two opens: look again.
-            continue;
-        };
+        let (file, created) = open_or_create(path).at(path)?;
         let meta = file.metadata().at(path)?;
         let id = (meta.dev(), meta.ino());
         if held.contains(&id) {
@@ -164,19 +161,23 @@ pub(super) fn lock(path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
 }
 
 /// Opens `path` for reading and writing, creating it if missing; the file
-/// and whether this call created it, or `None` if it vanished between the
-/// attempt to create it and the open of the existing one.
-fn open_or_create(path: &Path) -> io::Result<Option<(File, bool)>> {
+/// and whether this call created it. When the name exists but the open
+/// finds nothing (it was unlinked in between, or it is a dangling symlink,
+/// which `O_EXCL` never follows), the file is opened creating as needed and
+/// reported as not created: at worst a failed open leaves that LOCK.
+fn open_or_create(path: &Path) -> io::Result<(File, bool)> {
     let mut options = OpenOptions::new();
     options.read(true).write(true);
     match options.clone().create_new(true).open(path) {
-        Ok(file) => return Ok(Some((file, true))),
+        Ok(file) => return Ok((file, true)),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }
     match options.open(path) {
-        Ok(file) => Ok(Some((file, false))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Ok(file) => Ok((file, false)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Ok((options.create(true).truncate(false).open(path)?, false))
+        }
         Err(e) => Err(e),
     }
 }
@@ -325,6 +326,21 @@ mod tests {
             .find_map(|l| l.split_once("FORK-OUTCOME: ").map(|(_, o)| o))
             .unwrap_or_else(|| panic!("no outcome: {stdout}"));
         assert_eq!(outcome, "child locked true / child still holds true");
+    }
+
+    #[test]
+    fn a_dangling_symlink_is_locked_through_not_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("LOCK");
+        let target = dir.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let held = lock(&path).unwrap().expect("not held by anyone");
+        assert_eq!(held.created_file(), Some(false));
+        assert!(target.exists());
+        assert!(lock(&path).unwrap().is_none());
+        drop(held);
+        let fresh = dir.path().join("LOCK2");
+        assert_eq!(lock(&fresh).unwrap().unwrap().created_file(), Some(true));
     }
 
     #[test]
