@@ -60,6 +60,10 @@ pub(crate) struct DbInner {
     pub(crate) tables: TableFiles,
     /// The LOCK file's lock; released by `shutdown`.
     dir_lock: Mutex<Option<Box<dyn DirLock>>>,
+    /// The process that opened the store and holds `dir_lock`'s record
+    /// lock. A child forked from it (a daemon, say) holds no lock on the
+    /// store, so its copy of the store refuses writes.
+    owner_pid: u32,
     pub(crate) write: Mutex<WriteState>,
     pub(crate) current: RwLock<Arc<SuperVersion>>,
     /// Largest sequence number whose write is complete and visible.
@@ -123,6 +127,7 @@ impl DbInner {
             fs,
             tables: recovered.tables,
             dir_lock: Mutex::new(Some(recovered.lock)),
+            owner_pid: std::process::id(),
             write: Mutex::new(WriteState {
                 wal: recovered.wal,
                 frozen_wals: Vec::new(),
@@ -172,6 +177,14 @@ impl DbInner {
 
     pub(crate) fn check_writable(&self) -> Result<()> {
         self.check_open()?;
+        if std::process::id() != self.owner_pid {
+            // Another process may hold the store now: two writers would
+            // corrupt it.
+            return Err(Error::WritesStopped(
+                "the store was opened by another process (this one was forked from it):                  this process holds no lock on it"
+                    .into(),
+            ));
+        }
         match &*self.write_error.lock() {
             Some(reason) => Err(Error::WritesStopped(reason.clone())),
             None => Ok(()),

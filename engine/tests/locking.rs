@@ -385,3 +385,97 @@ fn every_failed_open_releases_the_lock() {
         assert!(other.starts_with("error"), "{other}");
     }
 }
+
+/// Set in the process `a_store_used_after_a_daemonizing_fork_is_not_written_unlocked`
+/// starts: the store directory.
+const DAEMON_DIR_ENV: &str = "BLOOMLSM_LOCK_DAEMON_DIR";
+
+/// The body of that process: opens a store (no background threads, so a
+/// forked copy of the `Db` can work), forks and exits at once without
+/// closing it, as a daemon does after its setup. The child waits until
+/// its parent is gone, writes through the `Db` it inherited, reports
+/// whether the write was accepted, and waits for the test to let it go.
+#[test]
+fn lock_daemon_entry() {
+    let Ok(dir) = std::env::var(DAEMON_DIR_ENV) else {
+        return;
+    };
+    let options = Options {
+        background_work: false,
+        ..Options::default()
+    };
+    let db = Db::open(Path::new(&dir), options).unwrap();
+    db.put(b"before", b"fork").unwrap();
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two descriptors for pipe to fill.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let [parent_gone, parent_alive] = fds;
+    // SAFETY: this process runs one test; the parent leaves with _exit, the
+    // child with _exit after its report.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid != 0 {
+        // SAFETY: the daemon's parent leaves without closing the store.
+        unsafe { libc::_exit(0) };
+    }
+    let mut byte = 0u8;
+    // SAFETY: descriptors from `pipe`; the read returns at the parent's exit
+    // (end of file once no process holds the write end).
+    unsafe {
+        libc::close(parent_alive);
+        libc::read(parent_gone, (&raw mut byte).cast(), 1);
+    }
+    let accepted = db.put(b"after", b"fork").is_ok();
+    println!(
+        "DAEMON-WRITE: {}",
+        if accepted { "accepted" } else { "refused" }
+    );
+    // Wait for the test (stdin closed), then leave without destructors.
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    // SAFETY: ends the child without running destructors.
+    unsafe { libc::_exit(0) };
+}
+
+/// A program opens its store and then daemonizes (forks, the parent
+/// exits). The forked child holds no record lock, so another process may
+/// open the store: the child's `Db` must then not write to it (two
+/// writers would corrupt it). Either the child's writes are refused or
+/// the other open is; here: the child's are.
+#[test]
+fn a_store_used_after_a_daemonizing_fork_is_not_written_unlocked() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut entry = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lock_daemon_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(DAEMON_DIR_ENV, dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = entry.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(entry.stdout.take().unwrap()).lines();
+    let write = lines
+        .find_map(|l| {
+            l.unwrap()
+                .split_once("DAEMON-WRITE: ")
+                .map(|(_, w)| w.to_string())
+        })
+        .expect("no report from the daemon child");
+    let other = Db::open(dir.path(), Options::default());
+    let other_opened = other.is_ok();
+    drop(other);
+    drop(stdin); // lets the daemon child go
+    entry.wait().unwrap();
+    assert!(
+        !(write == "accepted" && other_opened),
+        "the daemon child wrote while another process opened the store"
+    );
+    assert_eq!(write, "refused");
+}
