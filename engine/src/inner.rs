@@ -65,6 +65,10 @@ pub(crate) struct DbInner {
     pub(crate) read_only: bool,
     /// The LOCK file's lock; released by `shutdown`.
     dir_lock: Mutex<Option<Box<dyn DirLock>>>,
+    /// `forks::forks_seen()` when the store was opened: a process forked
+    /// from the one that opened the store (a daemon, say) sees another
+    /// value, holds no lock on the store, and its copy refuses writes.
+    opened_after_forks: u64,
     pub(crate) write: Mutex<WriteState>,
     pub(crate) current: RwLock<Arc<SuperVersion>>,
     /// Largest sequence number whose write is complete and visible.
@@ -125,6 +129,7 @@ impl DbInner {
             fs: recovered.fs,
             tables: recovered.tables,
             dir_lock: Mutex::new(Some(recovered.lock)),
+            opened_after_forks: crate::fs::forks::forks_seen(),
             write: Mutex::new(WriteState {
                 wal: recovered.wal,
                 frozen_wals: Vec::new(),
@@ -184,6 +189,16 @@ impl DbInner {
 
     pub(crate) fn check_writable(&self) -> Result<()> {
         self.check_not_read_only()?;
+        if crate::fs::forks::forks_seen() != self.opened_after_forks {
+            // This is a forked copy of the process that opened the store:
+            // it holds no lock on it, so another process may open it too,
+            // and two writers would corrupt it.
+            return Err(Error::WritesStopped(
+                "the store was opened by the process this one was forked from; \
+                 this process holds no lock on it"
+                    .into(),
+            ));
+        }
         match &*self.write_error.lock() {
             Some(reason) => Err(Error::WritesStopped(reason.clone())),
             None => Ok(()),

@@ -152,29 +152,32 @@ fn read_store(
     fs: &Arc<dyn FileSystem>,
     undo: &mut Undo,
 ) -> Result<Found> {
-    let listing = fs.list(dir)?;
     let manifest_path = dir.join(names::MANIFEST);
-    let fresh = !fs.exists(&manifest_path);
-    if fresh
-        && let Some(other) = listing
-            .iter()
-            .find(|n| !matches!(names::parse(n), FileType::Lock | FileType::Temp))
-    {
-        return Err(Error::NotAStore {
-            path: dir.to_path_buf(),
-            example: other.clone(),
-        });
-    }
+    // A first look, so that a directory that is not a store is refused
+    // before a LOCK is created in it.
+    let before_lock = fs.list(dir)?;
+    refuse_non_store(dir, &before_lock, !fs.exists(&manifest_path))?;
     let lock_path = dir.join(names::LOCK);
     let lock = fs.lock(&lock_path)?.ok_or_else(|| Error::Locked {
         path: dir.to_path_buf(),
     })?;
     // Held until the undo has run: a LOCK this open created is removed
     // while still locked, so no other opener can hold a file we unlink.
+    let created = lock
+        .created_file()
+        .unwrap_or_else(|| !before_lock.iter().any(|n| n == names::LOCK));
     undo.lock = Some(lock);
-    if !listing.iter().any(|n| n == names::LOCK) {
+    if created {
         undo.files.push(lock_path.clone());
     }
+    // Everything below reads the directory as it is under the lock: between
+    // the first look and the lock another opener (another process, say) may
+    // have created the store, or written to it and closed it. A stale
+    // listing would write a new store's manifest over theirs, or miss the
+    // WAL holding their last writes.
+    let listing = fs.list(dir)?;
+    let fresh = !fs.exists(&manifest_path);
+    refuse_non_store(dir, &listing, fresh)?;
     let state = if fresh {
         ManifestState {
             next_file_number: 2,
@@ -391,6 +394,22 @@ fn recover_into(
         last_seq,
         counters,
     })
+}
+
+/// Refuses a directory without a manifest that holds anything but a LOCK
+/// or temporary files: it is not a store, and opening it would create one
+/// among someone else's files.
+fn refuse_non_store(dir: &Path, listing: &[String], fresh: bool) -> Result<()> {
+    match listing
+        .iter()
+        .find(|n| !matches!(names::parse(n), FileType::Lock | FileType::Temp))
+    {
+        Some(other) if fresh => Err(Error::NotAStore {
+            path: dir.to_path_buf(),
+            example: other.clone(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Creates `dir` and any missing parents, fsyncing each new entry's parent
