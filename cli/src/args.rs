@@ -63,9 +63,11 @@ pub enum Command {
     },
     /// Writes KEY VALUE pairs, as one atomic batch per call.
     ///
-    /// A call is one write-ahead-log record, which the next open of the
-    /// store (by any command) writes out as one small L0 table: give many
-    /// pairs to one call rather than one call per pair.
+    /// A call is one write-ahead-log record, which the next `put` or
+    /// `delete` on the store writes out as one small L0 table (`get`,
+    /// `scan`, `stats` and `trace` open the store read-only and read it
+    /// from the log): give many pairs to one call rather than one call per
+    /// pair.
     Put {
         /// The store directory (created if missing).
         db: PathBuf,

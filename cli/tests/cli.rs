@@ -216,15 +216,18 @@ fn put_writes_all_its_pairs_as_one_table() {
     assert_eq!(put["pairs"], 3);
     assert_eq!(put["smallest_key"], "a");
     assert_eq!(put["largest_key"], "c");
-    // The next open turns the call's batch into exactly one table.
+    // `get` reads the batch from the WAL and writes no table.
     for (key, value) in [("a", "1"), ("b", "2"), ("c", "3")] {
         assert_eq!(ok_json(&["get", d, key])["value"], value);
     }
-    assert_eq!(sst_count(dir.path()), 1);
+    assert_eq!(sst_count(dir.path()), 0, "get opens read-only");
+    // The next write's open turns the call's batch into exactly one table.
     ok_json(&["put", d, "d", "4"]);
+    assert_eq!(sst_count(dir.path()), 1);
     ok_json(&["get", d, "d"]);
-    assert_eq!(sst_count(dir.path()), 2, "one table per put call");
+    assert_eq!(sst_count(dir.path()), 1, "get opens read-only");
     let deleted = text_of(&["delete", d, "b", "a"]);
+    assert_eq!(sst_count(dir.path()), 2, "one table per put call");
     assert_eq!(
         deleted,
         "deleted       2\nsmallest_key  a\nlargest_key   b\n"
@@ -307,4 +310,105 @@ fn fields_come_in_reading_order_in_text_and_json() {
     );
     let scan = text_of(&["scan", d, "--from", "key00010", "--limit", "2"]);
     assert_eq!(scan, "key       value\nkey00010  value\nkey00011  value\n");
+}
+
+/// Every file of `dir`: name -> (contents, modification time).
+fn image(
+    dir: &std::path::Path,
+) -> std::collections::BTreeMap<String, (Vec<u8>, std::time::SystemTime)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let meta = e.metadata().unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                (std::fs::read(e.path()).unwrap(), meta.modified().unwrap()),
+            )
+        })
+        .collect()
+}
+
+/// A store several tables deep with overwrites and deletes, and writes
+/// left only in its WAL: every study command reads it (WAL included) and
+/// leaves every file as it was. A read-write open under default options
+/// would flush the WAL to a new table and delete it.
+#[test]
+fn study_commands_change_no_file_of_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let options = bloomlsm::Options {
+        memtable_bytes: 16 << 10,
+        background_work: false,
+        ..bloomlsm::Options::default()
+    };
+    let db = bloomlsm::Db::open(dir.path(), options).unwrap();
+    for round in 0..4 {
+        for i in 0..1500 {
+            let key = format!("key{i:05}");
+            if (i + round) % 5 == 0 {
+                db.delete(key.as_bytes()).unwrap();
+            } else {
+                db.put(key.as_bytes(), format!("v{round}").as_bytes())
+                    .unwrap();
+            }
+        }
+    }
+    db.flush().unwrap();
+    db.put(b"only-in-the-wal", b"yes").unwrap();
+    db.delete(b"key00001").unwrap();
+    db.close().unwrap();
+    assert!(sst_count(dir.path()) > 1);
+    let before = image(dir.path());
+    let table = dir
+        .path()
+        .join(before.keys().find(|n| n.ends_with(".sst")).unwrap());
+
+    assert_eq!(ok_json(&["get", d, "only-in-the-wal"])["value"], "yes");
+    // The last round deleted every key i with i % 5 == 2; the WAL deletes key00001.
+    assert_eq!(ok_json(&["get", d, "key00003"])["value"], "v3");
+    assert_eq!(cli(&["get", d, "key00001"]).status.code(), Some(1));
+    assert_eq!(cli(&["get", d, "key00002"]).status.code(), Some(1));
+    let scan = ok_json(&["scan", d, "--from", "key00000", "--to", "key00006"]);
+    let keys: Vec<&str> = scan
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["key00000", "key00003", "key00004", "key00005"]);
+    let all = ok_json(&["scan", d, "--limit", "100000"]);
+    assert_eq!(all.as_array().unwrap().len(), 1500 - 300 - 1 + 1);
+    let trace = ok_json(&["trace", d, "only-in-the-wal"]);
+    assert_eq!(trace["trace"]["steps"][0]["source"], "memtable");
+    assert_eq!(
+        ok_json(&["trace", d, "key00002"])["value"],
+        serde_json::Value::Null
+    );
+    ok_json(&["stats", d]);
+    let stats = ok_json(&["stats", d, "--absent-gets", "500"]);
+    assert!(stats["reads_saved"].as_u64().unwrap() > 0);
+    ok_json(&["inspect", table.to_str().unwrap(), "--probes", "1000"]);
+    assert!(
+        image(dir.path()) == before,
+        "a study command changed the store"
+    );
+
+    // Across processes: while this process holds the store read-only, a
+    // command that writes is refused, and while it holds it read-write, a
+    // study command is.
+    let reader = bloomlsm::Db::open_read_only(dir.path(), bloomlsm::Options::default()).unwrap();
+    let out = cli(&["put", d, "a", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("locked"));
+    reader.close().unwrap();
+    assert!(
+        image(dir.path()) == before,
+        "the refused put changed the store"
+    );
+    let writer = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
+    let out = cli(&["get", d, "key00003"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("locked"));
+    writer.close().unwrap();
 }

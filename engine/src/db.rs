@@ -57,8 +57,8 @@ impl Db {
         fs: Arc<dyn FileSystem>,
     ) -> Result<Self> {
         let dir = path.as_ref();
-        let recovered = crate::recovery::recover(dir, &options, Arc::clone(&fs))?;
-        let inner = Arc::new(DbInner::new(dir.to_path_buf(), options, fs, recovered));
+        let recovered = crate::recovery::recover(dir, &options, fs)?;
+        let inner = Arc::new(DbInner::new(dir.to_path_buf(), options, recovered));
         let db = Self {
             inner,
             background: Mutex::new(Vec::new()),
@@ -75,6 +75,46 @@ impl Db {
         }
         db.inner.schedule_work();
         Ok(db)
+    }
+
+    /// Opens the existing store in `path` for reading only, as RocksDB's
+    /// `DB::OpenForReadOnly` does, to study a store without changing it.
+    ///
+    /// It takes `LOCK` as [`Db::open`] does (so it is refused with
+    /// [`Error::Locked`] while another `Db` has the store open, and keeps
+    /// any other open out until closed), refuses a directory without a
+    /// MANIFEST ([`Error::NoManifest`]), checks the manifest and tables
+    /// as `open` does, and replays the WALs (same [`crate::WalRecovery`]
+    /// checks and errors) into a memtable kept in memory. It never
+    /// creates, writes, renames, truncates or deletes a file of the store
+    /// (a missing `LOCK` is created to be locked, and unlinked at close),
+    /// runs no background thread and rebuilds no filter (a damaged one is
+    /// read around, as under [`crate::CorruptFilterPolicy::Ignore`];
+    /// `Fail` still refuses the open). Reads answer what a read-write open
+    /// would; every change (`put`, `delete`, `write`, `flush`, `compact`,
+    /// `rebuild_filters`, `wait_for_background_work`) returns
+    /// [`Error::ReadOnly`]. `close` writes nothing.
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Self> {
+        Self::open_read_only_with_fs(path, options, Arc::new(RealFs))
+    }
+
+    /// [`Db::open_read_only`] through a given file system.
+    pub fn open_read_only_with_fs(
+        path: impl AsRef<Path>,
+        options: Options,
+        fs: Arc<dyn FileSystem>,
+    ) -> Result<Self> {
+        let dir = path.as_ref();
+        let recovered = crate::recovery::recover_read_only(dir, &options, fs)?;
+        Ok(Self {
+            inner: Arc::new(DbInner::new(dir.to_path_buf(), options, recovered)),
+            background: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whether the store was opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
     }
 
     /// Sets `key` to `value`.
@@ -137,8 +177,8 @@ impl Db {
     }
 
     /// Freezes the memtable and writes it to an L0 table; waits. Refused
-    /// with [`Error::WritesStopped`] after a failure; a failure here stops
-    /// writes.
+    /// with [`Error::WritesStopped`] after a failure (a failure here stops
+    /// writes), and with [`Error::ReadOnly`] by a read-only store.
     pub fn flush(&self) -> Result<()> {
         self.inner.check_writable()?;
         self.inner.stopping_writes_on_error("flush", || {
@@ -197,7 +237,8 @@ impl Db {
     }
 
     /// Blocks until background flushes and compactions have nothing left
-    /// to do (useful before measuring reads).
+    /// to do (useful before measuring reads). A read-only store has none,
+    /// and refuses this with [`Error::ReadOnly`] as it refuses `flush`.
     pub fn wait_for_background_work(&self) -> Result<()> {
         self.inner.check_writable()?;
         self.inner

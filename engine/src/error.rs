@@ -88,6 +88,18 @@ pub enum Error {
     /// so as not to build on state that may not be on disk. Reads still work.
     #[error("the store refuses writes after an earlier failure: {0}")]
     WritesStopped(String),
+    /// `path` holds no MANIFEST: it is not a store (or does not exist).
+    /// A read-only open creates nothing, so it refuses it.
+    #[error("{path} is not a bloomlsm store (no MANIFEST); a read-only open creates nothing")]
+    NoManifest {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The store was opened with [`crate::Db::open_read_only`]: writes,
+    /// flushes, compactions, filter rebuilds and waiting for background
+    /// work are refused, and nothing was changed.
+    #[error("the store is open read-only: the change was refused and nothing was written")]
+    ReadOnly,
     /// The store was closed.
     #[error("the store is closed")]
     Closed,

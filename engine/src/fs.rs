@@ -12,9 +12,18 @@ use bloomlsm_sstable::{RandomAccessFile, WritableFile};
 mod dir_lock;
 pub mod direct;
 pub mod fault;
+pub(crate) mod forks;
 
 /// A held directory lock; released on drop.
-pub trait DirLock: Send + Sync + Debug {}
+pub trait DirLock: Send + Sync + Debug {
+    /// Whether taking the lock created its file: a failed open removes a
+    /// LOCK it created. `None` when unknown; the open then judges by its
+    /// listing before the lock, which a racing failed open can fool (it
+    /// may remove the LOCK listed, so that this open creates another).
+    fn created_file(&self) -> Option<bool> {
+        None
+    }
+}
 
 /// A file-system call that failed, and the path it concerned.
 #[derive(Debug, thiserror::Error)]

@@ -12,7 +12,6 @@ use crate::counters::Counters;
 use crate::error::{Error, Result};
 use crate::filter_budget::FilterClaims;
 use crate::fs::{DirLock, FileSystem};
-use crate::memtable::MemTable;
 use crate::options::{FilterPolicy, Options};
 use crate::recovery::Recovered;
 use crate::table_files::TableFiles;
@@ -22,8 +21,9 @@ use crate::wal::WalWriter;
 /// The write path's state. Guarded by `DbInner::write`.
 #[derive(Debug)]
 pub(crate) struct WriteState {
-    /// The WAL of the active memtable.
-    pub(crate) wal: WalWriter,
+    /// The WAL of the active memtable; `None` exactly in a read-only
+    /// store, which has no WAL (its writes are refused before this lock).
+    pub(crate) wal: Option<WalWriter>,
     /// WALs of frozen memtables not yet known flushed, oldest first: kept
     /// open so `close` can make every acknowledged write durable.
     pub(crate) frozen_wals: Vec<(u64, WalWriter)>,
@@ -57,10 +57,19 @@ pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
     /// As given to `open`; the live filter policy is `filter_policy`.
     pub(crate) options: Options,
+    /// Read-only: `ReadOnlyFs`, refusing every change.
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) tables: TableFiles,
+    /// Opened with `Db::open_read_only`: every write, flush, compaction
+    /// and filter rebuild is refused with `Error::ReadOnly`, no background
+    /// thread runs, and the replayed WALs stay in the active memtable.
+    pub(crate) read_only: bool,
     /// The LOCK file's lock; released by `shutdown`.
     dir_lock: Mutex<Option<Box<dyn DirLock>>>,
+    /// `forks::forks_seen()` when the store was opened: a process forked
+    /// from the one that opened the store (a daemon, say) sees another
+    /// value, holds no lock on the store, and its copy refuses writes.
+    opened_after_forks: u64,
     pub(crate) write: Mutex<WriteState>,
     pub(crate) current: RwLock<Arc<SuperVersion>>,
     /// Largest sequence number whose write is complete and visible.
@@ -116,27 +125,25 @@ pub(crate) struct DbInner {
 }
 
 impl DbInner {
-    /// The store as recovery left it: every replayed write is in a table,
-    /// a fresh WAL takes new writes.
-    pub(crate) fn new(
-        dir: PathBuf,
-        options: Options,
-        fs: Arc<dyn FileSystem>,
-        recovered: Recovered,
-    ) -> Self {
+    /// The store as recovery left it. Read-write: every replayed write is
+    /// in a table, a fresh WAL takes new writes. Read-only: the replayed
+    /// writes are the active memtable, and there is no WAL.
+    pub(crate) fn new(dir: PathBuf, options: Options, recovered: Recovered) -> Self {
         let num_levels = options.num_levels;
         Self {
             dir,
-            fs,
+            read_only: recovered.wal.is_none(),
+            fs: recovered.fs,
             tables: recovered.tables,
             dir_lock: Mutex::new(Some(recovered.lock)),
+            opened_after_forks: crate::fs::forks::forks_seen(),
             write: Mutex::new(WriteState {
                 wal: recovered.wal,
                 frozen_wals: Vec::new(),
                 next_seq: recovered.last_seq + 1,
             }),
             current: RwLock::new(Arc::new(SuperVersion {
-                mem: Arc::new(MemTable::new(recovered.wal_number)),
+                mem: recovered.mem,
                 imm: Vec::new(),
                 version: Arc::new(recovered.version),
             })),
@@ -178,8 +185,28 @@ impl DbInner {
         }
     }
 
-    pub(crate) fn check_writable(&self) -> Result<()> {
+    /// Refuses a change to a read-only store (after `Closed`).
+    pub(crate) fn check_not_read_only(&self) -> Result<()> {
         self.check_open()?;
+        if self.read_only {
+            Err(Error::ReadOnly)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        self.check_not_read_only()?;
+        if crate::fs::forks::forks_seen() != self.opened_after_forks {
+            // This is a forked copy of the process that opened the store:
+            // it holds no lock on it, so another process may open it too,
+            // and two writers would corrupt it.
+            return Err(Error::WritesStopped(
+                "the store was opened by the process this one was forked from; \
+                 this process holds no lock on it"
+                    .into(),
+            ));
+        }
         match &*self.write_error.lock() {
             Some(reason) => Err(Error::WritesStopped(reason.clone())),
             None => Ok(()),
@@ -212,7 +239,8 @@ impl DbInner {
     }
 
     /// Makes every acknowledged write durable (every live WAL, oldest
-    /// first) and gives up the directory lock. REQUIRES: background threads
+    /// first; a read-only store has none, and writes nothing) and gives
+    /// up the directory lock. REQUIRES: background threads
     /// have stopped. Later reads through snapshots and iterators fail with
     /// `Closed`.
     pub(crate) fn shutdown(&self) -> Result<()> {
@@ -223,7 +251,10 @@ impl DbInner {
             for (_, wal) in &mut w.frozen_wals {
                 result = result.and(wal.sync());
             }
-            result.and(w.wal.sync())
+            match &mut w.wal {
+                Some(wal) => result.and(wal.sync()),
+                None => result,
+            }
         };
         self.dir_lock.lock().take();
         synced

@@ -53,6 +53,7 @@ mod merge;
 mod merging_cursor;
 mod options;
 mod read;
+mod read_only_fs;
 #[cfg(test)]
 mod read_view_tests;
 mod rebalance;

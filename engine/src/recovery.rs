@@ -4,6 +4,11 @@
 //! refuse a store (a damaged manifest, table or WAL) is read before any
 //! file is created, and a failed open removes every file and directory it
 //! created.
+//!
+//! A read-only open ([`recover_read_only`]) is the first half alone: the
+//! same lock, the same checks and the same replay, into a memtable kept in
+//! memory; it creates, renames, truncates and deletes nothing (only a
+//! missing `LOCK` is created, and unlinked again when released).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -18,20 +23,26 @@ use crate::fs::{DirLock, FileSystem};
 use crate::manifest::{ManifestState, ManifestWriteFailure};
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::read_only_fs::{CreatedLock, ReadOnlyFs};
 use crate::replay::{LogStart, replay_wals};
 use crate::table_files::{OutputCuts, TableFiles};
 use crate::version::Version;
 use crate::wal::WalWriter;
 
-/// What recovery hands to the store it opens: every replayed write is in
-/// a durable table and the manifest names the new, empty WAL.
+/// What recovery hands to the store it opens. Read-write: every replayed
+/// write is in a durable table, `mem` is empty and the manifest names its
+/// new WAL, `wal`. Read-only: the replayed writes are in `mem`, there is
+/// no WAL, and `fs` refuses every change.
 pub(crate) struct Recovered {
     pub(crate) lock: Box<dyn DirLock>,
+    /// The file system the store runs on.
+    pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) tables: TableFiles,
     pub(crate) version: Version,
-    /// The WAL new writes go to, and its number.
-    pub(crate) wal: WalWriter,
-    pub(crate) wal_number: u64,
+    /// The active memtable.
+    pub(crate) mem: Arc<MemTable>,
+    /// The WAL new writes go to (`mem`'s); `None` exactly when read-only.
+    pub(crate) wal: Option<WalWriter>,
     /// The largest sequence number any recovered write has.
     pub(crate) last_seq: u64,
     pub(crate) counters: Counters,
@@ -48,36 +59,125 @@ pub(crate) fn recover(dir: &Path, options: &Options, fs: Arc<dyn FileSystem>) ->
     result
 }
 
-fn recover_into(
+/// Opens the store in `dir` read-only: refused unless `dir` holds a
+/// MANIFEST; the WALs are replayed into a memtable kept in memory (with
+/// the same `WalRecovery` checks as [`recover`]); nothing in `dir` is
+/// created (but a missing `LOCK`, unlinked when released), written,
+/// renamed, truncated or removed.
+pub(crate) fn recover_read_only(
+    dir: &Path,
+    options: &Options,
+    fs: Arc<dyn FileSystem>,
+) -> Result<Recovered> {
+    options.validate()?;
+    if !fs.exists(&dir.join(names::MANIFEST)) {
+        return Err(Error::NoManifest {
+            path: dir.to_path_buf(),
+        });
+    }
+    let read_only: Arc<dyn FileSystem> = Arc::new(ReadOnlyFs::new(Arc::clone(&fs)));
+    let mut undo = Undo::default();
+    let result = read_only_into(dir, options, &fs, read_only, &mut undo);
+    if result.is_err() {
+        // Only a LOCK this open created can be listed for removal: the
+        // layer under the read-only one removes it.
+        undo.run(fs.as_ref());
+    }
+    result
+}
+
+fn read_only_into(
+    dir: &Path,
+    options: &Options,
+    fs: &Arc<dyn FileSystem>,
+    read_only: Arc<dyn FileSystem>,
+    undo: &mut Undo,
+) -> Result<Recovered> {
+    let found = read_store(dir, options, &read_only, undo)?;
+    if found.fresh {
+        // The MANIFEST vanished since it was looked for.
+        return Err(Error::NoManifest {
+            path: dir.to_path_buf(),
+        });
+    }
+    // As a read-write open checks it: on the manifest, never on LOCK
+    // (closing a descriptor of LOCK would drop this process's lock).
+    if options.use_direct_reads {
+        crate::fs::check_direct_reads(read_only.as_ref(), &dir.join(names::MANIFEST))?;
+    }
+    let lock = undo
+        .lock
+        .take()
+        .ok_or_else(|| Error::Internal("lock lost".into()))?;
+    let lock: Box<dyn DirLock> = match undo.files.pop() {
+        Some(path) => Box::new(CreatedLock {
+            lock: Some(lock),
+            path,
+            fs: Arc::clone(fs),
+        }),
+        None => lock,
+    };
+    Ok(Recovered {
+        lock,
+        fs: read_only,
+        tables: found.tables,
+        version: found.version,
+        mem: Arc::new(found.replayed),
+        wal: None,
+        last_seq: found.last_seq,
+        counters: Counters::new(options.num_levels),
+    })
+}
+
+/// What the reading half of an open found. Nothing is created yet but
+/// `LOCK` when it was missing (listed in the undo).
+struct Found {
+    listing: Vec<String>,
+    /// No MANIFEST: a new store.
+    fresh: bool,
+    tables: TableFiles,
+    version: Version,
+    /// The WALs' writes not yet in a table.
+    replayed: MemTable,
+    /// The largest sequence number of a write in a table or replayed.
+    last_seq: u64,
+}
+
+/// Lists `dir`, takes `LOCK`, reads and checks the manifest and every
+/// table it names, and replays the WALs not yet flushed into a memtable:
+/// everything that may refuse the store, creating no file but `LOCK`.
+fn read_store(
     dir: &Path,
     options: &Options,
     fs: &Arc<dyn FileSystem>,
     undo: &mut Undo,
-) -> Result<Recovered> {
-    create_store_dir(dir, fs.as_ref(), undo)?;
-    let listing = fs.list(dir)?;
+) -> Result<Found> {
     let manifest_path = dir.join(names::MANIFEST);
-    let fresh = !fs.exists(&manifest_path);
-    if fresh
-        && let Some(other) = listing
-            .iter()
-            .find(|n| !matches!(names::parse(n), FileType::Lock | FileType::Temp))
-    {
-        return Err(Error::NotAStore {
-            path: dir.to_path_buf(),
-            example: other.clone(),
-        });
-    }
+    // A first look, so that a directory that is not a store is refused
+    // before a LOCK is created in it.
+    let before_lock = fs.list(dir)?;
+    refuse_non_store(dir, &before_lock, !fs.exists(&manifest_path))?;
     let lock_path = dir.join(names::LOCK);
     let lock = fs.lock(&lock_path)?.ok_or_else(|| Error::Locked {
         path: dir.to_path_buf(),
     })?;
     // Held until the undo has run: a LOCK this open created is removed
     // while still locked, so no other opener can hold a file we unlink.
+    let created = lock
+        .created_file()
+        .unwrap_or_else(|| !before_lock.iter().any(|n| n == names::LOCK));
     undo.lock = Some(lock);
-    if !listing.iter().any(|n| n == names::LOCK) {
+    if created {
         undo.files.push(lock_path.clone());
     }
+    // Everything below reads the directory as it is under the lock: between
+    // the first look and the lock another opener (another process, say) may
+    // have created the store, or written to it and closed it. A stale
+    // listing would write a new store's manifest over theirs, or miss the
+    // WAL holding their last writes.
+    let listing = fs.list(dir)?;
+    let fresh = !fs.exists(&manifest_path);
+    refuse_non_store(dir, &listing, fresh)?;
     let state = if fresh {
         ManifestState {
             next_file_number: 2,
@@ -141,7 +241,8 @@ fn recover_into(
         })
         .collect();
     wals.sort_unstable();
-    let replayed = MemTable::new(0);
+    // Were it kept (read-only), it would hold the newest WAL's writes.
+    let replayed = MemTable::new(wals.last().copied().unwrap_or(state.wal_number));
     let start = LogStart {
         lowest: state
             .tables
@@ -161,6 +262,33 @@ fn recover_into(
         &replayed,
     )?;
     let last_seq = state.last_seq.max(replayed_last.unwrap_or(0));
+    Ok(Found {
+        listing,
+        fresh,
+        tables,
+        version,
+        replayed,
+        last_seq,
+    })
+}
+
+fn recover_into(
+    dir: &Path,
+    options: &Options,
+    fs: &Arc<dyn FileSystem>,
+    undo: &mut Undo,
+) -> Result<Recovered> {
+    create_store_dir(dir, fs.as_ref(), undo)?;
+    let Found {
+        listing,
+        fresh,
+        tables,
+        mut version,
+        replayed,
+        last_seq,
+    } = read_store(dir, options, fs, undo)?;
+    let manifest_path = dir.join(names::MANIFEST);
+    let num_levels = options.num_levels;
 
     // Now the files of the running store. A new store's manifest comes
     // first: a directory holding other store files but no manifest is not
@@ -258,13 +386,30 @@ fn recover_into(
         .ok_or_else(|| Error::Internal("lock lost".into()))?;
     Ok(Recovered {
         lock,
+        fs: Arc::clone(fs),
         tables,
         version,
-        wal: WalWriter::new(wal_file, wal_path),
-        wal_number,
+        mem: Arc::new(MemTable::new(wal_number)),
+        wal: Some(WalWriter::new(wal_file, wal_path)),
         last_seq,
         counters,
     })
+}
+
+/// Refuses a directory without a manifest that holds anything but a LOCK
+/// or temporary files: it is not a store, and opening it would create one
+/// among someone else's files.
+fn refuse_non_store(dir: &Path, listing: &[String], fresh: bool) -> Result<()> {
+    match listing
+        .iter()
+        .find(|n| !matches!(names::parse(n), FileType::Lock | FileType::Temp))
+    {
+        Some(other) if fresh => Err(Error::NotAStore {
+            path: dir.to_path_buf(),
+            example: other.clone(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Creates `dir` and any missing parents, fsyncing each new entry's parent

@@ -48,6 +48,7 @@ impl DbInner {
     /// applied (logged and in the memtable); a failure after that point
     /// (a rotation or inline flush) stops later writes instead.
     pub(crate) fn write(&self, mut batch: WriteBatch) -> Result<()> {
+        self.check_not_read_only()?;
         self.validate(&batch)?;
         if batch.is_empty() {
             return Ok(());
@@ -65,7 +66,10 @@ impl DbInner {
             return Err(Error::SequenceExhausted);
         }
         let payload = batch.encode(first);
-        if let Err(e) = w.wal.append(payload, self.options.sync == SyncMode::Always) {
+        let Some(wal) = w.wal.as_mut() else {
+            return Err(Error::ReadOnly);
+        };
+        if let Err(e) = wal.append(payload, self.options.sync == SyncMode::Always) {
             self.stop_writes(format!("WAL append failed: {e}"));
             return Err(e);
         }
@@ -126,6 +130,9 @@ impl DbInner {
     /// `SyncMode::Always`) until its flush is installed. A failure stops
     /// writes.
     pub(crate) fn rotate_memtable(&self, w: &mut WriteState) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         let number = self.tables.new_file_number();
         let path = names::wal(&self.dir, number);
         let created = self.fs.create(&path).map_err(Error::from).and_then(|f| {
@@ -133,8 +140,10 @@ impl DbInner {
             Ok(f)
         });
         let synced = created.and_then(|f| {
-            if self.options.sync == SyncMode::Always {
-                w.wal.sync()?;
+            if self.options.sync == SyncMode::Always
+                && let Some(wal) = w.wal.as_mut()
+            {
+                wal.sync()?;
             }
             Ok(f)
         });
@@ -145,9 +154,11 @@ impl DbInner {
                 return Err(e);
             }
         };
-        let frozen = std::mem::replace(&mut w.wal, WalWriter::new(file, path));
+        let frozen = w.wal.replace(WalWriter::new(file, path));
         let mut current = self.current.write();
-        w.frozen_wals.push((current.mem.wal_number, frozen));
+        if let Some(frozen) = frozen {
+            w.frozen_wals.push((current.mem.wal_number, frozen));
+        }
         // WALs older than every memtable still in the view are flushed.
         let oldest_live = current
             .imm

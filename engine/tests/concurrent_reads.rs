@@ -19,10 +19,13 @@
 //! search compares whole keys at every table boundary.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bloomlsm::{Db, FilterKind, FilterPolicy, Options};
+use common::scratch_dir;
 
 fn keys() -> Vec<Vec<u8>> {
     let mut keys = Vec::new();
@@ -73,14 +76,6 @@ fn check(i: usize, got: &Option<Vec<u8>>, lo: u64, hi: u64, what: &str) {
         ok,
         "{what}: key {i} read {seen:?} (None: absent), but rounds {lo}..={hi} were live"
     );
-}
-
-fn scratch_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("BLOOMLSM_TEST_TMPDIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| Some(std::path::PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
-        .unwrap_or_else(std::env::temp_dir);
-    tempfile::tempdir_in(base).unwrap()
 }
 
 /// `rebuilds`: another thread rebuilds every filter at other policies

@@ -13,20 +13,20 @@
 //! `BLOOMLSM_MODEL_SEED` replays one case (the seed a failure prints).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
 mod deep;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use bloomlsm::FilterKind;
 use bloomlsm::{Db, Options, Snapshot, WriteBatch};
+use common::{Model, scratch_dir};
 use deep::{
     Case, DeepCases, Op, PolicySpec, Shape, key, progress, report_failure_at, start_watchdog, value,
 };
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -45,18 +45,6 @@ fn show(v: &Option<Vec<u8>>) -> String {
 
 fn fail(msg: String) -> TestCaseError {
     TestCaseError::fail(msg)
-}
-
-/// A directory for one store: in memory (`/dev/shm`) where there is one,
-/// or under `BLOOMLSM_TEST_TMPDIR`. This test checks answers, not
-/// durability, and on a disk the fsyncs of hundreds of flushes a case
-/// make it ten times slower.
-fn scratch_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("BLOOMLSM_TEST_TMPDIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| Some(std::path::PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
-        .unwrap_or_else(std::env::temp_dir);
-    tempfile::tempdir_in(base).unwrap()
 }
 
 /// What one case did, for the summary.

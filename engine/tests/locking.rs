@@ -117,8 +117,8 @@ fn another_process_is_refused_while_the_store_is_open() {
 /// A child forked while the store is open keeps a copy of every
 /// descriptor until it execs or exits (here: until the parent lets it
 /// go). The lock is not among what it holds: the parent closes and
-/// reopens the store in that window, and another process is still refused
-/// while the parent has it open.
+/// reopens the store in that window, and another process is refused while
+/// the parent has it open, before and after the child exits.
 #[test]
 fn a_forked_child_does_not_keep_the_lock() {
     let dir = tempfile::tempdir().unwrap();
@@ -160,6 +160,9 @@ fn a_forked_child_does_not_keep_the_lock() {
     }
     let db = reopened.unwrap();
     assert_eq!(again.as_deref(), Some("locked"));
+    // The child's exit closed its copies of the descriptors: the lock the
+    // parent took after the fork is still held.
+    assert_eq!(open_in_another_process(dir.path(), false), "locked");
     db.close().unwrap();
 }
 
@@ -198,4 +201,281 @@ fn racing_opens_in_one_process_admit_exactly_one() {
     for round in 0..20u8 {
         assert_eq!(db.get(&[round]).unwrap(), Some(b"v".to_vec()));
     }
+}
+
+/// Set in a child process: the store directory the fork scenario of
+/// `a_forked_child_can_open_the_store_once_the_parent_closes_it` uses.
+const FORK_DIR_ENV: &str = "BLOOMLSM_LOCK_FORK_DIR";
+
+/// 0 opened (and closed again), 1 locked, 2 any other error.
+fn open_code(dir: &Path) -> u8 {
+    match Db::open(dir, Options::default()) {
+        Ok(db) => match db.close() {
+            Ok(()) => 0,
+            Err(_) => 2,
+        },
+        Err(Error::Locked { .. }) => 1,
+        Err(_) => 2,
+    }
+}
+
+fn code_name(code: u8) -> &'static str {
+    match code {
+        0 => "opened",
+        1 => "locked",
+        _ => "error",
+    }
+}
+
+/// The body of the process `a_forked_child_can_open_the_store_once_the_parent_closes_it`
+/// starts (one test thread, so no other test holds a lock across the
+/// fork); does nothing when run as an ordinary test. It opens a store,
+/// forks a child (no exec), and the child tries to open the store while
+/// the parent has it open and again after the parent closed it.
+#[test]
+fn lock_fork_entry() {
+    let Ok(dir) = std::env::var(FORK_DIR_ENV) else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let db = Db::open(dir, Options::default()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let (mut to_child, mut to_parent) = ([0; 2], [0; 2]);
+    // SAFETY: each array is a valid pair of descriptors for pipe to fill.
+    unsafe {
+        assert_eq!(libc::pipe(to_child.as_mut_ptr()), 0);
+        assert_eq!(libc::pipe(to_parent.as_mut_ptr()), 0);
+    }
+    // SAFETY: the child never returns into the test harness: it ends with
+    // _exit. It opens a store after the fork (glibc's malloc is fork-safe,
+    // and this process runs one test, so no thread holds a store lock).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let while_held = open_code(dir);
+        let mut byte = 0u8;
+        // SAFETY: descriptors from `pipe` above; the buffers outlive the calls.
+        unsafe {
+            libc::write(to_parent[1], (&raw const while_held).cast(), 1);
+            libc::read(to_child[0], (&raw mut byte).cast(), 1);
+        }
+        let after_close = open_code(dir);
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(i32::from(after_close)) };
+    }
+    let mut while_held = 9u8;
+    // SAFETY: descriptors from `pipe` above; `while_held` outlives the read.
+    unsafe { libc::read(to_parent[0], (&raw mut while_held).cast(), 1) };
+    db.close().unwrap();
+    let mut status = 0;
+    // SAFETY: the write lets the child go; `status` is a valid out-parameter.
+    unsafe {
+        libc::write(to_child[1], (&raw const while_held).cast(), 1);
+        libc::waitpid(pid, &raw mut status, 0);
+    }
+    assert!(libc::WIFEXITED(status), "child died: {status}");
+    let after_close = libc::WEXITSTATUS(status) as u8;
+    println!(
+        "CHILD-OUTCOME: {}/{}",
+        code_name(while_held),
+        code_name(after_close)
+    );
+}
+
+/// A pre-forking server opens its store, forks workers (no exec) and
+/// closes it; a worker then opens the store. The child inherited the
+/// parent's table of held locks: it must be refused while the parent holds
+/// the store, and admitted once the parent has closed it (no process
+/// holds the lock then).
+#[test]
+fn a_forked_child_can_open_the_store_once_the_parent_closes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lock_fork_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(FORK_DIR_ENV, dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "fork scenario failed: {stdout}");
+    let outcome = stdout
+        .lines()
+        .find_map(|l| l.split_once("CHILD-OUTCOME: ").map(|(_, o)| o))
+        .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+    assert_eq!(outcome, "locked/opened");
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+}
+
+/// Each way an open fails after it took the lock (a damaged table, direct
+/// I/O refused on an existing store and on a new one, a damaged manifest)
+/// releases it at once: another process and an open in this one are not
+/// refused `Locked`, and the open that then succeeds holds the store
+/// against another process. A new store's failed open leaves nothing.
+#[test]
+fn every_failed_open_releases_the_lock() {
+    use bloomlsm::fs::fault::FaultFs;
+    let build = |dir: &Path| {
+        let db = Db::open(dir, Options::default()).unwrap();
+        for i in 0..2000u32 {
+            db.put(&i.to_be_bytes(), &[7u8; 100]).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact().unwrap();
+        db.close().unwrap();
+    };
+    let refusing_direct = || {
+        let fs = Arc::new(FaultFs::new());
+        fs.set_refuse_direct_io(true);
+        fs
+    };
+
+    // A damaged table (cut short): refused after the lock was taken.
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let table = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .unwrap();
+    let whole = std::fs::read(&table).unwrap();
+    std::fs::write(&table, &whole[..whole.len() - 10]).unwrap();
+    let refused = Db::open(dir.path(), Options::default());
+    assert!(refused.is_err() && !matches!(refused, Err(Error::Locked { .. })));
+    assert!(open_in_another_process(dir.path(), false).starts_with("error"));
+    std::fs::write(&table, &whole).unwrap();
+    assert_eq!(open_in_another_process(dir.path(), false), "opened");
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(open_in_another_process(dir.path(), false), "locked");
+    db.close().unwrap();
+
+    // Direct I/O refused, on the existing store and on a new one.
+    let refused = Db::open_with_fs(dir.path(), options(true), refusing_direct());
+    assert!(refused.is_err() && !matches!(refused, Err(Error::Locked { .. })));
+    assert_eq!(open_in_another_process(dir.path(), false), "opened");
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(open_in_another_process(dir.path(), false), "locked");
+    drop(db);
+    let scratch = tempfile::tempdir().unwrap();
+    let fresh = scratch.path().join("new");
+    let refused = Db::open_with_fs(&fresh, options(true), refusing_direct());
+    assert!(refused.is_err() && !matches!(refused, Err(Error::Locked { .. })));
+    assert!(!fresh.exists(), "the failed open left its directory");
+    assert_eq!(open_in_another_process(&fresh, false), "opened");
+    let db = Db::open(&fresh, Options::default()).unwrap();
+    assert_eq!(open_in_another_process(&fresh, false), "locked");
+    drop(db);
+
+    // A damaged manifest: refused as damage, never as Locked, here and in
+    // another process, and the store is not held afterwards.
+    let manifest = dir.path().join("MANIFEST");
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&manifest, &bytes).unwrap();
+    for _ in 0..2 {
+        let refused = Db::open(dir.path(), Options::default());
+        assert!(refused.is_err() && !matches!(refused, Err(Error::Locked { .. })));
+        let other = open_in_another_process(dir.path(), false);
+        assert!(other.starts_with("error"), "{other}");
+    }
+}
+
+/// Set in the process `a_store_used_after_a_daemonizing_fork_is_not_written_unlocked`
+/// starts: the store directory.
+const DAEMON_DIR_ENV: &str = "BLOOMLSM_LOCK_DAEMON_DIR";
+
+/// The body of that process: opens a store (no background threads, so a
+/// forked copy of the `Db` can work), forks and exits at once without
+/// closing it, as a daemon does after its setup. The child waits until
+/// its parent is gone, writes through the `Db` it inherited, reports
+/// whether the write was accepted, and waits for the test to let it go.
+#[test]
+fn lock_daemon_entry() {
+    let Ok(dir) = std::env::var(DAEMON_DIR_ENV) else {
+        return;
+    };
+    let options = Options {
+        background_work: false,
+        ..Options::default()
+    };
+    let db = Db::open(Path::new(&dir), options).unwrap();
+    db.put(b"before", b"fork").unwrap();
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two descriptors for pipe to fill.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let [parent_gone, parent_alive] = fds;
+    // SAFETY: this process runs one test; the parent leaves with _exit, the
+    // child with _exit after its report.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid != 0 {
+        // SAFETY: the daemon's parent leaves without closing the store.
+        unsafe { libc::_exit(0) };
+    }
+    let mut byte = 0u8;
+    // SAFETY: descriptors from `pipe`; the read returns at the parent's exit
+    // (end of file once no process holds the write end).
+    unsafe {
+        libc::close(parent_alive);
+        libc::read(parent_gone, (&raw mut byte).cast(), 1);
+    }
+    let accepted = db.put(b"after", b"fork").is_ok();
+    println!(
+        "DAEMON-WRITE: {}",
+        if accepted { "accepted" } else { "refused" }
+    );
+    // Wait for the test (stdin closed), then leave without destructors.
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    // SAFETY: ends the child without running destructors.
+    unsafe { libc::_exit(0) };
+}
+
+/// A program opens its store and then daemonizes (forks, the parent
+/// exits). The forked child holds no record lock, so another process may
+/// open the store: the child's `Db` must then not write to it (two
+/// writers would corrupt it). Either the child's writes are refused or
+/// the other open is; here: the child's are.
+#[test]
+fn a_store_used_after_a_daemonizing_fork_is_not_written_unlocked() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut entry = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lock_daemon_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(DAEMON_DIR_ENV, dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = entry.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(entry.stdout.take().unwrap()).lines();
+    let write = lines
+        .find_map(|l| {
+            l.unwrap()
+                .split_once("DAEMON-WRITE: ")
+                .map(|(_, w)| w.to_string())
+        })
+        .expect("no report from the daemon child");
+    let other = Db::open(dir.path(), Options::default());
+    let other_opened = other.is_ok();
+    drop(other);
+    drop(stdin); // lets the daemon child go
+    entry.wait().unwrap();
+    assert!(
+        !(write == "accepted" && other_opened),
+        "the daemon child wrote while another process opened the store"
+    );
+    assert_eq!(write, "refused");
 }

@@ -19,34 +19,12 @@
 //! `BLOOMLSM_ATTACK_SEED` replays one seed.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::ops::Bound;
 
 use bloomlsm::{Db, DbIter, Error, FilterKind, FilterPolicy, Options, Snapshot, WriteBatch};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-/// SplitMix64: a case is the same for a seed forever (the background
-/// threads' timing aside).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut x = self.0;
-        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        x ^ (x >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
+use common::{Model, Rng, scratch_dir};
 
 /// The keys written: families that share eight-byte fences, prefixes of
 /// each other, and `0x00`/`0xff` bytes at the fence boundary.
@@ -136,14 +114,6 @@ fn probes(keys: &[Vec<u8>]) -> Vec<Vec<u8>> {
     out.sort();
     out.dedup();
     out
-}
-
-fn scratch_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("BLOOMLSM_TEST_TMPDIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| Some(std::path::PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
-        .unwrap_or_else(std::env::temp_dir);
-    tempfile::tempdir_in(base).unwrap()
 }
 
 fn direct_reads_work(dir: &std::path::Path) -> bool {

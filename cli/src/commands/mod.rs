@@ -72,13 +72,23 @@ pub fn run(command: &Command) -> Result<Outcome> {
     }
 }
 
-/// Opens a store that already exists: every command but `put` refuses to
-/// create one where a path was mistyped.
+/// Opens a store that already exists, for writing (`delete`): it refuses
+/// to create one where a path was mistyped.
 fn open_existing(path: &Path) -> Result<Db> {
     if !path.join("MANIFEST").exists() {
         bail!("{} is not a bloomlsm store (no MANIFEST)", path.display());
     }
     Ok(Db::open(path, Options::default())?)
+}
+
+/// Opens a store that already exists, read-only, for the commands that
+/// study it (`get`, `scan`, `stats`, `trace`): the WAL is replayed into
+/// memory, no file of the store is written, renamed or removed, and no
+/// flush or compaction runs (under default options, not the store's, it
+/// would reshape the tree being studied). Refused while a writer holds
+/// the store, and a path without a MANIFEST is refused, not created.
+fn open_to_study(path: &Path) -> Result<Db> {
+    Ok(Db::open_read_only(path, Options::default())?)
 }
 
 /// A written batch in a few lines however large it is: how many keys, and

@@ -4,13 +4,13 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{Outcome, open_existing};
+use super::{Outcome, open_to_study};
 use crate::output::{Fields, Value, text};
 
 /// Up to `limit` pairs from `from` (inclusive) to `to` (exclusive), one
 /// `key`, `value` record each.
 pub fn run(db: &Path, from: Option<&str>, to: Option<&str>, limit: usize) -> Result<Outcome> {
-    let db = open_existing(db)?;
+    let db = open_to_study(db)?;
     let from = from.unwrap_or_default().as_bytes().to_vec();
     let iter = match to {
         Some(to) => db.scan(from..to.as_bytes().to_vec()),

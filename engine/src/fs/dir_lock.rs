@@ -15,7 +15,11 @@
 //! the table is consulted before the open, under one mutex that also
 //! covers taking the lock and (in `Drop`) releasing it before the entry is
 //! removed. Invariant: an inode is in the table exactly while this process
-//! holds its record lock through a live [`HeldLock`].
+//! holds its record lock through a live [`HeldLock`]. A child forked
+//! without exec inherits the table and the parent's `HeldLock`s but none
+//! of its record locks: the table remembers its process and a child
+//! starts from an empty one, and dropping an inherited `HeldLock` never
+//! closes a descriptor of a file the child has locked itself.
 //!
 //! Nothing else in the store opens `LOCK` while a `Db` holds it (the
 //! direct-I/O check at open reads another file for this reason). A caller
@@ -37,10 +41,34 @@ use super::{AtPath, DirLock, FsResult};
 /// A file by device and inode number.
 type FileId = (u64, u64);
 
-/// The LOCK files this process holds (see the module's invariant).
-fn held() -> &'static Mutex<HashSet<FileId>> {
-    static HELD: OnceLock<Mutex<HashSet<FileId>>> = OnceLock::new();
-    HELD.get_or_init(|| Mutex::new(HashSet::new()))
+/// The table of held LOCK files, with the process it describes.
+#[derive(Debug, Default)]
+struct Table {
+    /// The process whose locks `ids` lists; another after a fork.
+    pid: u32,
+    ids: HashSet<FileId>,
+}
+
+impl Table {
+    /// The LOCK files this process holds (see the module's invariant). A
+    /// child forked without exec inherits its parent's table but none of
+    /// its record locks, so a table copied from another process is
+    /// emptied: the child would otherwise be refused a store its parent
+    /// has closed, as long as it lives.
+    fn ids(&mut self) -> &mut HashSet<FileId> {
+        let pid = std::process::id();
+        if self.pid != pid {
+            self.pid = pid;
+            self.ids.clear();
+        }
+        &mut self.ids
+    }
+}
+
+/// The process-wide table; use it through [`Table::ids`].
+fn held() -> &'static Mutex<Table> {
+    static HELD: OnceLock<Mutex<Table>> = OnceLock::new();
+    HELD.get_or_init(|| Mutex::new(Table::default()))
 }
 
 /// Times [`lock`] tries again when the file it locked was unlinked
@@ -53,13 +81,32 @@ struct HeldLock {
     /// `None` only inside `drop`.
     file: Option<File>,
     id: FileId,
+    /// The process that took the lock.
+    pid: u32,
+    /// Whether the open that took it created the file.
+    created: bool,
 }
 
-impl DirLock for HeldLock {}
+impl DirLock for HeldLock {
+    fn created_file(&self) -> Option<bool> {
+        Some(self.created)
+    }
+}
 
 impl Drop for HeldLock {
     fn drop(&mut self) {
-        let mut held = held().lock();
+        let mut table = held().lock();
+        let held = table.ids();
+        if self.pid != std::process::id() {
+            // A copy a forked child inherited: it holds no record lock,
+            // but the child may hold its own on the same file (taken after
+            // the fork), which closing any descriptor of the file would
+            // drop. Then the descriptor stays open.
+            if held.contains(&self.id) {
+                std::mem::forget(self.file.take());
+            }
+            return;
+        }
         // Closing releases the record lock; only then may another open in
         // this process open the file (its close could not drop ours).
         drop(self.file.take());
@@ -70,7 +117,8 @@ impl Drop for HeldLock {
 /// Takes the lock on `path` (creating the file if missing); `Ok(None)` when
 /// another process or another open in this one holds it.
 pub(super) fn lock(path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
-    let mut held = held().lock();
+    let mut table = held().lock();
+    let held = table.ids();
     // A failed open unlinks the LOCK it created while still holding it. An
     // opener that opened that file just before the unlink then locks an
     // inode no path names, while a third creates a new LOCK: two holders.
@@ -83,13 +131,7 @@ pub(super) fn lock(path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).at(path),
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .at(path)?;
+        let (file, created) = open_or_create(path).at(path)?;
         let meta = file.metadata().at(path)?;
         let id = (meta.dev(), meta.ino());
         if held.contains(&id) {
@@ -108,12 +150,36 @@ pub(super) fn lock(path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
             return Ok(Some(Box::new(HeldLock {
                 file: Some(file),
                 id,
+                pid: std::process::id(),
+                created,
             })));
         }
         // Not in the table, so closing drops only this attempt's lock.
         drop(file);
     }
     Ok(None)
+}
+
+/// Opens `path` for reading and writing, creating it if missing; the file
+/// and whether this call created it. When the name exists but the open
+/// finds nothing (it was unlinked in between, or it is a dangling symlink,
+/// which `O_EXCL` never follows), the file is opened creating as needed and
+/// reported as not created: at worst a failed open leaves that LOCK.
+fn open_or_create(path: &Path) -> io::Result<(File, bool)> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true);
+    match options.clone().create_new(true).open(path) {
+        Ok(file) => return Ok((file, true)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    match options.open(path) {
+        Ok(file) => Ok((file, false)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Ok((options.create(true).truncate(false).open(path)?, false))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// `fcntl(F_SETLK)`: an exclusive record lock on the whole file, without
@@ -179,6 +245,104 @@ mod tests {
         drop(held_lock);
     }
 
+    /// Set in the process `a_forked_child_locks_afresh_and_keeps_its_own_lock`
+    /// starts: the LOCK path it uses.
+    const FORK_PATH_ENV: &str = "BLOOMLSM_DIR_LOCK_FORK_PATH";
+
+    /// The body of that process (one test thread, so no lock of the table
+    /// is held across the fork); does nothing in an ordinary run. It locks,
+    /// forks, and releases; the child then locks the same file and drops
+    /// its inherited copy of the parent's lock. The parent reports whether
+    /// the child got the lock and whether it still holds it after the drop.
+    #[test]
+    fn dir_lock_fork_entry() {
+        let Ok(path) = std::env::var(FORK_PATH_ENV) else {
+            return;
+        };
+        let path = Path::new(&path);
+        let parents = lock(path).unwrap().unwrap();
+        let (mut to_child, mut to_parent) = ([0; 2], [0; 2]);
+        // SAFETY: each array is a valid pair of descriptors for pipe to fill.
+        unsafe {
+            assert_eq!(libc::pipe(to_child.as_mut_ptr()), 0);
+            assert_eq!(libc::pipe(to_parent.as_mut_ptr()), 0);
+        }
+        // SAFETY: the child ends with _exit; this process runs one test,
+        // so no thread holds the table's mutex across the fork.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let mut byte = 0u8;
+            // SAFETY: descriptors from `pipe`; `byte` outlives the call.
+            unsafe { libc::read(to_child[0], (&raw mut byte).cast(), 1) };
+            let own = lock(path);
+            let got: u8 = u8::from(matches!(own, Ok(Some(_))));
+            drop(parents); // the inherited copy
+            // SAFETY: as above; then the child waits for the parent's check.
+            unsafe {
+                libc::write(to_parent[1], (&raw const got).cast(), 1);
+                libc::read(to_child[0], (&raw mut byte).cast(), 1);
+                libc::_exit(0);
+            }
+        }
+        drop(parents);
+        let mut got = 9u8;
+        // SAFETY: descriptors from `pipe`; `got` outlives the calls.
+        unsafe {
+            libc::write(to_child[1], (&raw const got).cast(), 1);
+            libc::read(to_parent[0], (&raw mut got).cast(), 1);
+        }
+        let child_holds = lock(path).unwrap().is_none();
+        let mut status = 0;
+        // SAFETY: lets the child exit; `status` is a valid out-parameter.
+        unsafe {
+            libc::write(to_child[1], (&raw const got).cast(), 1);
+            libc::waitpid(pid, &raw mut status, 0);
+        }
+        println!(
+            "FORK-OUTCOME: child locked {} / child still holds {child_holds}",
+            got == 1
+        );
+    }
+
+    #[test]
+    fn a_forked_child_locks_afresh_and_keeps_its_own_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "fs::dir_lock::tests::dir_lock_fork_entry",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(FORK_PATH_ENV, dir.path().join("LOCK"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "fork scenario failed: {stdout}");
+        let outcome = stdout
+            .lines()
+            .find_map(|l| l.split_once("FORK-OUTCOME: ").map(|(_, o)| o))
+            .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+        assert_eq!(outcome, "child locked true / child still holds true");
+    }
+
+    #[test]
+    fn a_dangling_symlink_is_locked_through_not_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("LOCK");
+        let target = dir.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let held = lock(&path).unwrap().expect("not held by anyone");
+        assert_eq!(held.created_file(), Some(false));
+        assert!(target.exists());
+        assert!(lock(&path).unwrap().is_none());
+        drop(held);
+        let fresh = dir.path().join("LOCK2");
+        assert_eq!(lock(&fresh).unwrap().unwrap().created_file(), Some(true));
+    }
+
     #[test]
     fn the_table_holds_an_inode_exactly_while_its_lock_lives() {
         let dir = tempfile::tempdir().unwrap();
@@ -188,16 +352,16 @@ mod tests {
             (m.dev(), m.ino())
         };
         let first = lock(&path).unwrap().unwrap();
-        assert!(held().lock().contains(&id(&path)));
+        assert!(held().lock().ids().contains(&id(&path)));
         // A second path to the same file (a hard link) is the same lock.
         let link = dir.path().join("LOCK.link");
         fs::hard_link(&path, &link).unwrap();
         assert!(lock(&link).unwrap().is_none());
         drop(first);
-        assert!(!held().lock().contains(&id(&path)));
+        assert!(!held().lock().ids().contains(&id(&path)));
         let again = lock(&link).unwrap().unwrap();
         assert!(lock(&path).unwrap().is_none());
         drop(again);
-        assert!(!held().lock().contains(&id(&path)));
+        assert!(!held().lock().ids().contains(&id(&path)));
     }
 }

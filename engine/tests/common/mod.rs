@@ -1,8 +1,10 @@
 //! Helpers shared by the engine's integration tests: keys, values, store
-//! listings and hand-made WAL records. Each test binary uses a subset.
+//! listings, hand-made WAL records, a seeded generator and scratch
+//! directories for model tests. Each test binary uses a subset.
 #![allow(dead_code)] // Not every test binary uses every helper.
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The `i`-th key, in key order ("user0000000042").
@@ -170,4 +172,44 @@ pub fn write_manifest(dir: &std::path::Path, m: &Manifest) {
     out.extend_from_slice(&crc.finalize().to_le_bytes());
     out.extend_from_slice(&payload);
     std::fs::write(dir.join("MANIFEST"), out).unwrap();
+}
+
+/// What a store should hold: key to newest value.
+pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// SplitMix64: a case is the same for a seed forever (the background
+/// threads' timing aside).
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut x = self.0;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+
+    /// In `0..n` (modulo: the cases seeds were recorded with). REQUIRES: `n > 0`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// One of `items`, uniformly. REQUIRES: `items` is not empty.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// A directory for one store: in memory (`/dev/shm`) where there is one,
+/// or under `BLOOMLSM_TEST_TMPDIR`. For tests that check answers, not
+/// durability: on a disk the fsyncs of hundreds of flushes a case make
+/// them ten times slower.
+pub fn scratch_dir() -> tempfile::TempDir {
+    let base = std::env::var_os("BLOOMLSM_TEST_TMPDIR")
+        .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
+        .unwrap_or_else(std::env::temp_dir);
+    tempfile::tempdir_in(base).unwrap()
 }
