@@ -2,6 +2,7 @@
 //! compaction), and the same work run inline when `background_work` is off.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use crate::error::Result;
 use crate::inner::DbInner;
@@ -93,8 +94,12 @@ impl DbInner {
         if !self.options.background_work || self.check_writable().is_err() {
             return;
         }
+        let installs = self.installs.load(Ordering::Acquire);
         let sv = Arc::clone(&self.current.read());
-        if self.pick_bottom_cleanup(&sv.version.levels).is_some() {
+        if self
+            .pick_bottom_cleanup(installs, &sv.version.levels)
+            .is_some()
+        {
             let mut bg = self.bg.lock();
             bg.compaction_pending = true;
             self.bg_cv.notify_all();

@@ -108,6 +108,10 @@ pub(crate) struct DbInner {
     /// so cleanups cannot loop. Entries of tables no longer live are
     /// pruned at the next pick.
     pub(crate) cleanup_futile: Mutex<Vec<(u64, Option<u64>)>>,
+    /// A value of `installs` at which the tree had no table a bottommost
+    /// cleanup could take under any snapshot (`u64::MAX`: none known);
+    /// the search is skipped until the next install.
+    pub(crate) no_cleanup_at: AtomicU64,
     /// Test-only pause point in the read path (see `read.rs`).
     #[cfg(test)]
     pub(crate) read_pause: crate::test_hooks::ReadPause,
@@ -162,6 +166,7 @@ impl DbInner {
             filter_policy: RwLock::new(options.filter_policy.clone()),
             compact_pointer: Mutex::new(vec![Vec::new(); num_levels]),
             cleanup_futile: Mutex::new(Vec::new()),
+            no_cleanup_at: AtomicU64::new(u64::MAX),
             filter_claims: FilterClaims::default(),
             installs: AtomicU64::new(0),
             rebalanced_at: AtomicU64::new(u64::MAX),

@@ -31,6 +31,7 @@ mod tests;
 mod widen_tests;
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use bloomlsm_sstable::TableIter;
 
@@ -59,6 +60,7 @@ impl DbInner {
             }
             let _compaction = self.compaction_lock.lock();
             self.check_writable()?;
+            let installs = self.installs.load(Ordering::Acquire);
             let sv = Arc::clone(&self.current.read());
             let picked = {
                 let mut pointers = self.compact_pointer.lock();
@@ -71,7 +73,8 @@ impl DbInner {
                 picked
             };
             // Lowest priority: only when no level needs a compaction.
-            let Some(c) = picked.or_else(|| self.pick_bottom_cleanup(&sv.version.levels)) else {
+            let Some(c) = picked.or_else(|| self.pick_bottom_cleanup(installs, &sv.version.levels))
+            else {
                 return Ok(());
             };
             self.merge(&c)?;
@@ -154,9 +157,11 @@ impl DbInner {
     }
 
     /// The bottommost cleanup due, if any (`cleanup.rs`), for the tree
-    /// `levels` and the live snapshots.
+    /// `levels` and the live snapshots. `installs`: `self.installs` read
+    /// before `levels` was taken from the view.
     pub(crate) fn pick_bottom_cleanup(
         &self,
+        installs: u64,
         levels: &[Vec<Arc<TableHandle>>],
     ) -> Option<Compaction<Arc<TableHandle>>> {
         let garbage = |t: &Arc<TableHandle>| {
@@ -164,8 +169,17 @@ impl DbInner {
             p.tombstones + p.entries.saturating_sub(p.distinct_keys)
         };
         // Most trees have nothing to clean: find that out without taking
-        // the snapshot lock (inline, this runs after every write).
-        cleanup::pick_bottom_cleanup(levels, None, garbage)?;
+        // the snapshot lock, and once per tree, not per inline write. A
+        // tree with no candidate under any snapshot has none until an
+        // install changes it; `levels` is at least as new as `installs`
+        // says, so a later install always moves the count past the mark.
+        if self.no_cleanup_at.load(Ordering::Acquire) == installs {
+            return None;
+        }
+        if cleanup::pick_bottom_cleanup(levels, None, garbage).is_none() {
+            self.no_cleanup_at.store(installs, Ordering::Release);
+            return None;
+        }
         let oldest_snapshot = self.snapshots.lock().keys().next().copied();
         let futile: Vec<u64> = {
             let mut futile = self.cleanup_futile.lock();
