@@ -86,6 +86,7 @@ fn level_row(level: usize, l: &LevelStats) -> Value {
         .with("level", level)
         .with("tables", l.tables)
         .with("entries", l.entries)
+        .with("tombstones", l.tombstones)
         .with("filter_bytes", l.filter_bytes)
         .with("bits_per_key", l.bits_per_key)
         .with("theoretical_fpr", l.theoretical_fpr)
