@@ -188,8 +188,11 @@ fn copy_dir(from: &std::path::Path) -> tempfile::TempDir {
     to
 }
 
+/// Every pair of a store.
+type Contents = BTreeMap<Vec<u8>, Vec<u8>>;
+
 /// What an open answers: every pair and the last sequence, or the error.
-fn study(db: bloomlsm::Result<Db>) -> Result<(BTreeMap<Vec<u8>, Vec<u8>>, u64), String> {
+fn study(db: bloomlsm::Result<Db>) -> Result<(Contents, u64), String> {
     // The error without the store's path (the two opens study copies).
     let db = db.map_err(|e| {
         let text = format!("{e:?}");
