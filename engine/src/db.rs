@@ -82,7 +82,9 @@ impl Db {
     ///
     /// It takes `LOCK` as [`Db::open`] does (so it is refused with
     /// [`Error::Locked`] while another `Db` has the store open, and keeps
-    /// any other open out until closed), refuses a directory without a
+    /// any other open out until closed; where `LOCK` exists but cannot be
+    /// opened for writing, as on a read-only mount, it is locked for
+    /// reading, which keeps writers out all the same), refuses a directory without a
     /// MANIFEST ([`Error::NoManifest`]), checks the manifest and tables
     /// as `open` does, and replays the WALs (same [`crate::WalRecovery`]
     /// checks and errors) into a memtable kept in memory. It never

@@ -92,6 +92,13 @@ pub trait FileSystem: Send + Sync + Debug {
     /// Takes an exclusive lock on `path` (created if missing); `Ok(None)`
     /// when another holder has it, in another process or in this one.
     fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>>;
+    /// The lock a read-only open takes: [`FileSystem::lock`], except that
+    /// an existing `path` that cannot be opened for writing (a read-only
+    /// mount, a backup without write permission) is locked for reading,
+    /// which still excludes every writer. Default: `lock`.
+    fn lock_shared(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
+        self.lock(path)
+    }
 }
 
 /// The operating system's file system.
@@ -176,7 +183,11 @@ impl FileSystem for RealFs {
     }
 
     fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
-        dir_lock::lock(path)
+        dir_lock::lock(path, false)
+    }
+
+    fn lock_shared(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
+        dir_lock::lock(path, true)
     }
 }
 

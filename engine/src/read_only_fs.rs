@@ -83,9 +83,10 @@ impl FileSystem for ReadOnlyFs {
     }
 
     /// The same lock a read-write open takes, so the two exclude each
-    /// other.
+    /// other; on a store whose `LOCK` cannot be opened for writing (a
+    /// read-only mount), a read lock, which excludes writers all the same.
     fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
-        self.inner.lock(path)
+        self.inner.lock_shared(path)
     }
 }
 

@@ -115,8 +115,12 @@ impl Drop for HeldLock {
 }
 
 /// Takes the lock on `path` (creating the file if missing); `Ok(None)` when
-/// another process or another open in this one holds it.
-pub(super) fn lock(path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
+/// another process or another open in this one holds it. `shared` (a
+/// read-only open): an existing file that cannot be opened for writing
+/// (`EROFS`, `EACCES`, `EPERM`) is opened for reading and locked for
+/// reading (`F_RDLCK`), which a writer's `F_WRLCK` conflicts with either
+/// way; in this process the table refuses every second open as before.
+pub(super) fn lock(path: &Path, shared: bool) -> FsResult<Option<Box<dyn DirLock>>> {
     let mut table = held().lock();
     let held = table.ids();
     // A failed open unlinks the LOCK it created while still holding it. An
@@ -131,7 +135,11 @@ pub(super) fn lock(path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).at(path),
         }
-        let (file, created) = open_or_create(path).at(path)?;
+        let (file, created, write_lock) = match open_or_create(path) {
+            Ok((file, created)) => (file, created, true),
+            Err(e) if shared && cannot_write(&e) => (File::open(path).at(path)?, false, false),
+            Err(e) => return Err(e).at(path),
+        };
         let meta = file.metadata().at(path)?;
         let id = (meta.dev(), meta.ino());
         if held.contains(&id) {
@@ -142,7 +150,7 @@ pub(super) fn lock(path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
             std::mem::forget(file);
             return Ok(None);
         }
-        if !try_record_lock(&file).at(path)? {
+        if !try_record_lock(&file, write_lock).at(path)? {
             return Ok(None);
         }
         if still_named(&file, path).at(path)? {
@@ -182,13 +190,23 @@ fn open_or_create(path: &Path) -> io::Result<(File, bool)> {
     }
 }
 
-/// `fcntl(F_SETLK)`: an exclusive record lock on the whole file, without
-/// waiting. `Ok(false)` when another process holds a conflicting lock.
-fn try_record_lock(file: &File) -> io::Result<bool> {
+/// Whether opening for writing failed for want of write access (the file
+/// may still be read).
+fn cannot_write(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EROFS | libc::EACCES | libc::EPERM)
+    )
+}
+
+/// `fcntl(F_SETLK)`: a record lock on the whole file, exclusive (`write`)
+/// or shared, without waiting. `Ok(false)` when another process holds a
+/// conflicting lock.
+fn try_record_lock(file: &File, write: bool) -> io::Result<bool> {
     // SAFETY: `flock` is a plain C struct of integers; all zeroes is a
     // valid value of it, and the fields the call reads are set below.
     let mut request: libc::flock = unsafe { std::mem::zeroed() };
-    request.l_type = libc::F_WRLCK as libc::c_short;
+    request.l_type = if write { libc::F_WRLCK } else { libc::F_RDLCK } as libc::c_short;
     request.l_whence = libc::SEEK_SET as libc::c_short;
     request.l_start = 0;
     request.l_len = 0; // to the end of the file, however long it grows
@@ -224,17 +242,17 @@ mod tests {
     fn a_lock_counts_only_while_its_path_names_the_locked_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("LOCK");
-        let held_lock = lock(&path).unwrap().unwrap();
-        assert!(lock(&path).unwrap().is_none(), "held: refused");
+        let held_lock = lock(&path, false).unwrap().unwrap();
+        assert!(lock(&path, false).unwrap().is_none(), "held: refused");
         // An opener that opened LOCK just before a failed open unlinked it
         // would lock a file no path names: that is not the store's lock.
         let early = File::open(&path).unwrap();
         fs::remove_file(&path).unwrap();
         assert!(!still_named(&early, &path).unwrap());
         // Locking goes to what the path names now.
-        let now = lock(&path).unwrap().unwrap();
+        let now = lock(&path, false).unwrap().unwrap();
         assert!(path.exists());
-        assert!(lock(&path).unwrap().is_none());
+        assert!(lock(&path, false).unwrap().is_none());
         fs::remove_file(&path).unwrap();
         fs::write(&path, b"").unwrap();
         assert!(
@@ -260,7 +278,7 @@ mod tests {
             return;
         };
         let path = Path::new(&path);
-        let parents = lock(path).unwrap().unwrap();
+        let parents = lock(path, false).unwrap().unwrap();
         let (mut to_child, mut to_parent) = ([0; 2], [0; 2]);
         // SAFETY: each array is a valid pair of descriptors for pipe to fill.
         unsafe {
@@ -275,7 +293,7 @@ mod tests {
             let mut byte = 0u8;
             // SAFETY: descriptors from `pipe`; `byte` outlives the call.
             unsafe { libc::read(to_child[0], (&raw mut byte).cast(), 1) };
-            let own = lock(path);
+            let own = lock(path, false);
             let got: u8 = u8::from(matches!(own, Ok(Some(_))));
             drop(parents); // the inherited copy
             // SAFETY: as above; then the child waits for the parent's check.
@@ -292,7 +310,7 @@ mod tests {
             libc::write(to_child[1], (&raw const got).cast(), 1);
             libc::read(to_parent[0], (&raw mut got).cast(), 1);
         }
-        let child_holds = lock(path).unwrap().is_none();
+        let child_holds = lock(path, false).unwrap().is_none();
         let mut status = 0;
         // SAFETY: lets the child exit; `status` is a valid out-parameter.
         unsafe {
@@ -334,13 +352,16 @@ mod tests {
         let path = dir.path().join("LOCK");
         let target = dir.path().join("elsewhere");
         std::os::unix::fs::symlink(&target, &path).unwrap();
-        let held = lock(&path).unwrap().expect("not held by anyone");
+        let held = lock(&path, false).unwrap().expect("not held by anyone");
         assert_eq!(held.created_file(), Some(false));
         assert!(target.exists());
-        assert!(lock(&path).unwrap().is_none());
+        assert!(lock(&path, false).unwrap().is_none());
         drop(held);
         let fresh = dir.path().join("LOCK2");
-        assert_eq!(lock(&fresh).unwrap().unwrap().created_file(), Some(true));
+        assert_eq!(
+            lock(&fresh, false).unwrap().unwrap().created_file(),
+            Some(true)
+        );
     }
 
     #[test]
@@ -351,16 +372,16 @@ mod tests {
             let m = fs::metadata(p).unwrap();
             (m.dev(), m.ino())
         };
-        let first = lock(&path).unwrap().unwrap();
+        let first = lock(&path, false).unwrap().unwrap();
         assert!(held().lock().ids().contains(&id(&path)));
         // A second path to the same file (a hard link) is the same lock.
         let link = dir.path().join("LOCK.link");
         fs::hard_link(&path, &link).unwrap();
-        assert!(lock(&link).unwrap().is_none());
+        assert!(lock(&link, false).unwrap().is_none());
         drop(first);
         assert!(!held().lock().ids().contains(&id(&path)));
-        let again = lock(&link).unwrap().unwrap();
-        assert!(lock(&path).unwrap().is_none());
+        let again = lock(&link, false).unwrap().unwrap();
+        assert!(lock(&path, false).unwrap().is_none());
         drop(again);
         assert!(!held().lock().ids().contains(&id(&path)));
     }

@@ -362,4 +362,8 @@ impl FileSystem for FaultFs {
     fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
         RealFs.lock(path)
     }
+
+    fn lock_shared(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
+        RealFs.lock_shared(path)
+    }
 }

@@ -1,0 +1,77 @@
+//! A store on a read-only file system (a read-only mount, a backup
+//! without write permission) can be studied with `Db::open_read_only`:
+//! its `LOCK` cannot be opened for writing, so it is locked for reading,
+//! which still excludes writers.
+//!
+//! Needs a read-only bind mount, so root with `CAP_SYS_ADMIN`: ignored by
+//! default; run with `cargo test -p bloomlsm --test read_only_mount --
+//! --ignored`. Before the fix the open failed with
+//! `I/O error on .../LOCK: Read-only file system (os error 30)`.
+#![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use bloomlsm::{Db, Error, Options};
+
+/// A read-only bind mount of a directory, unmounted on drop.
+struct RoMount(PathBuf);
+
+impl RoMount {
+    fn new(from: &Path, at: &Path) -> Option<Self> {
+        let run = |args: &[&str]| {
+            Command::new("mount")
+                .args(args)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let (from, at_s) = (from.to_str()?, at.to_str()?);
+        if !run(&["--bind", from, at_s]) {
+            return None;
+        }
+        let mount = Self(at.to_path_buf());
+        run(&["-o", "remount,bind,ro", at_s]).then_some(mount)
+    }
+}
+
+impl Drop for RoMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+#[ignore = "needs root: mounts a read-only bind mount"]
+fn a_store_on_a_read_only_mount_opens_read_only_and_still_excludes_writers() {
+    let src = tempfile::tempdir().unwrap();
+    let at = tempfile::tempdir().unwrap();
+    let store = src.path().join("store");
+    let db = Db::open(&store, Options::default()).unwrap();
+    db.put(b"in-a-table", b"1").unwrap();
+    db.flush().unwrap();
+    db.put(b"wal-only", b"2").unwrap();
+    db.close().unwrap();
+    let Some(_mount) = RoMount::new(src.path(), at.path()) else {
+        eprintln!("skipped: cannot make a read-only bind mount here");
+        return;
+    };
+    let ro_store = at.path().join("store");
+    assert!(
+        std::fs::write(ro_store.join("probe"), b"").is_err(),
+        "the mount is read-only"
+    );
+    let ro = Db::open_read_only(&ro_store, Options::default()).unwrap();
+    assert_eq!(ro.get(b"in-a-table").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(ro.get(b"wal-only").unwrap(), Some(b"2".to_vec()));
+    // The same file through the writable path: a writer is refused.
+    assert!(matches!(
+        Db::open(&store, Options::default()),
+        Err(Error::Locked { .. })
+    ));
+    ro.close().unwrap();
+    // Released: the writer gets it.
+    Db::open(&store, Options::default())
+        .unwrap()
+        .close()
+        .unwrap();
+}

@@ -1,0 +1,304 @@
+//! Power loss at every crash point around bottommost cleanups: key-ordered
+//! runs with deletes inside move down by trivial moves, tombstones and all,
+//! then the settled background work rewrites them (cleanups). After each
+//! crash: reopen, every acknowledged write there, no deleted key back, no
+//! orphan or missing table.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bloomlsm::fs::fault::FaultFs;
+use bloomlsm::{Db, Error, Options, SyncMode};
+use bloomlsm_tests::table_files;
+
+const RUNS: u64 = 3;
+const RUN_KEYS: u64 = 24;
+
+fn options() -> Options {
+    Options {
+        sync: SyncMode::Always,
+        memtable_bytes: 1024,
+        l0_compaction_trigger: 2,
+        l0_slowdown_trigger: 3,
+        l0_stop_trigger: 6,
+        l1_bytes: 2048,
+        target_file_bytes: 512,
+        block_size: 128,
+        num_levels: 5,
+        background_work: false,
+        ..Options::default()
+    }
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// The workload as (key, value or delete), in order.
+fn workload() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    let mut w = Vec::new();
+    for r in 0..RUNS {
+        for i in r * RUN_KEYS..(r + 1) * RUN_KEYS {
+            w.push((key(i), Some(format!("value-{i:06}-{r}").into_bytes())));
+            if i % 3 != 0 {
+                w.push((key(i), None));
+            }
+        }
+    }
+    w
+}
+
+/// Runs the workload until the injected crash; returns the operations
+/// acknowledged and whether the settle after them returned.
+fn run_until_crash(dir: &std::path::Path, fs: &FaultFs) -> (usize, u64) {
+    let Ok(db) = Db::open_with_fs(dir, options(), Arc::new(fs.clone())) else {
+        return (0, 0);
+    };
+    let mut acked = 0;
+    let w = workload();
+    for (n, (k, v)) in w.iter().enumerate() {
+        let r = match v {
+            Some(v) => db.put(k, v),
+            None => db.delete(k),
+        };
+        if r.is_err() {
+            break;
+        }
+        acked = n + 1;
+        if (n + 1) % 40 == 0 && db.flush().is_err() {
+            break;
+        }
+    }
+    let mut cleanups = 0;
+    if acked == w.len() && db.flush().is_ok() && db.wait_for_background_work().is_ok() {
+        cleanups = db.stats().bottom_cleanups;
+    }
+    drop(db);
+    (acked, cleanups)
+}
+
+/// Every file's name and bytes.
+fn image(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn model(ops: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    for (k, v) in workload().into_iter().take(ops) {
+        match v {
+            Some(v) => m.insert(k, v),
+            None => m.remove(&k),
+        };
+    }
+    m
+}
+
+#[test]
+fn every_crash_point_around_bottom_cleanups_recovers_the_acknowledged_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let (acked, cleanups) = run_until_crash(dir.path(), &fs);
+    assert_eq!(acked, workload().len());
+    assert!(cleanups > 0, "the workload must reach bottommost cleanups");
+    let total_ops = fs.ops();
+    for crash_at in 0..total_ops {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new();
+        fs.fail_from_op(crash_at);
+        let (acked, _) = run_until_crash(dir.path(), &fs);
+        fs.simulate_power_loss().unwrap();
+        // The store as the crash left it (orphans, a temporary manifest,
+        // WALs a flush had made obsolete), studied read-only first: the
+        // same answers as the read-write open below, and not a byte moved.
+        let before = image(dir.path());
+        let studied = if dir.path().join("MANIFEST").exists() {
+            let ro = Db::open_read_only(dir.path(), options()).unwrap_or_else(|e| {
+                panic!("read-only open after a crash at operation {crash_at} failed: {e}")
+            });
+            let got: BTreeMap<Vec<u8>, Vec<u8>> = ro
+                .scan::<Vec<u8>, _>(..)
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect();
+            let seq = ro.last_sequence();
+            ro.close().unwrap();
+            Some((got, seq))
+        } else {
+            assert!(matches!(
+                Db::open_read_only(dir.path(), options()),
+                Err(Error::NoManifest { .. })
+            ));
+            None
+        };
+        assert_eq!(
+            image(dir.path()),
+            before,
+            "crash at {crash_at}: read-only open changed the store"
+        );
+        let db = Db::open(dir.path(), options())
+            .unwrap_or_else(|e| panic!("reopen after a crash at operation {crash_at} failed: {e}"));
+        let got: BTreeMap<Vec<u8>, Vec<u8>> = db
+            .scan::<Vec<u8>, _>(..)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        // Synced each write: the acknowledged prefix, or one more.
+        assert!(
+            got == model(acked) || got == model(acked + 1),
+            "crash at {crash_at}: {acked} acknowledged, the store is neither prefix"
+        );
+        if let Some((ro_got, ro_seq)) = studied {
+            assert_eq!(
+                ro_got, got,
+                "crash at {crash_at}: read-only and read-write answers differ"
+            );
+            assert_eq!(
+                ro_seq,
+                db.last_sequence(),
+                "crash at {crash_at}: last sequence"
+            );
+        }
+        let live = db.stats().total.tables;
+        drop(db);
+        assert_eq!(
+            table_files(dir.path()) as u64,
+            live,
+            "crash at {crash_at}: orphan or missing table"
+        );
+    }
+    println!("{total_ops} crash points, {cleanups} cleanups in the full run");
+}
+
+/// A copy of a store directory (files only).
+fn copy_dir(from: &std::path::Path) -> tempfile::TempDir {
+    let to = tempfile::tempdir().unwrap();
+    for (name, bytes) in image(from) {
+        std::fs::write(to.path().join(name), bytes).unwrap();
+    }
+    to
+}
+
+/// Every pair of a store.
+type Contents = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// What an open answers: every pair and the last sequence, or the error.
+fn study(db: bloomlsm::Result<Db>) -> Result<(Contents, u64), String> {
+    // The error without the store's path (the two opens study copies).
+    let db = db.map_err(|e| {
+        let text = format!("{e:?}");
+        match (text.find("path: \""), text.find(".wal\"")) {
+            (Some(from), Some(to)) if from < to => format!("{}{}", &text[..from], &text[to..]),
+            _ => text,
+        }
+    })?;
+    let got = db
+        .scan::<Vec<u8>, _>(..)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    Ok((got, db.last_sequence()))
+}
+
+/// `SyncMode::Never` (WAL tails torn by the power loss, several live WALs
+/// when a flush failed), at every crash point (power loss or a process
+/// crash), under each `WalRecovery`
+/// mode, and again with a byte of the oldest WAL flipped (damage in an
+/// older WAL): a read-only open answers (or refuses) exactly as a
+/// read-write open of a copy does, and changes no byte.
+#[test]
+fn read_only_opens_answer_as_read_write_opens_after_every_never_mode_crash() {
+    use bloomlsm::WalRecovery;
+    let never = || Options {
+        sync: SyncMode::Never,
+        ..options()
+    };
+    let run = |dir: &std::path::Path, fs: &FaultFs| {
+        let Ok(db) = Db::open_with_fs(dir, never(), Arc::new(fs.clone())) else {
+            return;
+        };
+        for (n, (k, v)) in workload().iter().enumerate() {
+            let r = match v {
+                Some(v) => db.put(k, v),
+                None => db.delete(k),
+            };
+            if r.is_err() || ((n + 1) % 40 == 0 && db.flush().is_err()) {
+                break;
+            }
+        }
+        let _ = db.wait_for_background_work();
+        drop(db);
+    };
+    let fs = FaultFs::new();
+    run(tempfile::tempdir().unwrap().path(), &fs);
+    let total_ops = fs.ops();
+    let mut compared = 0;
+    let mut damaged = 0;
+    let mut refused = 0;
+    for (crash_at, power_loss) in (0..total_ops).flat_map(|n| [(n, true), (n, false)]) {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new();
+        fs.fail_from_op(crash_at);
+        run(dir.path(), &fs);
+        if power_loss {
+            // Else a process crash: what was written stays.
+            fs.simulate_power_loss().unwrap();
+        }
+        if !dir.path().join("MANIFEST").exists() {
+            continue;
+        }
+        for damage in [false, true] {
+            if damage {
+                let mut wals: Vec<_> = image(dir.path())
+                    .into_keys()
+                    .filter(|n| n.ends_with(".wal"))
+                    .collect();
+                wals.sort();
+                let Some(oldest) = wals.first() else { break };
+                let path = dir.path().join(oldest);
+                let mut bytes = std::fs::read(&path).unwrap();
+                if wals.len() < 2 || bytes.len() < 16 {
+                    break;
+                }
+                let at = bytes.len() / 2;
+                bytes[at] ^= 0x40;
+                std::fs::write(&path, bytes).unwrap();
+            }
+            for mode in [WalRecovery::TolerateTornTail, WalRecovery::PointInTime] {
+                let opts = Options {
+                    wal_recovery: mode,
+                    ..never()
+                };
+                let before = image(dir.path());
+                let ro = study(Db::open_read_only(dir.path(), opts.clone()));
+                assert_eq!(
+                    image(dir.path()),
+                    before,
+                    "crash at {crash_at}: read-only open changed the store"
+                );
+                let copy = copy_dir(dir.path());
+                let rw = study(Db::open(copy.path(), opts));
+                assert_eq!(
+                    ro, rw,
+                    "crash at {crash_at}, {mode:?}, damaged {damage}: read-only and read-write opens differ"
+                );
+                compared += 1;
+                damaged += u64::from(damage);
+                refused += u64::from(ro.is_err());
+            }
+        }
+    }
+    println!(
+        "{compared} comparisons ({damaged} with a damaged older WAL, {refused} refused) over {total_ops} operations"
+    );
+    assert!(damaged > 0, "some crash left several WALs");
+}
