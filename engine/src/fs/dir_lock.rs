@@ -17,8 +17,9 @@
 //! removed. Invariant: an inode is in the table exactly while this process
 //! holds its record lock through a live [`HeldLock`]. A child forked
 //! without exec inherits the table and the parent's `HeldLock`s but none
-//! of its record locks: the table remembers its process and a child
-//! starts from an empty one, and dropping an inherited `HeldLock` never
+//! of its record locks: the table remembers its process (by the fork
+//! count of `forks.rs`, which a `Db` also uses) and a child starts from an
+//! empty one, and dropping an inherited `HeldLock` never
 //! closes a descriptor of a file the child has locked itself.
 //!
 //! Nothing else in the store opens `LOCK` while a `Db` holds it (the
@@ -36,6 +37,7 @@ use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 
+use super::forks::forks_seen;
 use super::{AtPath, DirLock, FsResult};
 
 /// A file by device and inode number.
@@ -44,8 +46,9 @@ type FileId = (u64, u64);
 /// The table of held LOCK files, with the process it describes.
 #[derive(Debug, Default)]
 struct Table {
-    /// The process whose locks `ids` lists; another after a fork.
-    pid: u32,
+    /// `forks::forks_seen()` of the process whose locks `ids` lists;
+    /// another value in a forked child.
+    process: u64,
     ids: HashSet<FileId>,
 }
 
@@ -56,9 +59,9 @@ impl Table {
     /// emptied: the child would otherwise be refused a store its parent
     /// has closed, as long as it lives.
     fn ids(&mut self) -> &mut HashSet<FileId> {
-        let pid = std::process::id();
-        if self.pid != pid {
-            self.pid = pid;
+        let process = forks_seen();
+        if self.process != process {
+            self.process = process;
             self.ids.clear();
         }
         &mut self.ids
@@ -81,8 +84,8 @@ struct HeldLock {
     /// `None` only inside `drop`.
     file: Option<File>,
     id: FileId,
-    /// The process that took the lock.
-    pid: u32,
+    /// `forks::forks_seen()` of the process that took the lock.
+    process: u64,
     /// Whether the open that took it created the file.
     created: bool,
 }
@@ -97,7 +100,7 @@ impl Drop for HeldLock {
     fn drop(&mut self) {
         let mut table = held().lock();
         let held = table.ids();
-        if self.pid != std::process::id() {
+        if self.process != forks_seen() {
             // A copy a forked child inherited: it holds no record lock,
             // but the child may hold its own on the same file (taken after
             // the fork), which closing any descriptor of the file would
@@ -158,7 +161,7 @@ pub(super) fn lock(path: &Path, shared: bool) -> FsResult<Option<Box<dyn DirLock
             return Ok(Some(Box::new(HeldLock {
                 file: Some(file),
                 id,
-                pid: std::process::id(),
+                process: forks_seen(),
                 created,
             })));
         }

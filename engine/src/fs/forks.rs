@@ -34,7 +34,8 @@ fn registered() -> bool {
 
 /// A value that changes in a child forked from this process (and in its
 /// children), and never otherwise. The first call registers the handler:
-/// every `Db` calls it at open, before any fork it must notice.
+/// taking a directory lock calls it, before any fork it must notice (the
+/// lock's table and every `Db` compare it).
 pub(crate) fn forks_seen() -> u64 {
     if registered() {
         FORKS.load(Ordering::Relaxed)
