@@ -17,10 +17,10 @@
 //! removed. Invariant: an inode is in the table exactly while this process
 //! holds its record lock through a live [`HeldLock`]. A child forked
 //! without exec inherits the table and the parent's `HeldLock`s but none
-//! of its record locks: the table remembers its process (by the fork
-//! count of `forks.rs`, which a `Db` also uses) and a child starts from an
-//! empty one, and dropping an inherited `HeldLock` never
-//! closes a descriptor of a file the child has locked itself.
+//! of its record locks: each table belongs to one process (by the fork
+//! count of `forks.rs`, which a `Db` also uses) and a child makes its own
+//! (`held`), and dropping an inherited `HeldLock` never closes a
+//! descriptor of a file the child has locked itself.
 //!
 //! Nothing else in the store opens `LOCK` while a `Db` holds it (the
 //! direct-I/O check at open reads another file for this reason). A caller
@@ -33,7 +33,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use parking_lot::Mutex;
 
@@ -43,35 +43,50 @@ use super::{AtPath, DirLock, FsResult};
 /// A file by device and inode number.
 type FileId = (u64, u64);
 
-/// The table of held LOCK files, with the process it describes.
-#[derive(Debug, Default)]
+/// The table of held LOCK files of one process.
+#[derive(Debug)]
 struct Table {
-    /// `forks::forks_seen()` of the process whose locks `ids` lists;
-    /// another value in a forked child.
+    /// `forks::forks_seen()` of the process whose locks `ids` lists.
     process: u64,
-    ids: HashSet<FileId>,
+    ids: Mutex<HashSet<FileId>>,
 }
 
-impl Table {
-    /// The LOCK files this process holds (see the module's invariant). A
-    /// child forked without exec inherits its parent's table but none of
-    /// its record locks, so a table copied from another process is
-    /// emptied: the child would otherwise be refused a store its parent
-    /// has closed, as long as it lives.
-    fn ids(&mut self) -> &mut HashSet<FileId> {
-        let process = forks_seen();
-        if self.process != process {
-            self.process = process;
-            self.ids.clear();
+/// The table of the running process: the one it made, or a fresh one.
+static CURRENT: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The table of held LOCK files of this process (see the module's
+/// invariant). A child forked without exec inherits its parent's table
+/// but none of its record locks, and its mutex as it was at the fork:
+/// possibly locked by a parent thread that does not exist in the child.
+/// So a child never touches it: on its first use it makes a table of its
+/// own and leaves the inherited one (one small allocation per fork that
+/// uses a store). Without this a child forked while another thread was
+/// opening or closing a store would hang on its first open, and one
+/// forked after the parent closed a store would be refused it.
+fn held() -> &'static Table {
+    let process = forks_seen();
+    loop {
+        let current = CURRENT.load(Ordering::Acquire);
+        // SAFETY: `CURRENT` holds null or a pointer from `Box::into_raw`
+        // below that was published and is never freed.
+        if let Some(table) = unsafe { current.as_ref() }
+            && table.process == process
+        {
+            return table;
         }
-        &mut self.ids
+        let fresh = Box::into_raw(Box::new(Table {
+            process,
+            ids: Mutex::new(HashSet::new()),
+        }));
+        match CURRENT.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+            // SAFETY: published, so never freed (the previous table is
+            // left to its process: a parent thread may still hold it).
+            Ok(_) => return unsafe { &*fresh },
+            // SAFETY: another thread published its table first; `fresh`
+            // was never shared.
+            Err(_) => drop(unsafe { Box::from_raw(fresh) }),
+        }
     }
-}
-
-/// The process-wide table; use it through [`Table::ids`].
-fn held() -> &'static Mutex<Table> {
-    static HELD: OnceLock<Mutex<Table>> = OnceLock::new();
-    HELD.get_or_init(|| Mutex::new(Table::default()))
 }
 
 /// Times [`lock`] tries again when the file it locked was unlinked
@@ -98,9 +113,9 @@ impl DirLock for HeldLock {
 
 impl Drop for HeldLock {
     fn drop(&mut self) {
-        let mut table = held().lock();
-        let held = table.ids();
-        if self.process != forks_seen() {
+        let table = held();
+        let mut held = table.ids.lock();
+        if self.process != table.process {
             // A copy a forked child inherited: it holds no record lock,
             // but the child may hold its own on the same file (taken after
             // the fork), which closing any descriptor of the file would
@@ -124,8 +139,8 @@ impl Drop for HeldLock {
 /// reading (`F_RDLCK`), which a writer's `F_WRLCK` conflicts with either
 /// way; in this process the table refuses every second open as before.
 pub(super) fn lock(path: &Path, shared: bool) -> FsResult<Option<Box<dyn DirLock>>> {
-    let mut table = held().lock();
-    let held = table.ids();
+    let table = held();
+    let mut held = table.ids.lock();
     // A failed open unlinks the LOCK it created while still holding it. An
     // opener that opened that file just before the unlink then locks an
     // inode no path names, while a third creates a new LOCK: two holders.
@@ -161,7 +176,7 @@ pub(super) fn lock(path: &Path, shared: bool) -> FsResult<Option<Box<dyn DirLock
             return Ok(Some(Box::new(HeldLock {
                 file: Some(file),
                 id,
-                process: forks_seen(),
+                process: table.process,
                 created,
             })));
         }
@@ -326,27 +341,110 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_forked_child_locks_afresh_and_keeps_its_own_lock() {
+    /// Runs the fork scenario `entry` in a process of its own (one test
+    /// thread), with `env` set to a LOCK path in a fresh directory; its
+    /// `FORK-OUTCOME` line.
+    fn fork_outcome(entry: &str, env: &str) -> String {
         let dir = tempfile::tempdir().unwrap();
         let output = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "fs::dir_lock::tests::dir_lock_fork_entry",
+                &format!("fs::dir_lock::tests::{entry}"),
                 "--nocapture",
                 "--test-threads",
                 "1",
             ])
-            .env(FORK_PATH_ENV, dir.path().join("LOCK"))
+            .env(env, dir.path().join("LOCK"))
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "fork scenario failed: {stdout}");
-        let outcome = stdout
+        stdout
             .lines()
             .find_map(|l| l.split_once("FORK-OUTCOME: ").map(|(_, o)| o))
-            .unwrap_or_else(|| panic!("no outcome: {stdout}"));
-        assert_eq!(outcome, "child locked true / child still holds true");
+            .unwrap_or_else(|| panic!("no outcome: {stdout}"))
+            .to_owned()
+    }
+
+    #[test]
+    fn a_forked_child_locks_afresh_and_keeps_its_own_lock() {
+        assert_eq!(
+            fork_outcome("dir_lock_fork_entry", FORK_PATH_ENV),
+            "child locked true / child still holds true"
+        );
+    }
+
+    /// Set in the process `a_child_forked_while_a_thread_holds_the_table_can_lock`
+    /// starts: the LOCK path it uses.
+    const FORK_HELD_PATH_ENV: &str = "BLOOMLSM_DIR_LOCK_FORK_HELD_PATH";
+
+    /// The body of that process; does nothing in an ordinary run. A second
+    /// thread holds the table's mutex (as one opening or closing a store
+    /// does) while the test thread forks; the child then locks a store.
+    /// Reports whether the child got the lock, or hung (killed after 20 s).
+    #[test]
+    fn dir_lock_fork_while_held_entry() {
+        let Ok(path) = std::env::var(FORK_HELD_PATH_ENV) else {
+            return;
+        };
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let guard = held().ids.lock();
+            held_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            drop(guard);
+        });
+        held_rx.recv().unwrap();
+        let mut to_parent = [0; 2];
+        // SAFETY: the array is a valid pair of descriptors for pipe to fill.
+        assert_eq!(unsafe { libc::pipe(to_parent.as_mut_ptr()) }, 0);
+        // SAFETY: the child only locks, writes one byte and ends with
+        // _exit; the mutex the holder thread has is the point of the test.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let got = u8::from(matches!(lock(Path::new(&path), false), Ok(Some(_))));
+            // SAFETY: descriptor from `pipe`; `got` outlives the call.
+            unsafe {
+                libc::write(to_parent[1], (&raw const got).cast(), 1);
+                libc::_exit(0);
+            }
+        }
+        let mut poll = libc::pollfd {
+            fd: to_parent[0],
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&raw mut poll, 1, 20_000) };
+        let mut got = 9u8;
+        if ready == 1 {
+            // SAFETY: descriptor from `pipe`; `got` outlives the call.
+            unsafe { libc::read(to_parent[0], (&raw mut got).cast(), 1) };
+        } else {
+            // SAFETY: `pid` is our child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-parameter.
+        unsafe { libc::waitpid(pid, &raw mut status, 0) };
+        release_tx.send(()).unwrap();
+        holder.join().unwrap();
+        let outcome = match got {
+            1 => "child locked",
+            9 => "child hung",
+            _ => "child refused",
+        };
+        println!("FORK-OUTCOME: {outcome}");
+    }
+
+    #[test]
+    fn a_child_forked_while_a_thread_holds_the_table_can_lock() {
+        assert_eq!(
+            fork_outcome("dir_lock_fork_while_held_entry", FORK_HELD_PATH_ENV),
+            "child locked"
+        );
     }
 
     #[test]
@@ -376,16 +474,16 @@ mod tests {
             (m.dev(), m.ino())
         };
         let first = lock(&path, false).unwrap().unwrap();
-        assert!(held().lock().ids().contains(&id(&path)));
+        assert!(held().ids.lock().contains(&id(&path)));
         // A second path to the same file (a hard link) is the same lock.
         let link = dir.path().join("LOCK.link");
         fs::hard_link(&path, &link).unwrap();
         assert!(lock(&link, false).unwrap().is_none());
         drop(first);
-        assert!(!held().lock().ids().contains(&id(&path)));
+        assert!(!held().ids.lock().contains(&id(&path)));
         let again = lock(&link, false).unwrap().unwrap();
         assert!(lock(&path, false).unwrap().is_none());
         drop(again);
-        assert!(!held().lock().ids().contains(&id(&path)));
+        assert!(!held().ids.lock().contains(&id(&path)));
     }
 }
