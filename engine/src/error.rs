@@ -6,6 +6,7 @@ use thiserror::Error;
 
 /// Everything `Db` can fail with.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A file-system call failed.
     #[error("I/O error on {path}: {source}")]

@@ -13,6 +13,7 @@ use crate::inner::DbInner;
 
 /// Read-path figures of one level (or of all levels).
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct LevelStats {
     /// Tables in the level.
     pub tables: u64,
@@ -130,6 +131,7 @@ pub(crate) fn ratio(a: u64, b: u64) -> f64 {
 
 /// A snapshot of the store's counters (`Db::stats`).
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Gets served (plain, traced and snapshot gets).
     pub gets: u64,
