@@ -49,6 +49,7 @@ pub(crate) struct BackgroundState {
 /// clones the view), `current` (the view; held only to clone or swap the
 /// `Arc`), then the leaves
 /// `filter_policy`, `snapshots`, `compact_pointer`, `cleanup_futile`,
+/// `no_cleanup_under`,
 /// `write_error`, `bg`,
 /// `stall`, `dir_lock`, each held for a few instructions and never while
 /// taking another. `last_visible` and `closed` are atomics.
@@ -112,6 +113,10 @@ pub(crate) struct DbInner {
     /// cleanup could take under any snapshot (`u64::MAX`: none known);
     /// the search is skipped until the next install.
     pub(crate) no_cleanup_at: AtomicU64,
+    /// `(installs, oldest live snapshot)` at which the tree had candidates
+    /// for a bottommost cleanup but the snapshot (or `cleanup_futile`)
+    /// held every one back: the search is skipped until either changes.
+    pub(crate) no_cleanup_under: Mutex<Option<(u64, Option<u64>)>>,
     /// Test-only pause point in the read path (see `read.rs`).
     #[cfg(test)]
     pub(crate) read_pause: crate::test_hooks::ReadPause,
@@ -167,6 +172,7 @@ impl DbInner {
             compact_pointer: Mutex::new(vec![Vec::new(); num_levels]),
             cleanup_futile: Mutex::new(Vec::new()),
             no_cleanup_at: AtomicU64::new(u64::MAX),
+            no_cleanup_under: Mutex::new(None),
             filter_claims: FilterClaims::default(),
             installs: AtomicU64::new(0),
             rebalanced_at: AtomicU64::new(u64::MAX),

@@ -208,6 +208,12 @@ fn a_snapshot_keeps_its_versions_until_released_then_the_table_is_cleaned() {
         0,
         "the snapshot still needs x@2"
     );
+    let installs = db.inner.installs.load(Ordering::Acquire);
+    assert_eq!(
+        *db.inner.no_cleanup_under.lock(),
+        Some((installs, Some(2))),
+        "the held-back search is not repeated per write"
+    );
     assert_eq!(level_numbers(&db, 3).last(), Some(&t));
     assert_eq!(
         snapshot
@@ -324,4 +330,34 @@ fn a_futile_rewrite_is_not_repeated_while_the_snapshots_stay() {
     let s = db.stats();
     assert_eq!((s.bottom_cleanups, s.levels[3].entries), (2, 1));
     assert_eq!(get(&db, "m").as_deref(), Some("m@3"));
+}
+
+#[test]
+fn a_remembered_held_back_search_does_not_hide_a_new_candidate() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.inner.last_visible.store(2, Ordering::Release);
+    let snapshot = db.snapshot();
+    place(&db, 3, vec![delete("x", 5), put("x", 2)]);
+    db.inner.last_visible.store(5, Ordering::Release);
+    db.wait_for_background_work().unwrap();
+    assert_eq!(db.stats().bottom_cleanups, 0, "held back by the snapshot");
+    assert!(db.inner.no_cleanup_under.lock().is_some());
+    // Same snapshot, new tree: a table the snapshot does not hold back.
+    place(&db, 3, vec![delete("m", 1)]);
+    db.wait_for_background_work().unwrap();
+    let s = db.stats();
+    assert_eq!(s.bottom_cleanups, 1, "the new table was not searched");
+    assert_eq!(
+        s.levels[3].tombstones, 1,
+        "x's tombstone stays for the snapshot"
+    );
+    assert_eq!(get(&db, "m"), None);
+    assert_eq!(
+        snapshot
+            .get(b"x")
+            .unwrap()
+            .map(|v| String::from_utf8(v).unwrap()),
+        Some("x@2".into())
+    );
 }

@@ -181,6 +181,13 @@ impl DbInner {
             return None;
         }
         let oldest_snapshot = self.snapshots.lock().keys().next().copied();
+        // Candidates held back by a snapshot: the answer changes only with
+        // the tree (an install, which also changes `cleanup_futile`) or the
+        // oldest snapshot's sequence, so it is searched once per pair.
+        let searched = (installs, oldest_snapshot);
+        if *self.no_cleanup_under.lock() == Some(searched) {
+            return None;
+        }
         let futile: Vec<u64> = {
             let mut futile = self.cleanup_futile.lock();
             if !futile.is_empty() {
@@ -193,13 +200,17 @@ impl DbInner {
                 .map(|(n, _)| *n)
                 .collect()
         };
-        cleanup::pick_bottom_cleanup(levels, oldest_snapshot, |t| {
+        let picked = cleanup::pick_bottom_cleanup(levels, oldest_snapshot, |t| {
             if futile.contains(&t.meta.number) {
                 0
             } else {
                 garbage(t)
             }
-        })
+        });
+        if picked.is_none() {
+            *self.no_cleanup_under.lock() = Some(searched);
+        }
+        picked
     }
 }
 
