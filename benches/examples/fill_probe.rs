@@ -70,8 +70,8 @@ fn main() -> Result<()> {
                 println!("  L{level}: {} tables, {} bytes", l.tables, l.file_bytes);
             }
             println!(
-                "  flushes {} compactions {} trivial moves {} bytes compacted (read) {}",
-                s.flushes, s.compactions, s.trivial_moves, s.bytes_compacted_read
+                "  flushes {} compactions {} trivial moves {} bytes compacted (read) {} write stalls {}",
+                s.flushes, s.compactions, s.trivial_moves, s.bytes_compacted_read, s.write_stalls
             );
         }
         drop(bloom);
