@@ -614,3 +614,123 @@ fn forks_while_threads_open_and_close_stores() {
         .unwrap_or_else(|| panic!("no outcome: {stdout}"));
     assert!(outcome.starts_with("0 bad"), "{outcome}");
 }
+
+/// Set in the process `a_store_opened_during_a_fork_is_not_written_by_the_child`
+/// starts: the store directory it uses.
+const FORK_FIRST_OPEN_DIR_ENV: &str = "BLOOMLSM_LOCK_FORK_FIRST_OPEN_DIR";
+
+/// That process's store, opened by a second thread during the fork.
+static FIRST_OPEN: std::sync::Mutex<Option<Db>> = std::sync::Mutex::new(None);
+/// Armed in that process while the fork under test is made.
+static FIRST_OPEN_ARMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Set by `slow_prepare` once the fork is in its prepare phase.
+static FIRST_OPEN_FORKING: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+/// Set once `FIRST_OPEN` holds the open store.
+static FIRST_OPEN_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A `pthread_atfork` prepare handler, as libraries register them
+/// (jemalloc, OpenSSL): it keeps the fork in its prepare phase until the
+/// other thread has opened the store, or 2 s.
+extern "C" fn slow_prepare() {
+    use std::sync::atomic::Ordering::SeqCst;
+    if !FIRST_OPEN_ARMED.load(SeqCst) {
+        return;
+    }
+    FIRST_OPEN_FORKING.store(true, SeqCst);
+    let start = std::time::Instant::now();
+    while !FIRST_OPEN_DONE.load(SeqCst) && start.elapsed() < std::time::Duration::from_secs(2) {
+        std::thread::yield_now();
+    }
+}
+
+/// The body of that process; does nothing in an ordinary run. The
+/// process's first store is opened by a second thread while the test
+/// thread's fork is under way; the child then writes through its copy of
+/// that `Db`, which holds no lock. Exits the child with 0 when the write
+/// was refused, 1 when it was accepted.
+#[test]
+fn lock_fork_during_first_open_entry() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let Ok(dir) = std::env::var(FORK_FIRST_OPEN_DIR_ENV) else {
+        return;
+    };
+    // SAFETY: registers a prepare handler taking no arguments; it only
+    // reads and writes atomics and yields.
+    assert_eq!(
+        unsafe { libc::pthread_atfork(Some(slow_prepare), None, None) },
+        0
+    );
+    let opener = std::thread::spawn(move || {
+        while !FIRST_OPEN_FORKING.load(SeqCst) {
+            std::thread::yield_now();
+        }
+        let inline = Options {
+            background_work: false,
+            ..Options::default()
+        };
+        let db = Db::open(&dir, inline).unwrap();
+        *FIRST_OPEN.lock().unwrap() = Some(db);
+        FIRST_OPEN_DONE.store(true, SeqCst);
+    });
+    FIRST_OPEN_ARMED.store(true, SeqCst);
+    // SAFETY: the child writes through the inherited `Db` and ends with
+    // _exit; the opener released `FIRST_OPEN` before the prepare phase
+    // let the fork go on, or the child reports it missing.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = match FIRST_OPEN
+            .try_lock()
+            .ok()
+            .and_then(|g| g.as_ref().map(|db| db.put(b"child", b"unlocked").is_ok()))
+        {
+            Some(false) => 0,
+            Some(true) => 1,
+            None => 2,
+        };
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    FIRST_OPEN_ARMED.store(false, SeqCst);
+    opener.join().unwrap();
+    let mut status = 0;
+    // SAFETY: `pid` is our child; `status` is a valid out-parameter.
+    unsafe { libc::waitpid(pid, &raw mut status, 0) };
+    let outcome = match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => "refused",
+        (true, 1) => "written without the lock",
+        (true, _) => "no store at the fork",
+        _ => "died",
+    };
+    let db = FIRST_OPEN.lock().unwrap().take().unwrap();
+    db.close().unwrap();
+    println!("FIRST-OPEN-OUTCOME: {outcome}");
+}
+
+/// A store opened by one thread while another forks (another library's
+/// prepare handler running): the child's copy of the `Db` must refuse
+/// writes, as any forked child's does. The store's first use registers
+/// nothing a fork already under way could miss.
+#[test]
+fn a_store_opened_during_a_fork_is_not_written_by_the_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lock_fork_during_first_open_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(FORK_FIRST_OPEN_DIR_ENV, dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "fork scenario failed: {stdout}");
+    let outcome = stdout
+        .lines()
+        .find_map(|l| l.split_once("FIRST-OPEN-OUTCOME: ").map(|(_, o)| o))
+        .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+    assert_eq!(outcome, "refused");
+}
