@@ -568,6 +568,99 @@ mod tests {
         );
     }
 
+    /// Set in the process `children_forked_around_the_first_lock_never_hang`
+    /// starts: a LOCK path in the directory its LOCK files go in.
+    const FORK_LOOP_DIR_ENV: &str = "BLOOMLSM_DIR_LOCK_FORK_LOOP_DIR";
+
+    /// The body of that process; does nothing in an ordinary run. The test
+    /// thread forks children one after another (a pre-forking server), its
+    /// address space made large so each fork takes a while, while a second
+    /// thread takes the process's first lock. Each child takes a lock of
+    /// its own and reports; one that does not within 10 s hung.
+    #[test]
+    fn dir_lock_fork_loop_entry() {
+        let Ok(lock_path) = std::env::var(FORK_LOOP_DIR_ENV) else {
+            return;
+        };
+        let dir = Path::new(&lock_path).parent().unwrap().to_path_buf();
+        // Page tables to copy: a fork takes about a millisecond.
+        let ballast = vec![1u8; 256 << 20];
+        let first = std::thread::spawn({
+            let path = dir.join("LOCK-first");
+            move || {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                lock(&path, false).unwrap().is_some()
+            }
+        });
+        let mut children = Vec::new();
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_millis(200) {
+            let mut to_parent = [0; 2];
+            // SAFETY: the array is a valid pair of descriptors for pipe to fill.
+            assert_eq!(unsafe { libc::pipe(to_parent.as_mut_ptr()) }, 0);
+            let path = dir.join(format!("LOCK-{}", children.len()));
+            // SAFETY: the child locks, writes one byte and ends with _exit;
+            // what the other thread does at the fork is the point.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                let got = u8::from(matches!(lock(&path, false), Ok(Some(_))));
+                // SAFETY: descriptor from `pipe`; `got` outlives the call.
+                unsafe {
+                    libc::write(to_parent[1], (&raw const got).cast(), 1);
+                    libc::_exit(0);
+                }
+            }
+            // SAFETY: the parent's copy of the write end.
+            unsafe { libc::close(to_parent[1]) };
+            children.push((pid, to_parent[0]));
+        }
+        assert!(first.join().unwrap());
+        drop(ballast);
+        let (mut locked, mut hung) = (0, 0);
+        for (pid, fd) in &children {
+            let mut poll = libc::pollfd {
+                fd: *fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let mut got = 9u8;
+            // SAFETY: one valid pollfd; descriptor from `pipe`.
+            if unsafe { libc::poll(&raw mut poll, 1, 10_000) } == 1 {
+                // SAFETY: descriptor from `pipe`; `got` outlives the call.
+                unsafe { libc::read(*fd, (&raw mut got).cast(), 1) };
+            } else {
+                // SAFETY: `pid` is our child.
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            }
+            let mut status = 0;
+            // SAFETY: `status` is a valid out-parameter.
+            unsafe { libc::waitpid(*pid, &raw mut status, 0) };
+            match got {
+                1 => locked += 1,
+                9 => hung += 1,
+                _ => {}
+            }
+        }
+        println!(
+            "FORK-OUTCOME: {} children, {} refused, {hung} hung",
+            children.len(),
+            children.len() - locked - hung
+        );
+    }
+
+    /// Each child of a process whose first lock is taken while it forks
+    /// locks a file of its own. With the fork count's handler registered on
+    /// first use (behind a `OnceLock`), a child forked while the first
+    /// registration waited for the fork hung on it (1 run in 3 here).
+    #[test]
+    fn children_forked_around_the_first_lock_never_hang() {
+        for _ in 0..5 {
+            let outcome = fork_outcome("dir_lock_fork_loop_entry", FORK_LOOP_DIR_ENV);
+            assert!(outcome.ends_with(", 0 refused, 0 hung"), "{outcome}");
+        }
+    }
+
     #[test]
     fn a_dangling_symlink_is_locked_through_not_refused() {
         let dir = tempfile::tempdir().unwrap();
