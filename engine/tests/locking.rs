@@ -657,10 +657,8 @@ fn lock_fork_during_first_open_entry() {
     };
     // SAFETY: registers a prepare handler taking no arguments; it only
     // reads and writes atomics and yields.
-    assert_eq!(
-        unsafe { libc::pthread_atfork(Some(slow_prepare), None, None) },
-        0
-    );
+    let registered = unsafe { libc::pthread_atfork(Some(slow_prepare), None, None) };
+    assert_eq!(registered, 0);
     let opener = std::thread::spawn(move || {
         while !FIRST_OPEN_FORKING.load(SeqCst) {
             std::thread::yield_now();

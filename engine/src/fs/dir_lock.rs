@@ -486,10 +486,8 @@ mod tests {
         };
         // SAFETY: registers a prepare handler taking no arguments; it only
         // reads and writes atomics and yields.
-        assert_eq!(
-            unsafe { libc::pthread_atfork(Some(slow_prepare), None, None) },
-            0
-        );
+        let registered = unsafe { libc::pthread_atfork(Some(slow_prepare), None, None) };
+        assert_eq!(registered, 0);
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
         let locker = std::thread::spawn({
             let path = path.clone();
