@@ -433,3 +433,114 @@ fn delete_heavy_deep_store_inline_dynamic_budgets() {
 fn delete_heavy_deep_store_on_background_threads() {
     delete_heavy_deep_store(true, false);
 }
+
+/// xorshift64*: a seeded sequence for the orders below.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// Snapshots taken and released in many orders around the cleanups (the
+/// held-back search is remembered by install count and oldest snapshot):
+/// several at one sequence, the oldest released and another taken at the
+/// same sequence, released out of order, none held; between them
+/// overwrites and deletes over a narrow key space (shadowed versions and
+/// tombstones the merges into the bottom keep for the snapshots),
+/// flushes, and settling. Every snapshot reads what it saw throughout;
+/// at each checkpoint every snapshot is released and the store settles,
+/// then the closed store's files hold no table with garbage and nothing
+/// below it (a search remembered as fruitless must not hide one), and it
+/// reopens and goes on.
+fn snapshots_in_many_orders(background_work: bool, seed: u64) {
+    let mut run = Run::new(background_work, false);
+    let mut rng = Rng(seed);
+    let space = 4 * RUN_KEYS;
+    let mut checkpoints = 0;
+    for step in 0..420u64 {
+        match rng.below(12) {
+            0..=4 => {
+                // A burst of overwrites and deletes in one part of the space.
+                let base = rng.below(space - RUN_KEYS);
+                for _ in 0..rng.below(40) + 8 {
+                    let i = base + rng.below(RUN_KEYS);
+                    if rng.below(3) == 0 {
+                        run.delete(i);
+                    } else {
+                        run.put(i);
+                    }
+                }
+            }
+            5 => {
+                // One or two at the same sequence.
+                run.take_snapshot();
+                if rng.below(2) == 0 {
+                    run.take_snapshot();
+                }
+            }
+            6 => run.release_oldest_snapshot(),
+            7 => {
+                // The oldest goes; another comes at the same sequence when
+                // no write came since it was taken (or at a newer one).
+                run.release_oldest_snapshot();
+                if rng.below(2) == 0 {
+                    run.db().wait_for_background_work().unwrap();
+                }
+                run.take_snapshot();
+            }
+            8 => {
+                if !run.snapshots.is_empty() {
+                    let n = rng.below(run.snapshots.len() as u64) as usize;
+                    run.snapshots.remove(n);
+                }
+            }
+            9 => run.db().flush().unwrap(),
+            10 => run.db().wait_for_background_work().unwrap(),
+            _ => {
+                if step % 3 == 0 {
+                    run.check("step", false);
+                }
+            }
+        }
+        if step % 140 == 139 {
+            // Settled under the snapshots, then released with nothing
+            // else changing the tree: only the release may start the
+            // cleanups it allows.
+            run.db().flush().unwrap();
+            run.db().wait_for_background_work().unwrap();
+            run.check("settled under the snapshots", false);
+            run.snapshots.clear();
+            run.db().wait_for_background_work().unwrap();
+            run.check("settled", true);
+            run.db.take().unwrap().close().unwrap();
+            let (stuck, _) = leftovers(&live_tables(run.dir.path()));
+            assert!(
+                stuck.is_empty(),
+                "seed {seed}, step {step}: tables with garbage and nothing below: {stuck:#?}"
+            );
+            checkpoints += 1;
+            run.db = Some(Db::open(run.dir.path(), run.options()).unwrap());
+            run.check("reopened", true);
+        }
+    }
+    assert_eq!(checkpoints, 3);
+}
+
+#[test]
+fn snapshots_in_many_orders_inline() {
+    for seed in [1, 7, 42] {
+        snapshots_in_many_orders(false, seed);
+    }
+}
+
+#[test]
+fn snapshots_in_many_orders_on_background_threads() {
+    for seed in [3, 11] {
+        snapshots_in_many_orders(true, seed);
+    }
+}

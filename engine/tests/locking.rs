@@ -479,3 +479,256 @@ fn a_store_used_after_a_daemonizing_fork_is_not_written_unlocked() {
     );
     assert_eq!(write, "refused");
 }
+
+/// Set in the process `forks_while_threads_open_and_close_stores` starts:
+/// the directory its stores go in.
+const FORK_STORM_DIR_ENV: &str = "BLOOMLSM_LOCK_FORK_STORM_DIR";
+
+/// Forks the body of that process makes.
+const STORM_FORKS: usize = 40;
+
+/// The body of that process; does nothing in an ordinary run. Two threads
+/// open, write and close stores `a` and `b` in a loop (so the table of held
+/// locks, its mutex, and `Db`s are in every state at the forks) while the
+/// test thread forks. Each child opens a fresh store of its own, writes and
+/// closes it, then tries `a` (opened, written and closed, or refused as
+/// locked, never another error), and exits with a code; a child that does
+/// not finish in 20 s counts as hung. The child works inline: with
+/// background threads it hung about one run in 13 (40 forks each) in
+/// Rust's `thread_start`, on the standard library's thread-info mutex a
+/// parent thread held at the fork, not on anything of the store's.
+#[test]
+fn lock_fork_storm_entry() {
+    let Ok(base) = std::env::var(FORK_STORM_DIR_ENV) else {
+        return;
+    };
+    let base = std::path::PathBuf::from(base);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cyclers: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|name| {
+            let (stop, dir) = (Arc::clone(&stop), base.join(name));
+            std::thread::spawn(move || {
+                let mut opened = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    // Refused only while a child holds it.
+                    if let Ok(db) = Db::open(&dir, Options::default()) {
+                        db.put(b"k", &opened.to_le_bytes()).unwrap();
+                        db.close().unwrap();
+                        opened += 1;
+                    }
+                }
+                opened
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for i in 0..STORM_FORKS {
+        let own = base.join(format!("child-{i}"));
+        // SAFETY: the child opens stores and ends with _exit; the locks
+        // the other threads hold at the fork are the point of the test.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            // Inline work: a thread the child started could hang on Rust's
+            // own thread registry, which a parent thread starting or ending
+            // (as `Db::open` and `close` do) may hold at the fork.
+            let inline = Options {
+                background_work: false,
+                ..Options::default()
+            };
+            let code = match Db::open(&own, inline.clone()) {
+                Ok(db) => match db.put(b"k", b"v").and_then(|()| db.close()) {
+                    Ok(()) => match Db::open(base.join("a"), inline) {
+                        Ok(db) => match db.put(b"k", b"child").and_then(|()| db.close()) {
+                            Ok(()) => 0,
+                            Err(_) => 3,
+                        },
+                        Err(Error::Locked { .. }) => 0,
+                        Err(_) => 3,
+                    },
+                    Err(_) => 2,
+                },
+                Err(_) => 1,
+            };
+            // SAFETY: ends the child without running the parent's destructors.
+            unsafe { libc::_exit(code) };
+        }
+        let start = std::time::Instant::now();
+        let mut status = 0;
+        let outcome = loop {
+            // SAFETY: `pid` is our child; `status` is a valid out-parameter.
+            let done = unsafe { libc::waitpid(pid, &raw mut status, libc::WNOHANG) };
+            if done == pid {
+                break if libc::WIFEXITED(status) {
+                    match libc::WEXITSTATUS(status) {
+                        0 => "ok",
+                        1 => "own store refused",
+                        2 => "own store not written",
+                        _ => "shared store error",
+                    }
+                } else {
+                    "died"
+                };
+            }
+            if start.elapsed() > std::time::Duration::from_secs(20) {
+                // SAFETY: `pid` is our child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &raw mut status, 0);
+                }
+                break "hung";
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        outcomes.push(outcome);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened: u64 = cyclers.into_iter().map(|t| t.join().unwrap()).sum();
+    let bad: Vec<_> = outcomes.iter().filter(|o| **o != "ok").collect();
+    println!("STORM-OUTCOME: {} bad {bad:?} ({opened} opens)", bad.len());
+}
+
+/// Forks while other threads open and close stores: every child can open
+/// a store (its own, and one the parent cycles) and none hangs on state a
+/// parent thread held at the fork.
+#[test]
+fn forks_while_threads_open_and_close_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lock_fork_storm_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(FORK_STORM_DIR_ENV, dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "fork storm failed: {stdout}");
+    let outcome = stdout
+        .lines()
+        .find_map(|l| l.split_once("STORM-OUTCOME: ").map(|(_, o)| o))
+        .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+    assert!(outcome.starts_with("0 bad"), "{outcome}");
+}
+
+/// Set in the process `a_store_opened_during_a_fork_is_not_written_by_the_child`
+/// starts: the store directory it uses.
+const FORK_FIRST_OPEN_DIR_ENV: &str = "BLOOMLSM_LOCK_FORK_FIRST_OPEN_DIR";
+
+/// That process's store, opened by a second thread during the fork.
+static FIRST_OPEN: std::sync::Mutex<Option<Db>> = std::sync::Mutex::new(None);
+/// Armed in that process while the fork under test is made.
+static FIRST_OPEN_ARMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Set by `slow_prepare` once the fork is in its prepare phase.
+static FIRST_OPEN_FORKING: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+/// Set once `FIRST_OPEN` holds the open store.
+static FIRST_OPEN_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A `pthread_atfork` prepare handler, as libraries register them
+/// (jemalloc, OpenSSL): it keeps the fork in its prepare phase until the
+/// other thread has opened the store, or 2 s.
+extern "C" fn slow_prepare() {
+    use std::sync::atomic::Ordering::SeqCst;
+    if !FIRST_OPEN_ARMED.load(SeqCst) {
+        return;
+    }
+    FIRST_OPEN_FORKING.store(true, SeqCst);
+    let start = std::time::Instant::now();
+    while !FIRST_OPEN_DONE.load(SeqCst) && start.elapsed() < std::time::Duration::from_secs(2) {
+        std::thread::yield_now();
+    }
+}
+
+/// The body of that process; does nothing in an ordinary run. The
+/// process's first store is opened by a second thread while the test
+/// thread's fork is under way; the child then writes through its copy of
+/// that `Db`, which holds no lock. Exits the child with 0 when the write
+/// was refused, 1 when it was accepted.
+#[test]
+fn lock_fork_during_first_open_entry() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let Ok(dir) = std::env::var(FORK_FIRST_OPEN_DIR_ENV) else {
+        return;
+    };
+    // SAFETY: registers a prepare handler taking no arguments; it only
+    // reads and writes atomics and yields.
+    let registered = unsafe { libc::pthread_atfork(Some(slow_prepare), None, None) };
+    assert_eq!(registered, 0);
+    let opener = std::thread::spawn(move || {
+        while !FIRST_OPEN_FORKING.load(SeqCst) {
+            std::thread::yield_now();
+        }
+        let inline = Options {
+            background_work: false,
+            ..Options::default()
+        };
+        let db = Db::open(&dir, inline).unwrap();
+        *FIRST_OPEN.lock().unwrap() = Some(db);
+        FIRST_OPEN_DONE.store(true, SeqCst);
+    });
+    FIRST_OPEN_ARMED.store(true, SeqCst);
+    // SAFETY: the child writes through the inherited `Db` and ends with
+    // _exit; the opener released `FIRST_OPEN` before the prepare phase
+    // let the fork go on, or the child reports it missing.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = match FIRST_OPEN
+            .try_lock()
+            .ok()
+            .and_then(|g| g.as_ref().map(|db| db.put(b"child", b"unlocked").is_ok()))
+        {
+            Some(false) => 0,
+            Some(true) => 1,
+            None => 2,
+        };
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    FIRST_OPEN_ARMED.store(false, SeqCst);
+    opener.join().unwrap();
+    let mut status = 0;
+    // SAFETY: `pid` is our child; `status` is a valid out-parameter.
+    unsafe { libc::waitpid(pid, &raw mut status, 0) };
+    let outcome = match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => "refused",
+        (true, 1) => "written without the lock",
+        (true, _) => "no store at the fork",
+        _ => "died",
+    };
+    let db = FIRST_OPEN.lock().unwrap().take().unwrap();
+    db.close().unwrap();
+    println!("FIRST-OPEN-OUTCOME: {outcome}");
+}
+
+/// A store opened by one thread while another forks (another library's
+/// prepare handler running): the child's copy of the `Db` must refuse
+/// writes, as any forked child's does. The store's first use registers
+/// nothing a fork already under way could miss.
+#[test]
+fn a_store_opened_during_a_fork_is_not_written_by_the_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lock_fork_during_first_open_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(FORK_FIRST_OPEN_DIR_ENV, dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "fork scenario failed: {stdout}");
+    let outcome = stdout
+        .lines()
+        .find_map(|l| l.split_once("FIRST-OPEN-OUTCOME: ").map(|(_, o)| o))
+        .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+    assert_eq!(outcome, "refused");
+}

@@ -447,6 +447,218 @@ mod tests {
         );
     }
 
+    /// Set in the process `a_child_forked_while_the_first_lock_is_taken_can_lock`
+    /// starts: the LOCK path it uses.
+    const FORK_FIRST_PATH_ENV: &str = "BLOOMLSM_DIR_LOCK_FORK_FIRST_PATH";
+
+    /// Armed in that process: the fork under test is under way.
+    static FORK_ARMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    /// Set by `slow_prepare` once a fork is in its prepare phase.
+    static FORK_STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    /// Set by the locking thread once it holds the lock.
+    static FIRST_LOCKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    /// A `pthread_atfork` prepare handler, as libraries register them
+    /// (jemalloc, OpenSSL): it holds the fork in its prepare phase until
+    /// another thread has taken a lock, or 2 s.
+    extern "C" fn slow_prepare() {
+        if !FORK_ARMED.load(Ordering::SeqCst) {
+            return;
+        }
+        FORK_STARTED.store(true, Ordering::SeqCst);
+        let start = std::time::Instant::now();
+        while !FIRST_LOCKED.load(Ordering::SeqCst)
+            && start.elapsed() < std::time::Duration::from_secs(2)
+        {
+            std::thread::yield_now();
+        }
+    }
+
+    /// The body of that process; does nothing in an ordinary run. The
+    /// process's first lock (its first use of the fork count) is taken by
+    /// a second thread while the test thread's fork is under way; the
+    /// parent then releases it and the child locks the same file.
+    /// Reports whether the child got the lock, was refused, or hung.
+    #[test]
+    fn dir_lock_fork_during_first_lock_entry() {
+        let Ok(path) = std::env::var(FORK_FIRST_PATH_ENV) else {
+            return;
+        };
+        // SAFETY: registers a prepare handler taking no arguments; it only
+        // reads and writes atomics and yields.
+        let registered = unsafe { libc::pthread_atfork(Some(slow_prepare), None, None) };
+        assert_eq!(registered, 0);
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let locker = std::thread::spawn({
+            let path = path.clone();
+            move || {
+                while !FORK_STARTED.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+                let first = lock(Path::new(&path), false).unwrap().unwrap();
+                FIRST_LOCKED.store(true, Ordering::SeqCst);
+                release_rx.recv().unwrap();
+                drop(first);
+            }
+        });
+        let (mut to_child, mut to_parent) = ([0; 2], [0; 2]);
+        // SAFETY: each array is a valid pair of descriptors for pipe to fill.
+        unsafe {
+            assert_eq!(libc::pipe(to_child.as_mut_ptr()), 0);
+            assert_eq!(libc::pipe(to_parent.as_mut_ptr()), 0);
+        }
+        FORK_ARMED.store(true, Ordering::SeqCst);
+        // SAFETY: the child waits, locks, writes one byte and ends with
+        // _exit; what the other thread holds at the fork is the point.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let mut byte = 0u8;
+            // SAFETY: descriptor from `pipe`; `byte` outlives the call.
+            unsafe { libc::read(to_child[0], (&raw mut byte).cast(), 1) };
+            let got = u8::from(matches!(lock(Path::new(&path), false), Ok(Some(_))));
+            // SAFETY: descriptor from `pipe`; `got` outlives the call.
+            unsafe {
+                libc::write(to_parent[1], (&raw const got).cast(), 1);
+                libc::_exit(0);
+            }
+        }
+        FORK_ARMED.store(false, Ordering::SeqCst);
+        // The parent closes its store; then the child tries it.
+        release_tx.send(()).unwrap();
+        locker.join().unwrap();
+        let mut got = 9u8;
+        // SAFETY: descriptor from `pipe`; `got` outlives the call.
+        unsafe { libc::write(to_child[1], (&raw const got).cast(), 1) };
+        let mut poll = libc::pollfd {
+            fd: to_parent[0],
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&raw mut poll, 1, 10_000) } == 1 {
+            // SAFETY: descriptor from `pipe`; `got` outlives the call.
+            unsafe { libc::read(to_parent[0], (&raw mut got).cast(), 1) };
+        } else {
+            // SAFETY: `pid` is our child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-parameter.
+        unsafe { libc::waitpid(pid, &raw mut status, 0) };
+        let outcome = match got {
+            1 => "child locked",
+            9 => "child hung",
+            _ => "child refused",
+        };
+        println!("FORK-OUTCOME: {outcome}");
+    }
+
+    /// A fork made while the process's first lock is being taken (its
+    /// first use of the fork count): the child must count as a child, or
+    /// it inherits the parent's table as its own and is refused the store
+    /// the parent closed (or hangs on a half-made registration).
+    #[test]
+    fn a_child_forked_while_the_first_lock_is_taken_can_lock() {
+        assert_eq!(
+            fork_outcome("dir_lock_fork_during_first_lock_entry", FORK_FIRST_PATH_ENV),
+            "child locked"
+        );
+    }
+
+    /// Set in the process `children_forked_around_the_first_lock_never_hang`
+    /// starts: a LOCK path in the directory its LOCK files go in.
+    const FORK_LOOP_DIR_ENV: &str = "BLOOMLSM_DIR_LOCK_FORK_LOOP_DIR";
+
+    /// The body of that process; does nothing in an ordinary run. The test
+    /// thread forks children one after another (a pre-forking server), its
+    /// address space made large so each fork takes a while, while a second
+    /// thread takes the process's first lock. Each child takes a lock of
+    /// its own and reports; one that does not within 10 s hung.
+    #[test]
+    fn dir_lock_fork_loop_entry() {
+        let Ok(lock_path) = std::env::var(FORK_LOOP_DIR_ENV) else {
+            return;
+        };
+        let dir = Path::new(&lock_path).parent().unwrap().to_path_buf();
+        // Page tables to copy: a fork takes about a millisecond.
+        let ballast = vec![1u8; 256 << 20];
+        let first = std::thread::spawn({
+            let path = dir.join("LOCK-first");
+            move || {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                lock(&path, false).unwrap().is_some()
+            }
+        });
+        let mut children = Vec::new();
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_millis(200) {
+            let mut to_parent = [0; 2];
+            // SAFETY: the array is a valid pair of descriptors for pipe to fill.
+            assert_eq!(unsafe { libc::pipe(to_parent.as_mut_ptr()) }, 0);
+            let path = dir.join(format!("LOCK-{}", children.len()));
+            // SAFETY: the child locks, writes one byte and ends with _exit;
+            // what the other thread does at the fork is the point.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                let got = u8::from(matches!(lock(&path, false), Ok(Some(_))));
+                // SAFETY: descriptor from `pipe`; `got` outlives the call.
+                unsafe {
+                    libc::write(to_parent[1], (&raw const got).cast(), 1);
+                    libc::_exit(0);
+                }
+            }
+            // SAFETY: the parent's copy of the write end.
+            unsafe { libc::close(to_parent[1]) };
+            children.push((pid, to_parent[0]));
+        }
+        assert!(first.join().unwrap());
+        drop(ballast);
+        let (mut locked, mut hung) = (0, 0);
+        for (pid, fd) in &children {
+            let mut poll = libc::pollfd {
+                fd: *fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let mut got = 9u8;
+            // SAFETY: one valid pollfd; descriptor from `pipe`.
+            if unsafe { libc::poll(&raw mut poll, 1, 10_000) } == 1 {
+                // SAFETY: descriptor from `pipe`; `got` outlives the call.
+                unsafe { libc::read(*fd, (&raw mut got).cast(), 1) };
+            } else {
+                // SAFETY: `pid` is our child.
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            }
+            let mut status = 0;
+            // SAFETY: `status` is a valid out-parameter.
+            unsafe { libc::waitpid(*pid, &raw mut status, 0) };
+            match got {
+                1 => locked += 1,
+                9 => hung += 1,
+                _ => {}
+            }
+        }
+        println!(
+            "FORK-OUTCOME: {} children, {} refused, {hung} hung",
+            children.len(),
+            children.len() - locked - hung
+        );
+    }
+
+    /// Each child of a process whose first lock is taken while it forks
+    /// locks a file of its own. With the fork count's handler registered on
+    /// first use (behind a `OnceLock`), a child forked while the first
+    /// registration waited for the fork hung on it (1 run in 3 here).
+    #[test]
+    fn children_forked_around_the_first_lock_never_hang() {
+        for _ in 0..5 {
+            let outcome = fork_outcome("dir_lock_fork_loop_entry", FORK_LOOP_DIR_ENV);
+            assert!(outcome.ends_with(", 0 refused, 0 hung"), "{outcome}");
+        }
+    }
+
     #[test]
     fn a_dangling_symlink_is_locked_through_not_refused() {
         let dir = tempfile::tempdir().unwrap();
