@@ -5,7 +5,7 @@
 //! memtables and tables, 64 MiB L1, 8 MiB block cache, 10 bits per key)
 //! unless it already holds them, then GETS absent and GETS present gets
 //! are timed, with direct reads when `DIRECT=1` (`ONLY=absent` or
-//! `ONLY=present` times one kind).
+//! `ONLY=present` times one kind), from `THREADS` threads at once (1).
 //!
 //! `cargo run --release -p bloomlsm --example read_profile -- DIR KEYS [GETS]`
 
@@ -39,6 +39,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let keys: u64 = args.next().ok_or(usage)?.parse()?;
     let gets: u64 = args.next().map_or(Ok(200_000), |g| g.parse())?;
     let direct = std::env::var("DIRECT").is_ok_and(|v| v == "1");
+    let threads: u64 = std::env::var("THREADS")
+        .map_or(Ok(1), |t| t.parse())?
+        .max(1);
     let options = bloomlsm::Options {
         block_cache_bytes: 8 << 20,
         block_size: 4096,
@@ -70,14 +73,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             continue;
         }
         let t = Instant::now();
-        let mut found = 0u64;
-        for g in 0..gets {
-            let i = mix(g ^ 0xabcd) % keys;
-            found += u64::from(db.get(&key(i, present))?.is_some());
-        }
-        let ns = t.elapsed().as_nanos() as f64 / gets as f64;
+        let found: u64 = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|w| {
+                    let db = &db;
+                    scope.spawn(move || -> Result<u64, bloomlsm::Error> {
+                        let mut found = 0u64;
+                        for g in (w..gets).step_by(threads as usize) {
+                            let i = mix(g ^ 0xabcd) % keys;
+                            found += u64::from(db.get(&key(i, present))?.is_some());
+                        }
+                        Ok(found)
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|h| h.join().expect("a reader thread panicked"))
+                .sum::<Result<u64, _>>()
+        })?;
+        let seconds = t.elapsed().as_secs_f64();
+        let ns = seconds * 1e9 / gets as f64;
         let what = if present { "present" } else { "absent" };
-        println!("{what} gets: {ns:.0} ns each, {found} of {gets} found");
+        println!(
+            "{what} gets, {threads} threads: {ns:.0} ns each ({:.0} gets/s), {found} of {gets} found",
+            gets as f64 / seconds
+        );
     }
     db.close()?;
     Ok(())

@@ -74,7 +74,8 @@ impl DbInner {
         snapshot: Option<u64>,
         sink: &mut impl StepSink,
     ) -> Result<Option<Vec<u8>>> {
-        Counters::add(&self.counters.gets, 1);
+        let counters = self.counters.reads.mine();
+        Counters::add(&counters.gets, 1);
         // No key is empty. `max_key_bytes` limits writes only: a store
         // written under a larger limit holds longer keys, which a scan
         // lists, so a get must look for them too.
@@ -100,7 +101,7 @@ impl DbInner {
                 result: trace_result(&answer),
             });
             if let Some(found) = answer.into_final() {
-                Counters::add(&self.counters.memtable_hits, 1);
+                Counters::add(&counters.memtable_hits, 1);
                 return Ok(found);
             }
         }
@@ -118,7 +119,7 @@ impl DbInner {
             } else {
                 handle.table.get(key, hash, seq)?
             };
-            self.counters.levels[level].record(&lookup);
+            counters.level(level).record(&lookup);
             let (verdict, block) = (lookup.verdict(), lookup.block);
             let answer = Answer::from_outcome(lookup.outcome);
             sink.step(|| TraceStep {

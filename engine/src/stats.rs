@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bloomlsm_filter::Filter;
 use bloomlsm_sstable::FilterStatus;
 
-use crate::counters::LevelCounters;
+use crate::counters::{LevelCounters, LevelReadTotals};
 use crate::inner::DbInner;
 
 /// Read-path figures of one level (or of all levels).
@@ -64,15 +64,15 @@ pub struct LevelStats {
 }
 
 impl LevelStats {
-    pub(crate) fn fill_counters(&mut self, c: &LevelCounters) {
+    pub(crate) fn fill_counters(&mut self, r: &LevelReadTotals, c: &LevelCounters) {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        self.table_probes = get(&c.probes);
-        self.filter_negatives = get(&c.negatives);
-        self.filter_true_positives = get(&c.true_positives);
-        self.filter_false_positives = get(&c.false_positives);
-        self.probes_without_filter = get(&c.no_filter_probes);
-        self.data_blocks_read = get(&c.blocks_from_file);
-        self.block_cache_hits = get(&c.cache_hits);
+        self.table_probes = r.probes;
+        self.filter_negatives = r.negatives;
+        self.filter_true_positives = r.true_positives;
+        self.filter_false_positives = r.false_positives;
+        self.probes_without_filter = r.no_filter_probes;
+        self.data_blocks_read = r.blocks_from_file;
+        self.block_cache_hits = r.cache_hits;
         self.bytes_written = get(&c.bytes_written);
         self.bytes_compacted_read = get(&c.bytes_compacted_read);
         self.bytes_moved_in = get(&c.bytes_moved_in);
@@ -207,15 +207,18 @@ impl DbInner {
             } else {
                 0.0
             };
-            s.fill_counters(&self.counters.levels[level]);
+            s.fill_counters(
+                &self.counters.reads.level(level),
+                &self.counters.levels[level],
+            );
             total.accumulate(&s);
             levels.push(s);
         }
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let gets = get(&self.counters.gets);
+        let gets = self.counters.reads.gets();
         Stats {
             gets,
-            memtable_hits: get(&self.counters.memtable_hits),
+            memtable_hits: self.counters.reads.memtable_hits(),
             data_blocks_read_per_get: ratio(total.data_blocks_read, gets),
             levels,
             total,
