@@ -95,7 +95,7 @@ impl DbInner {
             return;
         }
         let installs = self.installs.load(Ordering::Acquire);
-        let sv = Arc::clone(&self.current.read());
+        let sv = self.current.load_full();
         if self
             .pick_bottom_cleanup(installs, &sv.version.levels)
             .is_some()

@@ -103,7 +103,7 @@ fn scratch_dir() -> tempfile::TempDir {
 /// Reads every live table of the tree just installed; returns what breaks
 /// an invariant the read path relies on.
 fn check_tree(inner: &DbInner) -> Result<(), String> {
-    let sv = Arc::clone(&inner.current.read());
+    let sv = inner.current.load_full();
     // Per user key: the smallest sequence met so far, and in which table.
     let mut seen: HashMap<Vec<u8>, (u64, u64)> = HashMap::new();
     for (level, tables) in sv.version.levels.iter().enumerate() {

@@ -186,7 +186,7 @@ impl Db {
         self.inner.stopping_writes_on_error("flush", || {
             {
                 let mut w = self.inner.write.lock();
-                if !self.inner.current.read().mem.is_empty() {
+                if !self.inner.current.load().mem.is_empty() {
                     self.inner.rotate_memtable(&mut w)?;
                 }
             }

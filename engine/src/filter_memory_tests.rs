@@ -79,7 +79,7 @@ fn advance_sequence(db: &Db, seq: u64) {
 
 /// (filter bytes of the live tables, uniform's bytes for them).
 fn memory(db: &Db) -> (u64, u64) {
-    let sv = Arc::clone(&db.inner.current.read());
+    let sv = db.inner.current.load_full();
     let tables = sv.version.levels.iter().flatten();
     tables.fold((0, 0), |(f, u), t| {
         (
@@ -161,7 +161,7 @@ fn flushes_during_a_compaction_keep_the_tree_within_uniform_memory() {
     // directly: an inline `put` would run the compaction itself).
     for f in 0..4 {
         let mut w = db.inner.write.lock();
-        let mem = Arc::clone(&db.inner.current.read().mem);
+        let mem = Arc::clone(&db.inner.current.load().mem);
         for i in 0..500 {
             mem.insert(&key(&format!("f{f}-"), i), w.next_seq, EntryKind::Put, b"v");
             w.next_seq += 1;

@@ -1,7 +1,5 @@
 //! Flushing frozen memtables to L0 tables, oldest first.
 
-use std::sync::Arc;
-
 use crate::counters::Counters;
 use crate::error::Result;
 use crate::filter_budget::PlannedWrite;
@@ -17,7 +15,7 @@ impl DbInner {
         let _flush = self.flush_lock.lock();
         loop {
             self.check_writable()?;
-            let sv = Arc::clone(&self.current.read());
+            let sv = self.current.load_full();
             let Some(oldest) = sv.imm.last().cloned() else {
                 return Ok(());
             };

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::counters::Counters;
@@ -46,8 +47,8 @@ pub(crate) struct BackgroundState {
 /// remove tables), `flush_lock` (flushes), `install_lock` (manifest write
 /// and view swap), `write` (the WAL and sequence numbers), `filter_claims`
 /// (filter bytes claimed by writes in flight; held while planning, which
-/// clones the view), `current` (the view; held only to clone or swap the
-/// `Arc`), then the leaves
+/// clones the view), `view_swap` (held to replace the view `current`,
+/// which readers load without any lock), then the leaves
 /// `filter_policy`, `snapshots`, `compact_pointer`, `cleanup_futile`,
 /// `no_cleanup_under`,
 /// `write_error`, `bg`,
@@ -72,7 +73,13 @@ pub(crate) struct DbInner {
     /// value, holds no lock on the store, and its copy refuses writes.
     opened_after_forks: u64,
     pub(crate) write: Mutex<WriteState>,
-    pub(crate) current: RwLock<Arc<SuperVersion>>,
+    /// The view. Readers load it without a lock or a shared write
+    /// (`ArcSwap`: a get takes it with no atomic write to a line another
+    /// reader writes); it is replaced only under `view_swap`, so each
+    /// replacement is made from the one before it.
+    pub(crate) current: ArcSwap<SuperVersion>,
+    /// Held to replace `current` (a memtable rotation, an install).
+    pub(crate) view_swap: Mutex<()>,
     /// Largest sequence number whose write is complete and visible.
     /// Readers load it AFTER cloning `current`.
     pub(crate) last_visible: AtomicU64,
@@ -151,11 +158,12 @@ impl DbInner {
                 frozen_wals: Vec::new(),
                 next_seq: recovered.last_seq + 1,
             }),
-            current: RwLock::new(Arc::new(SuperVersion {
+            current: ArcSwap::from_pointee(SuperVersion {
                 mem: recovered.mem,
                 imm: Vec::new(),
                 version: Arc::new(recovered.version),
-            })),
+            }),
+            view_swap: Mutex::new(()),
             last_visible: AtomicU64::new(recovered.last_seq),
             flush_lock: Mutex::new(()),
             compaction_lock: Mutex::new(()),

@@ -40,7 +40,7 @@ impl DbInner {
         moved_from: &[Arc<TableHandle>],
     ) -> Result<()> {
         let _install = self.install_lock.lock();
-        let sv = Arc::clone(&self.current.read());
+        let sv = self.current.load_full();
         let leaving: Vec<Arc<TableHandle>> =
             edit.removed.iter().chain(moved_from).cloned().collect();
         let version = sv
@@ -72,23 +72,24 @@ impl DbInner {
             return Err(e);
         }
         {
-            let mut current = self.current.write();
+            let _swap = self.view_swap.lock();
+            let current = self.current.load_full();
             let imm = current
                 .imm
                 .iter()
                 .filter(|m| !flushed(m))
                 .cloned()
                 .collect();
-            *current = Arc::new(SuperVersion {
+            self.current.store(Arc::new(SuperVersion {
                 mem: Arc::clone(&current.mem),
                 imm,
                 version: Arc::new(version),
-            });
+            }));
         }
         self.installs.fetch_add(1, Ordering::AcqRel);
         #[cfg(test)]
         self.install_hook.call(|| {
-            let levels = self.current.read().version.levels.clone();
+            let levels = self.current.load().version.levels.clone();
             let keys = crate::filter_budget::keys_per_level(&levels);
             (self.stats(), keys)
         });

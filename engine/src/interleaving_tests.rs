@@ -112,7 +112,7 @@ fn check_snapshot(s: &Snapshot, model: &Model, keys: u64, what: &str) {
 /// a bottommost cleanup, whose outputs are on disk before their install).
 fn check_tree(db: &Db, what: &str) {
     db.wait_for_background_work().unwrap();
-    let sv = Arc::clone(&db.inner.current.read());
+    let sv = db.inner.current.load_full();
     for pair in sv.version.levels[0].windows(2) {
         assert!(
             pair[0].meta.smallest_seq > pair[1].meta.largest_seq,
@@ -219,7 +219,7 @@ fn l0_tables_rebuilt_while_a_flush_installs_newer_ones_keep_their_place() {
         4,
         "files once no reader holds the replaced tables"
     );
-    let l0 = db.inner.current.read().version.levels[0].len();
+    let l0 = db.inner.current.load().version.levels[0].len();
     assert_eq!(l0, 4);
     drop((before, during));
     check_tree(&db, "after the rebuild");

@@ -53,9 +53,9 @@ fn trace_result(answer: &Answer) -> TraceResult {
 }
 
 impl DbInner {
-    /// The view readers use now.
+    /// The view readers use now, to keep (an iterator, a scan).
     fn view(&self) -> Arc<SuperVersion> {
-        Arc::clone(&self.current.read())
+        self.current.load_full()
     }
 
     /// The sequence to read at: the snapshot's, or the latest visible one.
@@ -82,7 +82,8 @@ impl DbInner {
         if key.is_empty() {
             return Ok(None);
         }
-        let sv = self.view();
+        // Borrowed for this get only: no reference count taken.
+        let sv = self.current.load();
         let seq = self.read_sequence(snapshot);
         let hash = KeyHash::of(key);
         sink.start(hash, seq);

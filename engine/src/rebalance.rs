@@ -5,7 +5,6 @@
 //! rebuild and install as `Db::rebuild_filters` (a rebuilt table keeps its
 //! level and sequence range, so it keeps its place in L0).
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::counters::Counters;
@@ -39,7 +38,7 @@ impl DbInner {
         let policy = self.filter_policy.read().clone();
         let kind = self.options.filter_kind;
         self.filter_claims.plan(|claimed| {
-            let sv = Arc::clone(&self.current.read());
+            let sv = self.current.load_full();
             plan_write(&policy, kind, &sv.version.levels, write, claimed)
         })
     }
@@ -62,7 +61,7 @@ impl DbInner {
         let kind = self.options.filter_kind;
         let mut chosen = None;
         let (plan, _claim) = self.filter_claims.plan(|claimed| {
-            let sv = Arc::clone(&self.current.read());
+            let sv = self.current.load_full();
             match rebalance_pick(&policy, kind, &sv.version.levels, claimed, tolerance) {
                 Some((table, plan)) => {
                     chosen = Some(table);
@@ -90,7 +89,7 @@ impl DbInner {
     /// one table; a tree of n tables settles in about n, as lowering comes
     /// first and raising only spends what is free).
     pub(crate) fn settle_filters(&self) -> Result<()> {
-        let tables = self.current.read().version.levels.iter().flatten().count();
+        let tables = self.current.load().version.levels.iter().flatten().count();
         for _ in 0..(3 * tables + 8) {
             if !self.rebalance_filters_step(SETTLED_TOLERANCE)? {
                 break;

@@ -98,7 +98,7 @@ fn watch(db: &Db, kind: FilterKind) -> Arc<Mutex<Vec<Sample>>> {
 
 /// The sample of the store as it is now.
 fn sample_now(db: &Db, kind: FilterKind) -> Sample {
-    let keys = crate::filter_budget::keys_per_level(&db.inner.current.read().version.levels);
+    let keys = crate::filter_budget::keys_per_level(&db.inner.current.load().version.levels);
     sample(kind, &db.stats(), &keys)
 }
 

@@ -58,7 +58,7 @@ impl DbInner {
         policy: &FilterPolicy,
         select: impl Fn(&TableHandle) -> bool,
     ) -> Result<Vec<Arc<TableHandle>>> {
-        let sv = Arc::clone(&self.current.read());
+        let sv = self.current.load_full();
         let jobs: Vec<(Arc<TableHandle>, f64)> =
             table_targets(policy, self.options.filter_kind, &sv.version.levels)
                 .into_iter()

@@ -2,7 +2,6 @@
 //! (docs/DESIGN.md, "Stats: words with one meaning"). Observed FPR = false
 //! positives / (false positives + negatives).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bloomlsm_filter::Filter;
@@ -172,7 +171,7 @@ pub struct Stats {
 impl DbInner {
     /// Figures of the live tables beside the read-path counters.
     pub(crate) fn stats(&self) -> Stats {
-        let sv = Arc::clone(&self.current.read());
+        let sv = self.current.load_full();
         let mut levels = Vec::new();
         let mut total = LevelStats::default();
         for (level, tables) in sv.version.levels.iter().enumerate() {

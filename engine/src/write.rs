@@ -73,7 +73,7 @@ impl DbInner {
             self.stop_writes(format!("WAL append failed: {e}"));
             return Err(e);
         }
-        let mem = Arc::clone(&self.current.read().mem);
+        let mem = Arc::clone(&self.current.load().mem);
         for (i, (kind, key, value)) in batch.ops().enumerate() {
             mem.insert(key, first + i as u64, kind, value);
         }
@@ -98,7 +98,7 @@ impl DbInner {
         let mut slowed = false;
         loop {
             self.check_writable()?;
-            let sv = Arc::clone(&self.current.read());
+            let sv = self.current.load_full();
             let l0 = sv.version.levels[0].len();
             let full = sv.imm.len() >= self.options.max_immutable_memtables
                 || l0 >= self.options.l0_stop_trigger;
@@ -155,7 +155,8 @@ impl DbInner {
             }
         };
         let frozen = w.wal.replace(WalWriter::new(file, path));
-        let mut current = self.current.write();
+        let _swap = self.view_swap.lock();
+        let current = self.current.load_full();
         if let Some(frozen) = frozen {
             w.frozen_wals.push((current.mem.wal_number, frozen));
         }
@@ -170,12 +171,12 @@ impl DbInner {
         w.frozen_wals.retain(|(n, _)| *n >= oldest_live);
         let mut imm = vec![Arc::clone(&current.mem)];
         imm.extend(current.imm.iter().cloned());
-        *current = Arc::new(SuperVersion {
+        self.current.store(Arc::new(SuperVersion {
             mem: Arc::new(MemTable::new(number)),
             imm,
             version: Arc::clone(&current.version),
-        });
-        drop(current);
+        }));
+        drop(_swap);
         self.schedule_work();
         Ok(())
     }

@@ -43,7 +43,7 @@ fn outputs_leave_a_jumped_grandparent_table_out() {
 
     db.inner.compact_while_needed().unwrap();
     assert_eq!(db.stats().compactions, 1);
-    let sv = std::sync::Arc::clone(&db.inner.current.read());
+    let sv = db.inner.current.load_full();
     let l2: Vec<(Vec<u8>, Vec<u8>)> = sv.version.levels[2]
         .iter()
         .map(|t| (t.meta.smallest_key.clone(), t.meta.largest_key.clone()))

@@ -116,7 +116,7 @@ fn blocks_read(db: &Db, key: &str) -> usize {
 }
 
 fn level_numbers(db: &Db, level: usize) -> Vec<u64> {
-    let sv = db.inner.current.read();
+    let sv = db.inner.current.load();
     sv.version.levels[level]
         .iter()
         .map(|t| t.meta.number)
@@ -307,7 +307,7 @@ fn a_futile_rewrite_is_not_repeated_while_the_snapshots_stay() {
     db.inner.last_visible.store(3, Ordering::Release);
     let forced = {
         let _compaction = db.inner.compaction_lock.lock();
-        let sv = std::sync::Arc::clone(&db.inner.current.read());
+        let sv = db.inner.current.load_full();
         let c = pick_bottom_cleanup(&sv.version.levels, None, |_| 1).unwrap();
         db.inner.merge(&c).unwrap();
         level_numbers(&db, 3)

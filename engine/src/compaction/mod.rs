@@ -61,7 +61,7 @@ impl DbInner {
             let _compaction = self.compaction_lock.lock();
             self.check_writable()?;
             let installs = self.installs.load(Ordering::Acquire);
-            let sv = Arc::clone(&self.current.read());
+            let sv = self.current.load_full();
             let picked = {
                 let mut pointers = self.compact_pointer.lock();
                 let picked = pick::pick(&sv.version.levels, &self.options, &pointers);
@@ -86,7 +86,7 @@ impl DbInner {
     pub(crate) fn compact_all(&self) -> Result<()> {
         let _compaction = self.compaction_lock.lock();
         self.check_writable()?;
-        let sv = Arc::clone(&self.current.read());
+        let sv = self.current.load_full();
         match pick::pick_all(&sv.version.levels) {
             Some(c) => self.merge(&c),
             None => Ok(()),

@@ -48,7 +48,7 @@ fn a_run_of_four_moves_in_one_edit_with_its_tombstones_and_snapshot_versions() {
     // The first four in one edit, then the fifth.
     assert_eq!((s.trivial_moves, s.compactions), (2, 0));
     {
-        let sv = db.inner.current.read();
+        let sv = db.inner.current.load();
         let at_2: Vec<u64> = sv.version.levels[2].iter().map(|t| t.meta.number).collect();
         assert_eq!(at_2[..5], l1, "the same files, in key order, at L2");
         assert!(sv.version.levels[1].is_empty());

@@ -265,7 +265,7 @@ mod in_a_store {
         let stats = db.stats();
         assert_eq!((stats.trivial_moves, stats.compactions), (1, 0));
         {
-            let sv = db.inner.current.read();
+            let sv = db.inner.current.load();
             let levels = &sv.version.levels;
             assert!(levels[0].is_empty());
             let at_1: Vec<u64> = levels[1].iter().map(|t| t.meta.number).collect();

@@ -144,7 +144,7 @@ impl Run {
     /// the old one by exactly one key at its boundary.
     fn boundary_writes(&mut self) {
         let bounds: Vec<Vec<u8>> = {
-            let sv = self.db().inner.current.read();
+            let sv = self.db().inner.current.load();
             sv.version
                 .levels
                 .iter()
@@ -281,7 +281,7 @@ impl Run {
     /// it deeper down, and L0 holds the newest of all. Also: the levels
     /// above the base level are empty and no compaction is left to run.
     fn check_tree(&self, at: usize) {
-        let sv = self.db().inner.current.read();
+        let sv = self.db().inner.current.load();
         let levels = &sv.version.levels;
         // key -> smallest sequence seen so far, going from L0 down.
         let mut oldest_above: BTreeMap<Vec<u8>, (u64, usize)> = BTreeMap::new();
