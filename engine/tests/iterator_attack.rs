@@ -1,0 +1,317 @@
+//! Review attack: long-lived iterators. `DbIter`s from `db.scan` and
+//! `snapshot.scan` are kept open and read a few items at a time while the
+//! store (narrow tables, many levels, heavy deletes and overwrites) takes
+//! batches of writes, flushes, compacts on its own, runs bottommost
+//! cleanups (snapshots released under open iterators), `rebuild_filters`
+//! with other policies and rebalances optimized filters. Each must yield
+//! exactly the model as of its creation (or of its snapshot), in order, no
+//! key twice, no deleted key, no newer version; after `close` it fails
+//! with `Error::Closed`, including once the directory is open again, and
+//! dropping it then harms nothing the new store holds. Never a full
+//! `compact()`.
+#![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
+
+mod common;
+
+use std::sync::Arc;
+
+use bloomlsm::{Db, DbIter, Error, FilterKind, FilterPolicy, Options, Snapshot};
+use common::{Model, Rng, scratch_dir};
+
+const KEYS: u64 = 500;
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+fn absent(i: u64) -> Vec<u8> {
+    format!("key{i:05}~").into_bytes()
+}
+
+fn policy(rng: &mut Rng) -> FilterPolicy {
+    match rng.below(4) {
+        0 => FilterPolicy::Uniform {
+            bits_per_key: *rng.pick(&[0.0, 5.0, 10.0]),
+        },
+        1 => FilterPolicy::PerLevel(vec![12.0, 9.0, 6.0, 3.0, 0.0]),
+        _ => FilterPolicy::Optimized {
+            bits_per_key: *rng.pick(&[4.0, 8.0, 12.0]),
+        },
+    }
+}
+
+fn options(rng: &mut Rng, background_work: bool) -> Options {
+    let l0_compaction_trigger = 2 + rng.below(2) as usize;
+    Options {
+        filter_policy: policy(rng),
+        filter_kind: *rng.pick(&[
+            FilterKind::Blocked,
+            FilterKind::Standard,
+            FilterKind::Ribbon,
+        ]),
+        block_size: *rng.pick(&[64, 128, 512]),
+        memtable_bytes: *rng.pick(&[512, 1024, 2048]),
+        block_cache_bytes: *rng.pick(&[0, 8192, 1 << 20]),
+        l0_compaction_trigger,
+        l0_slowdown_trigger: l0_compaction_trigger + 2,
+        l0_stop_trigger: l0_compaction_trigger + 6,
+        l1_bytes: *rng.pick(&[1024, 2048, 4096]),
+        level_size_ratio: 2 + rng.below(3),
+        dynamic_level_bytes: rng.below(2) == 0,
+        num_levels: 5 + rng.below(4) as usize,
+        target_file_bytes: *rng.pick(&[512, 1024, 4096]),
+        background_work,
+        ..Options::default()
+    }
+}
+
+/// One open iterator and what it must yield.
+struct Open {
+    it: DbIter,
+    want: Vec<(Vec<u8>, Vec<u8>)>,
+    at: usize,
+    what: String,
+    /// The snapshot it reads at, while the test keeps it.
+    snapshot: Option<Arc<Snapshot>>,
+}
+
+impl Open {
+    /// Reads up to `n` items; true once the iterator is exhausted.
+    fn read(&mut self, n: u64, ctx: &str) -> bool {
+        for _ in 0..n {
+            match self.it.next() {
+                Some(r) => {
+                    let got = r.unwrap_or_else(|e| panic!("{ctx}: {}: {e}", self.what));
+                    let want = self.want.get(self.at);
+                    assert!(
+                        want == Some(&got),
+                        "{ctx}: {} item {}: got {:?}={:?}, want {:?}",
+                        self.what,
+                        self.at,
+                        String::from_utf8_lossy(&got.0),
+                        String::from_utf8_lossy(&got.1),
+                        want.map(|(k, v)| (
+                            String::from_utf8_lossy(k).into_owned(),
+                            String::from_utf8_lossy(v).into_owned()
+                        )),
+                    );
+                    self.at += 1;
+                }
+                None => {
+                    assert_eq!(self.at, self.want.len(), "{ctx}: {} ended early", self.what);
+                    assert!(
+                        self.it.next().is_none(),
+                        "{ctx}: {} after its end",
+                        self.what
+                    );
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
+fn expected(model: &Model, lo: &Option<Vec<u8>>, hi: &Option<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    model
+        .iter()
+        .filter(|(k, _)| lo.as_ref().is_none_or(|lo| *k >= lo))
+        .filter(|(k, _)| hi.as_ref().is_none_or(|hi| *k < hi))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn scan_of(db: &Db, snap: Option<&Snapshot>, lo: &Option<Vec<u8>>, hi: &Option<Vec<u8>>) -> DbIter {
+    use std::ops::Bound;
+    let lo_b = lo.clone().map_or(Bound::Unbounded, Bound::Included);
+    let hi_b = hi.clone().map_or(Bound::Unbounded, Bound::Excluded);
+    match snap {
+        Some(s) => s.scan::<Vec<u8>, _>((lo_b, hi_b)).unwrap(),
+        None => db.scan::<Vec<u8>, _>((lo_b, hi_b)).unwrap(),
+    }
+}
+
+/// A new iterator over a random range, of the store or of a held snapshot.
+fn new_iter(
+    db: &Db,
+    model: &Model,
+    snaps: &[(Arc<Snapshot>, Model)],
+    rng: &mut Rng,
+    n: u64,
+) -> Open {
+    let lo = (rng.below(3) != 0).then(|| key(rng.below(KEYS)));
+    let hi = match rng.below(3) {
+        0 => None,
+        _ => Some(absent(rng.below(KEYS))),
+    };
+    if !snaps.is_empty() && rng.below(2) == 0 {
+        let (s, m) = &snaps[rng.below(snaps.len() as u64) as usize];
+        Open {
+            it: scan_of(db, Some(s), &lo, &hi),
+            want: expected(m, &lo, &hi),
+            at: 0,
+            what: format!("iter {n} at snapshot {} ({lo:?}..{hi:?})", s.sequence()),
+            snapshot: Some(Arc::clone(s)),
+        }
+    } else {
+        Open {
+            it: scan_of(db, None, &lo, &hi),
+            want: expected(model, &lo, &hi),
+            at: 0,
+            what: format!("iter {n} of the store ({lo:?}..{hi:?})"),
+            snapshot: None,
+        }
+    }
+}
+
+fn write_some(db: &Db, model: &mut Model, rng: &mut Rng, step: u64, n: u64) {
+    for _ in 0..n {
+        let i = rng.below(KEYS);
+        if rng.below(100) < 38 {
+            db.delete(&key(i)).unwrap();
+            model.remove(&key(i));
+        } else {
+            let mut v = format!("v{step}-{i}-").into_bytes();
+            v.resize(v.len() + rng.below(40) as usize, b'x');
+            db.put(&key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+    }
+}
+
+/// One store: `rounds` batches of writes and background events, every
+/// open iterator read a few items between them.
+fn attack(seed: u64, background_work: bool, rounds: u64) {
+    let mut rng = Rng(seed);
+    let tmp = scratch_dir();
+    let opts = options(&mut rng, background_work);
+    let ctx0 = format!("seed {seed} ({opts:?})");
+    let db = Db::open(tmp.path(), opts.clone()).unwrap();
+    let mut model = Model::new();
+    write_some(&db, &mut model, &mut rng, 0, 600);
+    let mut snaps: Vec<(Arc<Snapshot>, Model)> = Vec::new();
+    let mut iters: Vec<Open> = Vec::new();
+    let mut made = 0;
+    for round in 1..=rounds {
+        let ctx = format!("{ctx0} round {round}");
+        while iters.len() < 6 {
+            iters.push(new_iter(&db, &model, &snaps, &mut rng, made));
+            made += 1;
+        }
+        let n = 5 + rng.below(40);
+        write_some(&db, &mut model, &mut rng, round, n);
+        match rng.below(20) {
+            0 | 1 => {
+                if snaps.len() >= 3 {
+                    snaps.remove(0);
+                }
+                snaps.push((Arc::new(db.snapshot()), model.clone()));
+            }
+            2 | 3 => {
+                // The oldest, under open iterators that may read at it: a
+                // bottommost cleanup may now rewrite what they read.
+                if !snaps.is_empty() {
+                    snaps.remove(0);
+                }
+            }
+            4 => db.flush().unwrap(),
+            5 => db.rebuild_filters(policy(&mut rng)).unwrap(),
+            6 if background_work => db.wait_for_background_work().unwrap(),
+            7 => {
+                // Drop the test's hold on an iterator's snapshot: only the
+                // iterator's own view remains.
+                for o in &mut iters {
+                    o.snapshot = None;
+                }
+            }
+            _ => {}
+        }
+        let mut i = 0;
+        while i < iters.len() {
+            let n = rng.below(5);
+            if iters[i].read(n, &ctx) {
+                iters.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        if round % 25 == 0 {
+            for _ in 0..20 {
+                let i = rng.below(KEYS);
+                assert_eq!(
+                    db.get(&key(i)).unwrap(),
+                    model.get(&key(i)).cloned(),
+                    "{ctx}: get {i}"
+                );
+            }
+        }
+    }
+    // Another store opened, written and closed meanwhile changes nothing.
+    {
+        let other = scratch_dir();
+        let o = Db::open(other.path(), opts.clone()).unwrap();
+        let mut m = Model::new();
+        write_some(&o, &mut m, &mut rng, 9999, 300);
+        o.close().unwrap();
+        let o = Db::open(other.path(), opts.clone()).unwrap();
+        let got: Vec<_> = o
+            .scan::<&[u8], _>(..)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert!(got == expected(&m, &None, &None), "{ctx0}: other store");
+    }
+    for o in &mut iters {
+        o.read(2, &format!("{ctx0} after the other store"));
+    }
+    // Closed under open iterators; the directory opened again while they
+    // live; they fail with Closed; then dropped, and the new store reads on.
+    let survivors = iters;
+    db.close().unwrap();
+    let db = Db::open(tmp.path(), opts.clone()).unwrap();
+    for mut o in survivors {
+        assert!(
+            matches!(o.it.next(), Some(Err(Error::Closed))),
+            "{ctx0}: {}",
+            o.what
+        );
+        assert!(o.it.next().is_none(), "{ctx0}: {} after Closed", o.what);
+    }
+    drop(snaps);
+    write_some(&db, &mut model, &mut rng, rounds + 1, 200);
+    if background_work {
+        db.wait_for_background_work().unwrap();
+    }
+    let got: Vec<_> = db
+        .scan::<&[u8], _>(..)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(
+        got == expected(&model, &None, &None),
+        "{ctx0}: after reopen"
+    );
+    db.close().unwrap();
+    let db = Db::open(tmp.path(), opts).unwrap();
+    for i in 0..KEYS {
+        assert_eq!(
+            db.get(&key(i)).unwrap(),
+            model.get(&key(i)).cloned(),
+            "{ctx0}: final get {i}"
+        );
+    }
+}
+
+#[test]
+fn slow_iterators_inline() {
+    for seed in [1, 2, 3, 4] {
+        attack(seed, false, 300);
+    }
+}
+
+#[test]
+fn slow_iterators_background() {
+    for seed in [11, 12, 13, 14] {
+        attack(seed, true, 300);
+    }
+}

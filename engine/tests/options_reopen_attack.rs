@@ -1,0 +1,335 @@
+//! Review attack: a store reopened again and again with different
+//! `Options` (dynamic level budgets switched on and off over a tree with
+//! data in L1..Lk, size ratio, L1 budget, table, memtable and block sizes,
+//! filter kind and policy, background work, direct reads, more levels),
+//! written between reopens with heavy deletes and overwrites while
+//! snapshots are held, compacting on its own (inline and on the background
+//! threads), with `rebuild_filters` in between. Every get (present,
+//! deleted, never written), scan and snapshot read is checked against a
+//! model at every step, and the tree's shape after every close. Never a
+//! full `compact()`.
+#![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
+
+mod common;
+
+use bloomlsm::{Db, Error, FilterKind, FilterPolicy, Options, Snapshot};
+use common::{Model, Rng, read_manifest, scratch_dir};
+
+/// Keys written: `KEYS` of them, so most writes overwrite or delete.
+const KEYS: u64 = 400;
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+/// A key between `key(i)` and `key(i + 1)` that is never written.
+fn absent(i: u64) -> Vec<u8> {
+    format!("key{i:05}~").into_bytes()
+}
+
+fn value(rng: &mut Rng, step: u64, i: u64) -> Vec<u8> {
+    let pad = rng.below(48) as usize;
+    let mut v = format!("v{step}-{i}-").into_bytes();
+    v.resize(v.len() + pad, b'a' + (step % 26) as u8);
+    v
+}
+
+fn direct_reads_work(dir: &std::path::Path) -> bool {
+    let probe = dir.join("probe");
+    std::fs::write(&probe, [0u8; 4096]).unwrap();
+    let ok = bloomlsm::fs::direct::DirectFile::open(&probe).is_ok();
+    std::fs::remove_file(&probe).unwrap();
+    ok
+}
+
+fn random_policy(rng: &mut Rng) -> FilterPolicy {
+    match rng.below(5) {
+        0 => FilterPolicy::Uniform { bits_per_key: 0.0 },
+        1 => FilterPolicy::Uniform {
+            bits_per_key: *rng.pick(&[4.5, 10.0]),
+        },
+        2 => FilterPolicy::PerLevel(
+            (0..rng.below(6))
+                .map(|_| rng.below(14) as f64 * 0.75)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .chain([7.0])
+                .collect(),
+        ),
+        _ => FilterPolicy::Optimized {
+            bits_per_key: *rng.pick(&[3.0, 8.0, 10.0]),
+        },
+    }
+}
+
+/// Narrow, deep options; `min_levels` is the fewest the tree allows.
+fn random_options(rng: &mut Rng, min_levels: usize, background_work: bool) -> Options {
+    let l0_compaction_trigger = 2 + rng.below(3) as usize;
+    let l0_slowdown_trigger = l0_compaction_trigger + rng.below(3) as usize;
+    let num_levels = (5 + rng.below(4) as usize).max(min_levels);
+    Options {
+        filter_policy: random_policy(rng),
+        filter_kind: *rng.pick(&[
+            FilterKind::Blocked,
+            FilterKind::Standard,
+            FilterKind::Ribbon,
+        ]),
+        block_size: *rng.pick(&[64, 128, 256, 1024, 4096]),
+        memtable_bytes: *rng.pick(&[512, 1024, 2048, 4096]),
+        max_immutable_memtables: 1 + rng.below(2) as usize,
+        block_cache_bytes: *rng.pick(&[0, 4096, 1 << 20]),
+        l0_compaction_trigger,
+        l0_slowdown_trigger,
+        l0_stop_trigger: l0_slowdown_trigger + 4,
+        l1_bytes: *rng.pick(&[1024, 2048, 4096, 8192]),
+        level_size_ratio: 2 + rng.below(3),
+        dynamic_level_bytes: rng.below(2) == 0,
+        num_levels,
+        target_file_bytes: *rng.pick(&[512, 1024, 2048, 4096]),
+        background_work,
+        use_direct_reads: rng.below(4) == 0,
+        ..Options::default()
+    }
+}
+
+fn scan_all(it: bloomlsm::DbIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+    it.map(|r| r.unwrap()).collect()
+}
+
+fn in_range(model: &Model, lo: &[u8], hi: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    model
+        .range(lo.to_vec()..hi.to_vec())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// A few gets (present, deleted, never written) of the store and of every
+/// held snapshot.
+fn spot_check(db: &Db, model: &Model, snaps: &[(Snapshot, Model)], rng: &mut Rng, at: &str) {
+    for _ in 0..12 {
+        let i = rng.below(KEYS);
+        assert_eq!(
+            db.get(&key(i)).unwrap(),
+            model.get(&key(i)).cloned(),
+            "{at}: get {i}"
+        );
+        assert_eq!(db.get(&absent(i)).unwrap(), None, "{at}: get absent {i}");
+        for (s, m) in snaps {
+            assert_eq!(
+                s.get(&key(i)).unwrap(),
+                m.get(&key(i)).cloned(),
+                "{at}: get {i} at snapshot {}",
+                s.sequence()
+            );
+        }
+    }
+}
+
+/// Every key, the whole scan, a few range scans, for the store and for
+/// every held snapshot.
+fn full_check(db: &Db, model: &Model, snaps: &[(Snapshot, Model)], rng: &mut Rng, at: &str) {
+    for i in 0..KEYS {
+        assert_eq!(
+            db.get(&key(i)).unwrap(),
+            model.get(&key(i)).cloned(),
+            "{at}: get {i}"
+        );
+        assert_eq!(db.get(&absent(i)).unwrap(), None, "{at}: get absent {i}");
+    }
+    let all: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert!(
+        scan_all(db.scan::<&[u8], _>(..).unwrap()) == all,
+        "{at}: scan"
+    );
+    for _ in 0..4 {
+        let a = rng.below(KEYS);
+        let b = a + rng.below(KEYS / 4);
+        let (lo, hi) = (key(a), absent(b));
+        assert!(
+            scan_all(db.scan(lo.clone()..hi.clone()).unwrap()) == in_range(model, &lo, &hi),
+            "{at}: scan {a}..{b}"
+        );
+        for (s, m) in snaps {
+            assert!(
+                scan_all(s.scan(lo.clone()..hi.clone()).unwrap()) == in_range(m, &lo, &hi),
+                "{at}: scan {a}..{b} at snapshot {}",
+                s.sequence()
+            );
+        }
+    }
+    for (s, m) in snaps {
+        let all: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert!(
+            scan_all(s.scan::<&[u8], _>(..).unwrap()) == all,
+            "{at}: scan at snapshot {}",
+            s.sequence()
+        );
+        for i in 0..KEYS {
+            assert_eq!(
+                s.get(&key(i)).unwrap(),
+                m.get(&key(i)).cloned(),
+                "{at}: snap get {i}"
+            );
+        }
+    }
+    let stats = db.stats();
+    assert_eq!(
+        stats.levels.len(),
+        db.options().num_levels,
+        "{at}: stats levels"
+    );
+    let tables: u64 = stats.levels.iter().map(|l| l.tables).sum();
+    assert_eq!(stats.total.tables, tables, "{at}: stats total");
+}
+
+/// The tree a closed store's manifest describes: levels in range, L0's
+/// sequence ranges disjoint, every deeper level's tables sorted and
+/// sharing no key. Returns the fewest levels the tree allows.
+fn check_shape(dir: &std::path::Path, num_levels: usize, at: &str) -> usize {
+    let m = read_manifest(dir);
+    let mut by_level: Vec<Vec<&common::Record>> = vec![Vec::new(); num_levels];
+    for t in &m.tables {
+        assert!(
+            (t.level as usize) < num_levels,
+            "{at}: table at L{}",
+            t.level
+        );
+        by_level[t.level as usize].push(t);
+    }
+    let mut l0: Vec<_> = by_level[0]
+        .iter()
+        .map(|t| (t.numbers[3], t.numbers[4]))
+        .collect();
+    l0.sort();
+    for w in l0.windows(2) {
+        assert!(w[0].1 < w[1].0, "{at}: L0 sequence ranges {w:?} overlap");
+    }
+    for (level, tables) in by_level.iter_mut().enumerate().skip(1) {
+        tables.sort_by(|a, b| a.keys[0].cmp(&b.keys[0]));
+        for w in tables.windows(2) {
+            assert!(
+                w[0].keys[1] < w[1].keys[0],
+                "{at}: L{level} tables {} and {} overlap",
+                w[0].numbers[0],
+                w[1].numbers[0]
+            );
+        }
+        for t in tables.iter() {
+            assert!(t.keys[0] <= t.keys[1], "{at}: L{level} table range");
+        }
+    }
+    by_level.iter().rposition(|l| !l.is_empty()).unwrap_or(0) + 1
+}
+
+fn open(dir: &std::path::Path, mut opts: Options, direct_ok: bool) -> (Db, Options) {
+    if opts.use_direct_reads && !direct_ok {
+        opts.use_direct_reads = false;
+    }
+    (Db::open(dir, opts.clone()).unwrap(), opts)
+}
+
+/// `epochs` opens of one store, each with new options and `ops` writes.
+fn attack(seed: u64, epochs: u64, ops: u64, background: Option<bool>) {
+    let mut rng = Rng(seed);
+    let tmp = scratch_dir();
+    let dir = tmp.path();
+    let direct_ok = direct_reads_work(dir);
+    let mut model = Model::new();
+    let mut min_levels = 2;
+    let mut step = 0u64;
+    for epoch in 0..epochs {
+        let bg = background.unwrap_or_else(|| rng.below(2) == 0);
+        let (db, opts) = open(dir, random_options(&mut rng, min_levels, bg), direct_ok);
+        let at = format!("seed {seed} epoch {epoch} ({opts:?})");
+        let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
+        full_check(&db, &model, &snaps, &mut rng, &format!("{at} after open"));
+        for op in 0..ops {
+            step += 1;
+            let i = rng.below(KEYS);
+            match rng.below(100) {
+                0..=54 => {
+                    let v = value(&mut rng, step, i);
+                    db.put(&key(i), &v).unwrap();
+                    model.insert(key(i), v);
+                }
+                55..=89 => {
+                    db.delete(&key(i)).unwrap();
+                    model.remove(&key(i));
+                }
+                90..=93 => {
+                    if snaps.len() >= 3 {
+                        snaps.remove(rng.below(3) as usize);
+                    }
+                    snaps.push((db.snapshot(), model.clone()));
+                }
+                94..=96 => {
+                    if !snaps.is_empty() {
+                        // The oldest, often: its release makes cleanups due.
+                        let at = if rng.below(2) == 0 {
+                            0
+                        } else {
+                            rng.below(snaps.len() as u64) as usize
+                        };
+                        snaps.remove(at);
+                    }
+                }
+                97 => {
+                    if rng.below(8) == 0 {
+                        db.rebuild_filters(random_policy(&mut rng)).unwrap();
+                    }
+                }
+                _ => {
+                    if bg && rng.below(4) == 0 {
+                        db.wait_for_background_work().unwrap();
+                    }
+                }
+            }
+            if op % 40 == 39 {
+                spot_check(&db, &model, &snaps, &mut rng, &format!("{at} op {op}"));
+            }
+        }
+        full_check(&db, &model, &snaps, &mut rng, &format!("{at} end"));
+        if bg {
+            db.wait_for_background_work().unwrap();
+            full_check(&db, &model, &snaps, &mut rng, &format!("{at} settled"));
+        }
+        // A snapshot and an iterator held across close fail with Closed.
+        let it = db.scan::<&[u8], _>(..).unwrap();
+        let snap = db.snapshot();
+        db.close().unwrap();
+        assert!(matches!(snap.get(&key(0)), Err(Error::Closed)), "{at}");
+        assert!(
+            matches!(it.take(1).next(), Some(Err(Error::Closed))),
+            "{at}"
+        );
+        drop(snaps);
+        min_levels = check_shape(dir, opts.num_levels, &at);
+        if std::env::var_os("ATTACK_DEBUG").is_some() {
+            eprintln!(
+                "seed {seed} epoch {epoch}: depth {min_levels} dyn {} levels {}",
+                opts.dynamic_level_bytes, opts.num_levels
+            );
+        }
+    }
+}
+
+#[test]
+fn reopened_with_other_options_inline() {
+    for seed in [1, 2, 3] {
+        attack(seed, 6, 700, Some(false));
+    }
+}
+
+#[test]
+fn reopened_with_other_options_background() {
+    for seed in [11, 12, 13] {
+        attack(seed, 6, 700, Some(true));
+    }
+}
+
+#[test]
+fn reopened_with_other_options_mixed() {
+    for seed in [21, 22, 23, 24] {
+        attack(seed, 8, 500, None);
+    }
+}
