@@ -315,3 +315,14 @@ fn slow_iterators_background() {
         attack(seed, true, 300);
     }
 }
+
+/// Many seeds, for hunting: `ATTACK_SEEDS=from..to cargo test ... -- --ignored`.
+#[test]
+#[ignore]
+fn slow_iterators_seed_sweep() {
+    let range = std::env::var("ATTACK_SEEDS").unwrap_or_else(|_| "100..110".into());
+    let (a, b) = range.split_once("..").unwrap();
+    for seed in a.parse::<u64>().unwrap()..b.parse::<u64>().unwrap() {
+        attack(seed, seed % 2 == 0, 400);
+    }
+}
