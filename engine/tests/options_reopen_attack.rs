@@ -180,6 +180,42 @@ fn full_check(db: &Db, model: &Model, snaps: &[(Snapshot, Model)], rng: &mut Rng
     );
     let tables: u64 = stats.levels.iter().map(|l| l.tables).sum();
     assert_eq!(stats.total.tables, tables, "{at}: stats total");
+    stats_totals_sane(&stats, at);
+}
+
+/// The totals of `stats` are the levels' figures together: bits per key
+/// and the formula's FPR are averages over the levels, so they lie between
+/// the levels' own (those with tables; for the FPR, those with filters).
+fn stats_totals_sane(stats: &bloomlsm::Stats, at: &str) {
+    let within = |what: &str, total: f64, per_level: Vec<f64>| {
+        if per_level.is_empty() {
+            return;
+        }
+        let lo = per_level.iter().copied().fold(f64::MAX, f64::min);
+        let hi = per_level.iter().copied().fold(f64::MIN, f64::max);
+        assert!(
+            total.is_finite() && total >= lo * (1.0 - 1e-9) && total <= hi * (1.0 + 1e-9),
+            "{at}: total {what} {total} outside the levels' {per_level:?}"
+        );
+    };
+    let with_tables = stats.levels.iter().filter(|l| l.tables > 0);
+    within(
+        "bits_per_key",
+        stats.total.bits_per_key,
+        with_tables.clone().map(|l| l.bits_per_key).collect(),
+    );
+    within(
+        "theoretical_fpr",
+        stats.total.theoretical_fpr,
+        with_tables
+            .filter(|l| l.filter_bytes > 0)
+            .map(|l| l.theoretical_fpr)
+            .collect(),
+    );
+    for (i, l) in stats.levels.iter().enumerate() {
+        assert!(l.tombstones <= l.entries, "{at}: L{i} tombstones");
+        assert!((0.0..=1.0).contains(&l.theoretical_fpr), "{at}: L{i} fpr");
+    }
 }
 
 /// The tree a closed store's manifest describes: levels in range, L0's
@@ -332,4 +368,99 @@ fn reopened_with_other_options_mixed() {
     for seed in [21, 22, 23, 24] {
         attack(seed, 8, 500, None);
     }
+}
+
+/// Many seeds, for hunting: `ATTACK_SEEDS=from..to cargo test ... -- --ignored`.
+#[test]
+#[ignore]
+fn reopened_with_other_options_seed_sweep() {
+    let range = std::env::var("ATTACK_SEEDS").unwrap_or_else(|_| "100..110".into());
+    let (a, b) = range.split_once("..").unwrap();
+    for seed in a.parse::<u64>().unwrap()..b.parse::<u64>().unwrap() {
+        attack(seed, 8, 800, None);
+    }
+}
+
+/// Finding: `Stats::total` averaged bits per key over entries (every
+/// version and tombstone) where each level averages over distinct keys,
+/// and weighted the formula's FPR by entries, tables without a filter
+/// included, where each level weights by its filters' keys. A store
+/// written without filters, reopened with them, reported a total FPR far
+/// below that of its only filtered level, and a one-level store with
+/// overwrites held by a snapshot a total bits per key below its level's.
+#[test]
+fn stats_totals_agree_with_levels_across_a_policy_change() {
+    let tmp = scratch_dir();
+    let unfiltered = Options {
+        filter_policy: FilterPolicy::Uniform { bits_per_key: 0.0 },
+        l0_compaction_trigger: 2,
+        background_work: false,
+        ..Options::default()
+    };
+    let db = Db::open(tmp.path(), unfiltered.clone()).unwrap();
+    for round in 0..2 {
+        for i in 0..300 {
+            db.put(&key(i), format!("{round}").as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.put(&key(0), b"last").unwrap(); // the inline compaction runs after a write
+    let stats = db.stats();
+    assert_eq!(
+        stats.levels[0].tables, 0,
+        "L0 compacted into the last level"
+    );
+    assert_eq!(stats.total.filter_bytes, 0);
+    db.close().unwrap();
+
+    let filtered = Options {
+        filter_policy: FilterPolicy::Uniform { bits_per_key: 10.0 },
+        ..unfiltered
+    };
+    let db = Db::open(tmp.path(), filtered).unwrap();
+    // The reopen flushed the WAL's one write: an L0 table of one key.
+    let snapshot = db.snapshot();
+    for round in 0..2 {
+        for i in 1000..1300 {
+            db.put(&key(i), format!("{round}").as_bytes()).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    let stats = db.stats();
+    let l0 = &stats.levels[0];
+    assert!(l0.tables >= 1 && l0.filter_bytes > 0, "{stats:?}");
+    let filtered_levels: Vec<_> = stats.levels.iter().filter(|l| l.filter_bytes > 0).collect();
+    assert_eq!(filtered_levels.len(), 1, "only L0 has filters: {stats:?}");
+    assert!(
+        (stats.total.theoretical_fpr - l0.theoretical_fpr).abs() <= 1e-12,
+        "total FPR {} but the only filtered level's is {}",
+        stats.total.theoretical_fpr,
+        l0.theoretical_fpr
+    );
+    stats_totals_sane(&stats, "after the reopen");
+    drop(snapshot);
+    db.close().unwrap();
+
+    // One level holding every version a snapshot kept: the total is that
+    // level's bits per key.
+    let tmp = scratch_dir();
+    let db = Db::open(tmp.path(), Options::default()).unwrap();
+    let snapshot = db.snapshot();
+    for round in 0..3 {
+        for i in 0..300 {
+            db.put(&key(i), format!("{round}").as_bytes()).unwrap();
+        }
+        let _held = db.snapshot();
+    }
+    db.flush().unwrap();
+    let stats = db.stats();
+    assert_eq!(stats.total.tables, 1);
+    assert!(stats.total.entries > 300, "the snapshots kept versions");
+    assert!(
+        (stats.total.bits_per_key - stats.levels[0].bits_per_key).abs() <= 1e-9,
+        "total bits per key {} but the only level's is {}",
+        stats.total.bits_per_key,
+        stats.levels[0].bits_per_key
+    );
+    drop(snapshot);
 }
