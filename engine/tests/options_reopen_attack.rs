@@ -64,9 +64,18 @@ fn random_policy(rng: &mut Rng) -> FilterPolicy {
 
 /// Narrow, deep options; `min_levels` is the fewest the tree allows.
 fn random_options(rng: &mut Rng, min_levels: usize, background_work: bool) -> Options {
-    let l0_compaction_trigger = 2 + rng.below(3) as usize;
+    let l0_compaction_trigger = 1 + rng.below(4) as usize;
     let l0_slowdown_trigger = l0_compaction_trigger + rng.below(3) as usize;
     let num_levels = (5 + rng.below(4) as usize).max(min_levels);
+    // Now and then the smallest sizes the options accept: every write a
+    // flush, every table one key, every level over budget.
+    let tiny = rng.below(8) == 0;
+    let size = |rng: &mut Rng, sizes: &[u64]| if tiny { 1 } else { *rng.pick(sizes) };
+    let (memtable_bytes, l1_bytes, target_file_bytes) = (
+        size(rng, &[512, 1024, 2048, 4096]) as usize,
+        size(rng, &[1024, 2048, 4096, 8192]),
+        size(rng, &[512, 1024, 2048, 4096]),
+    );
     Options {
         filter_policy: random_policy(rng),
         filter_kind: *rng.pick(&[
@@ -75,17 +84,17 @@ fn random_options(rng: &mut Rng, min_levels: usize, background_work: bool) -> Op
             FilterKind::Ribbon,
         ]),
         block_size: *rng.pick(&[64, 128, 256, 1024, 4096]),
-        memtable_bytes: *rng.pick(&[512, 1024, 2048, 4096]),
+        memtable_bytes,
         max_immutable_memtables: 1 + rng.below(2) as usize,
         block_cache_bytes: *rng.pick(&[0, 4096, 1 << 20]),
         l0_compaction_trigger,
         l0_slowdown_trigger,
         l0_stop_trigger: l0_slowdown_trigger + 4,
-        l1_bytes: *rng.pick(&[1024, 2048, 4096, 8192]),
+        l1_bytes,
         level_size_ratio: 2 + rng.below(3),
         dynamic_level_bytes: rng.below(2) == 0,
         num_levels,
-        target_file_bytes: *rng.pick(&[512, 1024, 2048, 4096]),
+        target_file_bytes,
         background_work,
         use_direct_reads: rng.below(4) == 0,
         ..Options::default()
