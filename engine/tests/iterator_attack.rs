@@ -347,6 +347,64 @@ fn slow_iterators_background() {
     attack_seeds(11..15, Some(true), 300);
 }
 
+/// Iterators read on other threads, a few items at a time, while this
+/// thread writes, rebuilds filters and releases snapshots, and the
+/// background threads flush, compact, clean up and rebalance.
+fn read_elsewhere(seed: u64, rounds: u64) {
+    let mut rng = Rng(seed);
+    let tmp = scratch_dir();
+    let opts = options(&mut rng, true);
+    let ctx = format!("seed {seed} ({opts:?})");
+    let db = Db::open(tmp.path(), opts).unwrap();
+    let mut model = Model::new();
+    write_some(&db, &mut model, &mut rng, 0, 600);
+    let mut snaps: Vec<(Arc<Snapshot>, Model)> = Vec::new();
+    for round in 1..=rounds {
+        snaps.push((Arc::new(db.snapshot()), model.clone()));
+        let readers: Vec<_> = (0..3)
+            .map(|n| {
+                let mut o = new_iter(&db, &model, &snaps, &mut rng, n);
+                // The test lets go of the snapshot: the iterator alone
+                // holds what it reads.
+                o.snapshot = None;
+                let ctx = format!("{ctx} round {round}");
+                std::thread::spawn(move || {
+                    while !o.read(3, &ctx) {
+                        std::thread::yield_now();
+                    }
+                })
+            })
+            .collect();
+        if snaps.len() > 2 {
+            snaps.remove(0);
+        }
+        for _ in 0..8 {
+            let n = 10 + rng.below(40);
+            write_some(&db, &mut model, &mut rng, round, n);
+        }
+        if rng.below(4) == 0 {
+            db.rebuild_filters(policy(&mut rng)).unwrap();
+        }
+        for r in readers {
+            r.join().unwrap();
+        }
+    }
+    db.wait_for_background_work().unwrap();
+    let got: Vec<_> = db
+        .scan::<&[u8], _>(..)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(got == expected(&model, &None, &None), "{ctx}: final scan");
+}
+
+#[test]
+fn iterators_read_on_other_threads() {
+    for seed in [31, 32, 33] {
+        read_elsewhere(seed, 40);
+    }
+}
+
 /// Many seeds, for hunting: `ATTACK_SEEDS=from..to cargo test ... -- --ignored`.
 #[test]
 #[ignore]
