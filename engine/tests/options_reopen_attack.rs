@@ -297,9 +297,25 @@ fn attack(seed: u64, epochs: u64, ops: u64, background: Option<bool>) {
                     db.put(&key(i), &v).unwrap();
                     model.insert(key(i), v);
                 }
-                55..=89 => {
+                55..=86 => {
                     db.delete(&key(i)).unwrap();
                     model.remove(&key(i));
+                }
+                87..=89 => {
+                    // A key-ordered run, all deletes or all overwrites: a
+                    // memtable of it is a table disjoint from the others
+                    // (trivial moves), or a table of tombstones only.
+                    let delete = rng.below(2) == 0;
+                    for j in i..(i + 10 + rng.below(50)).min(KEYS) {
+                        if delete {
+                            db.delete(&key(j)).unwrap();
+                            model.remove(&key(j));
+                        } else {
+                            let v = value(&mut rng, step, j);
+                            db.put(&key(j), &v).unwrap();
+                            model.insert(key(j), v);
+                        }
+                    }
                 }
                 90..=93 => {
                     if snaps.len() >= 3 {
