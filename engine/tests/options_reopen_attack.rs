@@ -489,3 +489,92 @@ fn stats_totals_agree_with_levels_across_a_policy_change() {
     );
     drop(snapshot);
 }
+
+/// Writes `n` random puts and deletes (a third deletes) over `KEYS` keys,
+/// holding a snapshot taken at the start and checking it after.
+fn churn(db: &Db, model: &mut Model, rng: &mut Rng, n: u64, at: &str) {
+    let snap = (db.snapshot(), model.clone());
+    for step in 0..n {
+        let i = rng.below(KEYS);
+        if rng.below(3) == 0 {
+            db.delete(&key(i)).unwrap();
+            model.remove(&key(i));
+        } else {
+            let v = value(rng, step, i);
+            db.put(&key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+    }
+    full_check(db, model, std::slice::from_ref(&snap), rng, at);
+}
+
+fn non_empty_levels(db: &Db) -> Vec<usize> {
+    let stats = db.stats();
+    (1..stats.levels.len())
+        .filter(|&l| stats.levels[l].tables > 0)
+        .collect()
+}
+
+/// A static tree with data in four or more levels below L0, reopened with
+/// dynamic budgets (and more levels), written, then static again: every
+/// answer and snapshot checked, and the dynamic tree drains its upper
+/// levels (the levels between L1 and the base stay empty).
+#[test]
+fn dynamic_budgets_switched_over_a_deep_tree() {
+    for seed in [41, 42] {
+        let tmp = scratch_dir();
+        let mut rng = Rng(seed);
+        let mut model = Model::new();
+        let static_opts = Options {
+            memtable_bytes: 1024,
+            target_file_bytes: 512,
+            l1_bytes: 1024,
+            level_size_ratio: 2,
+            num_levels: 6,
+            dynamic_level_bytes: false,
+            background_work: false,
+            ..Options::default()
+        };
+        let db = Db::open(tmp.path(), static_opts.clone()).unwrap();
+        churn(&db, &mut model, &mut rng, 6000, "static");
+        let deep = non_empty_levels(&db);
+        assert!(deep.len() >= 4 && deep[0] == 1, "static tree: {deep:?}");
+        db.close().unwrap();
+        check_shape(tmp.path(), 6, "static");
+
+        for (round, background_work) in [false, true].into_iter().enumerate() {
+            let dynamic = Options {
+                dynamic_level_bytes: true,
+                num_levels: 8,
+                background_work,
+                ..static_opts.clone()
+            };
+            let db = Db::open(tmp.path(), dynamic).unwrap();
+            let at = format!("seed {seed} dynamic {round}");
+            full_check(&db, &model, &[], &mut rng, &at);
+            churn(&db, &mut model, &mut rng, 4000, &at);
+            db.wait_for_background_work().unwrap();
+            let levels = non_empty_levels(&db);
+            full_check(&db, &model, &[], &mut rng, &at);
+            db.close().unwrap();
+            check_shape(tmp.path(), 8, &at);
+            assert!(
+                levels.windows(2).all(|w| w[1] == w[0] + 1),
+                "{at}: a level between the base and the last is empty: {levels:?}"
+            );
+        }
+
+        let db = Db::open(
+            tmp.path(),
+            Options {
+                num_levels: 8,
+                ..static_opts
+            },
+        )
+        .unwrap();
+        full_check(&db, &model, &[], &mut rng, "static again");
+        churn(&db, &mut model, &mut rng, 3000, "static again");
+        db.close().unwrap();
+        check_shape(tmp.path(), 8, "static again");
+    }
+}
