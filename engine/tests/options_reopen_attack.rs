@@ -222,6 +222,19 @@ fn stats_totals_sane(stats: &bloomlsm::Stats, at: &str) {
             .collect(),
     );
     for (i, l) in stats.levels.iter().enumerate() {
+        // Each probe of a table has one verdict; each that is not a
+        // negative searches one data block, from the cache or the file.
+        let searched = l.filter_true_positives + l.filter_false_positives + l.probes_without_filter;
+        assert_eq!(
+            l.table_probes,
+            l.filter_negatives + searched,
+            "{at}: L{i} probes"
+        );
+        assert_eq!(
+            l.data_blocks_read + l.block_cache_hits,
+            searched,
+            "{at}: L{i} blocks"
+        );
         assert!(l.tombstones <= l.entries, "{at}: L{i} tombstones");
         assert!((0.0..=1.0).contains(&l.theoretical_fpr), "{at}: L{i} fpr");
     }
