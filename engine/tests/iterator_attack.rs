@@ -215,13 +215,9 @@ fn attack(seed: u64, background_work: bool, rounds: u64) -> [u64; 4] {
                 }
                 snaps.push((Arc::new(db.snapshot()), model.clone()));
             }
-            2 | 3 => {
-                // The oldest, under open iterators that may read at it: a
-                // bottommost cleanup may now rewrite what they read.
-                if !snaps.is_empty() {
-                    snaps.remove(0);
-                }
-            }
+            // The oldest, under open iterators that may read at it: a
+            // bottommost cleanup may now rewrite what they read.
+            2 | 3 if !snaps.is_empty() => drop(snaps.remove(0)),
             4 => db.flush().unwrap(),
             5 => db.rebuild_filters(policy(&mut rng)).unwrap(),
             6 => db.wait_for_background_work().unwrap(),
