@@ -373,6 +373,10 @@ fn attack(seed: u64, epochs: u64, ops: u64, background: Option<bool>) {
         db.close().unwrap();
         assert!(matches!(snap.get(&key(0)), Err(Error::Closed)), "{at}");
         assert!(
+            matches!(snap.scan::<&[u8], _>(..), Err(Error::Closed)),
+            "{at}"
+        );
+        assert!(
             matches!(it.take(1).next(), Some(Err(Error::Closed))),
             "{at}"
         );
