@@ -13,6 +13,7 @@
 
 mod common;
 
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use bloomlsm::{Db, DbIter, Error, FilterKind, FilterPolicy, Options, Snapshot};
@@ -118,26 +119,42 @@ impl Open {
     }
 }
 
-fn expected(model: &Model, lo: &Option<Vec<u8>>, hi: &Option<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+/// Bounds of a scan.
+type Range = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+const FULL: Range = (Bound::Unbounded, Bound::Unbounded);
+
+fn expected(model: &Model, range: &Range) -> Vec<(Vec<u8>, Vec<u8>)> {
     model
         .iter()
-        .filter(|(k, _)| lo.as_ref().is_none_or(|lo| *k >= lo))
-        .filter(|(k, _)| hi.as_ref().is_none_or(|hi| *k < hi))
+        .filter(|(k, _)| range.contains(*k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
 
-fn scan_of(db: &Db, snap: Option<&Snapshot>, lo: &Option<Vec<u8>>, hi: &Option<Vec<u8>>) -> DbIter {
-    use std::ops::Bound;
-    let lo_b = lo.clone().map_or(Bound::Unbounded, Bound::Included);
-    let hi_b = hi.clone().map_or(Bound::Unbounded, Bound::Excluded);
+fn scan_of(db: &Db, snap: Option<&Snapshot>, range: &Range) -> DbIter {
     match snap {
-        Some(s) => s.scan::<Vec<u8>, _>((lo_b, hi_b)).unwrap(),
-        None => db.scan::<Vec<u8>, _>((lo_b, hi_b)).unwrap(),
+        Some(s) => s.scan::<Vec<u8>, _>(range.clone()).unwrap(),
+        None => db.scan::<Vec<u8>, _>(range.clone()).unwrap(),
     }
 }
 
-/// A new iterator over a random range, of the store or of a held snapshot.
+/// A random bound: none, or included or excluded, at a key that may be
+/// live, deleted or never written.
+fn bound(rng: &mut Rng) -> Bound<Vec<u8>> {
+    let k = match rng.below(2) {
+        0 => key(rng.below(KEYS)),
+        _ => absent(rng.below(KEYS)),
+    };
+    match rng.below(4) {
+        0 => Bound::Unbounded,
+        1 => Bound::Excluded(k),
+        _ => Bound::Included(k),
+    }
+}
+
+/// A new iterator over a random range (now and then an empty or inverted
+/// one), of the store or of a held snapshot.
 fn new_iter(
     db: &Db,
     model: &Model,
@@ -145,26 +162,22 @@ fn new_iter(
     rng: &mut Rng,
     n: u64,
 ) -> Open {
-    let lo = (rng.below(3) != 0).then(|| key(rng.below(KEYS)));
-    let hi = match rng.below(3) {
-        0 => None,
-        _ => Some(absent(rng.below(KEYS))),
-    };
+    let range: Range = (bound(rng), bound(rng));
     if !snaps.is_empty() && rng.below(2) == 0 {
         let (s, m) = &snaps[rng.below(snaps.len() as u64) as usize];
         Open {
-            it: scan_of(db, Some(s), &lo, &hi),
-            want: expected(m, &lo, &hi),
+            it: scan_of(db, Some(s), &range),
+            want: expected(m, &range),
             at: 0,
-            what: format!("iter {n} at snapshot {} ({lo:?}..{hi:?})", s.sequence()),
+            what: format!("iter {n} at snapshot {} ({range:?})", s.sequence()),
             snapshot: Some(Arc::clone(s)),
         }
     } else {
         Open {
-            it: scan_of(db, None, &lo, &hi),
-            want: expected(model, &lo, &hi),
+            it: scan_of(db, None, &range),
+            want: expected(model, &range),
             at: 0,
-            what: format!("iter {n} of the store ({lo:?}..{hi:?})"),
+            what: format!("iter {n} of the store ({range:?})"),
             snapshot: None,
         }
     }
@@ -270,7 +283,7 @@ fn attack(seed: u64, background_work: bool, rounds: u64) -> [u64; 4] {
             .unwrap()
             .map(|r| r.unwrap())
             .collect();
-        assert!(got == expected(&m, &None, &None), "{ctx0}: other store");
+        assert!(got == expected(&m, &FULL), "{ctx0}: other store");
     }
     for o in &mut iters {
         o.read(2, &format!("{ctx0} after the other store"));
@@ -298,10 +311,7 @@ fn attack(seed: u64, background_work: bool, rounds: u64) -> [u64; 4] {
         .unwrap()
         .map(|r| r.unwrap())
         .collect();
-    assert!(
-        got == expected(&model, &None, &None),
-        "{ctx0}: after reopen"
-    );
+    assert!(got == expected(&model, &FULL), "{ctx0}: after reopen");
     db.close().unwrap();
     let db = Db::open(tmp.path(), opts).unwrap();
     for i in 0..KEYS {
@@ -391,7 +401,7 @@ fn read_elsewhere(seed: u64, rounds: u64) {
         .unwrap()
         .map(|r| r.unwrap())
         .collect();
-    assert!(got == expected(&model, &None, &None), "{ctx}: final scan");
+    assert!(got == expected(&model, &FULL), "{ctx}: final scan");
 }
 
 #[test]
