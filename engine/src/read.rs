@@ -166,23 +166,85 @@ impl DbInner {
                     .map(Ok),
             ));
         }
-        for handle in sv.version.levels.iter().flatten() {
-            let t = &handle.meta;
-            if t.largest_key.as_slice() < from.as_slice()
-                || mem_end
-                    .as_deref()
-                    .is_some_and(|e| t.smallest_key.as_slice() >= e)
-            {
-                continue;
+        for (level, tables) in sv.version.levels.iter().enumerate() {
+            let mut meeting = tables.iter().filter(|handle| {
+                let t = &handle.meta;
+                t.largest_key.as_slice() >= from.as_slice()
+                    && mem_end
+                        .as_deref()
+                        .is_none_or(|e| t.smallest_key.as_slice() < e)
+            });
+            if level == 0 {
+                // L0 tables may overlap: each is a source of its own.
+                for handle in meeting {
+                    let mut it = TableIter::new(Arc::clone(&handle.table), true);
+                    it.seek(&from)?;
+                    sources.push(Box::new(it.map(|r| r.map_err(Error::from))));
+                }
+            } else if let Some(first) = meeting.next() {
+                let rest: Vec<_> = meeting.map(|h| Arc::clone(&h.table)).collect();
+                sources.push(Box::new(LevelSource::new(&first.table, rest, &from)?));
             }
-            let mut it = TableIter::new(Arc::clone(&handle.table), true);
-            it.seek(&from)?;
-            sources.push(Box::new(it.map(|r| r.map_err(Error::from))));
         }
         Ok(DbIter::new(
             VisibleIter::new(MergingIter::new(sources), seq, (start, end)),
             sv,
             Arc::clone(self),
         ))
+    }
+}
+
+/// The tables of one sorted level that meet a scan, read one after
+/// another: a table is opened (sought, its first block read) only once the
+/// one before it is exhausted, so a scan holds one block per level, not one
+/// per table, however many tables its range covers (RocksDB's
+/// `LevelIterator`). Invariant: the tables are in key order and share no
+/// user key (a level below L0), so their entries back to back are in
+/// table order.
+struct LevelSource {
+    current: Option<TableIter>,
+    rest: std::vec::IntoIter<Arc<bloomlsm_sstable::Table>>,
+    from: Vec<u8>,
+}
+
+impl LevelSource {
+    /// `first` is sought now (so a scan reports a bad first block when it
+    /// is created, as before); `rest` when reached.
+    fn new(
+        first: &Arc<bloomlsm_sstable::Table>,
+        rest: Vec<Arc<bloomlsm_sstable::Table>>,
+        from: &[u8],
+    ) -> Result<Self> {
+        let mut it = TableIter::new(Arc::clone(first), true);
+        it.seek(from)?;
+        Ok(Self {
+            current: Some(it),
+            rest: rest.into_iter(),
+            from: from.to_vec(),
+        })
+    }
+}
+
+impl Iterator for LevelSource {
+    type Item = Result<bloomlsm_sstable::Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(it) = &mut self.current {
+                match it.next() {
+                    Some(r) => return Some(r.map_err(Error::from)),
+                    None => self.current = None,
+                }
+            }
+            let table = self.rest.next()?;
+            let mut it = TableIter::new(table, true);
+            // Every key of a later table is above `from`; the seek only
+            // positions it at its start through the index.
+            if let Err(e) = it.seek(&self.from) {
+                self.rest = Vec::new().into_iter();
+                return Some(Err(e.into()));
+            }
+            self.current = Some(it);
+        }
     }
 }

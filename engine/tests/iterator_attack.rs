@@ -419,3 +419,50 @@ fn slow_iterators_seed_sweep() {
     let (a, b) = range.split_once("..").unwrap();
     attack_seeds(a.parse().unwrap()..b.parse().unwrap(), None, 400);
 }
+
+/// Finding: a scan opened a cursor on every table its range meets, each
+/// seeking and reading its first data block at once, where a sorted level
+/// can only ever be read one table after another. A scan over a store of
+/// many tables read one block of every table before yielding anything and
+/// pinned those blocks for as long as the iterator lived. It must read, on
+/// creation and first item, at most one table per sorted level (and each
+/// L0 table).
+#[test]
+fn a_scan_opens_one_table_per_sorted_level_at_a_time() {
+    let tmp = scratch_dir();
+    let opts = Options {
+        memtable_bytes: 4096,
+        target_file_bytes: 1024,
+        l1_bytes: 4096,
+        level_size_ratio: 4,
+        block_size: 256,
+        block_cache_bytes: 64 << 20,
+        background_work: false,
+        ..Options::default()
+    };
+    let db = Db::open(tmp.path(), opts.clone()).unwrap();
+    let mut rng = Rng(7);
+    let mut model = Model::new();
+    write_some(&db, &mut model, &mut rng, 0, 8000);
+    db.close().unwrap();
+    // A cold cache: what the scan reads is what it adds.
+    let db = Db::open(tmp.path(), opts).unwrap();
+    let stats = db.stats();
+    let tables = stats.total.tables;
+    let runs =
+        stats.levels[0].tables + stats.levels[1..].iter().filter(|l| l.tables > 0).count() as u64;
+    assert!(
+        tables >= 4 * runs,
+        "{tables} tables in {runs} runs: not the shape under test"
+    );
+    let before = db.stats().block_cache_used_bytes;
+    let mut it = db.scan::<&[u8], _>(..).unwrap();
+    assert_eq!(it.next().unwrap().unwrap(), expected(&model, &FULL)[0]);
+    let blocks = (db.stats().block_cache_used_bytes - before) / 256;
+    assert!(
+        blocks <= 2 * runs,
+        "a scan's first item read about {blocks} blocks of {tables} tables in {runs} runs"
+    );
+    let rest: Vec<_> = it.map(|r| r.unwrap()).collect();
+    assert!(rest == expected(&model, &FULL)[1..], "the rest of the scan");
+}
