@@ -18,6 +18,7 @@ use crate::counters::Counters;
 use crate::error::{Error, Result};
 use crate::inner::DbInner;
 use crate::iter::DbIter;
+use crate::memtable::MemTable;
 use crate::merge::{MergingIter, Source, VisibleIter};
 use crate::trace::{LookupTrace, TraceResult, TraceSource, TraceStep};
 use crate::version::SuperVersion;
@@ -160,11 +161,13 @@ impl DbInner {
         };
         let mut sources: Vec<Source> = Vec::new();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            sources.push(Box::new(
-                mem.range_entries(&from, mem_end.as_deref())
-                    .into_iter()
-                    .map(Ok),
-            ));
+            sources.push(Box::new(MemSource {
+                mem: Arc::clone(mem),
+                resume: Some((from.clone(), u64::MAX)),
+                end: mem_end.clone(),
+                chunk: Vec::new().into_iter(),
+                chunk_len: MEM_CHUNK_FIRST,
+            }));
         }
         for (level, tables) in sv.version.levels.iter().enumerate() {
             let mut meeting = tables.iter().filter(|handle| {
@@ -245,6 +248,58 @@ impl Iterator for LevelSource {
                 return Some(Err(e.into()));
             }
             self.current = Some(it);
+        }
+    }
+}
+
+/// Versions a memtable source copies at its first read; each next chunk
+/// is twice as large, up to [`MEM_CHUNK_MAX`].
+const MEM_CHUNK_FIRST: usize = 16;
+const MEM_CHUNK_MAX: usize = 1024;
+
+/// A memtable's versions in a scan's range, copied out a chunk at a time
+/// as the scan reaches them: a short scan copies a few versions, not the
+/// memtable's whole tail, and a long-lived iterator holds one chunk. The
+/// view keeps the memtable alive. Versions inserted into the active
+/// memtable meanwhile have sequences above the scan's, which the scan
+/// skips, and each chunk resumes strictly after the last version read (in
+/// table order), so none is read twice or missed.
+struct MemSource {
+    mem: Arc<MemTable>,
+    /// Where the next chunk starts (`None`: the range is exhausted).
+    resume: Option<(Vec<u8>, u64)>,
+    end: Option<Vec<u8>>,
+    chunk: std::vec::IntoIter<bloomlsm_sstable::Entry>,
+    chunk_len: usize,
+}
+
+impl Iterator for MemSource {
+    type Item = Result<bloomlsm_sstable::Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(e) = self.chunk.next() {
+                return Some(Ok(e));
+            }
+            let (key, seq) = self.resume.take()?;
+            let chunk = self
+                .mem
+                .chunk_from(&key, seq, self.end.as_deref(), self.chunk_len);
+            if chunk.len() == self.chunk_len
+                && let Some(last) = chunk.last()
+            {
+                // Next in table order: the same key's older versions, or
+                // (after its version 0, never written) the next key.
+                self.resume = Some(match last.seq.checked_sub(1) {
+                    Some(older) => (last.user_key.clone(), older),
+                    None => ([last.user_key.as_slice(), &[0]].concat(), u64::MAX),
+                });
+            }
+            self.chunk_len = (self.chunk_len * 2).min(MEM_CHUNK_MAX);
+            self.chunk = chunk.into_iter();
+            if self.chunk.len() == 0 {
+                return None;
+            }
         }
     }
 }

@@ -466,3 +466,75 @@ fn a_scan_opens_one_table_per_sorted_level_at_a_time() {
     let rest: Vec<_> = it.map(|r| r.unwrap()).collect();
     assert!(rest == expected(&model, &FULL)[1..], "the rest of the scan");
 }
+
+/// Bytes allocated by this thread (the test binary's allocator counts).
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static ALLOCATED: Cell<u64> = const { Cell::new(0) };
+    }
+
+    pub struct Counting;
+
+    // SAFETY: every call is passed to `System` unchanged; the counter is a
+    // const-initialised thread-local `Cell`, which allocates nothing.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let _ = ALLOCATED.try_with(|a| a.set(a.get() + layout.size() as u64));
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            let _ = ALLOCATED.try_with(|a| a.set(a.get() + new_size as u64));
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    pub fn allocated() -> u64 {
+        ALLOCATED.with(Cell::get)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: counting::Counting = counting::Counting;
+
+/// Finding: a scan copied every version of its range out of each memtable
+/// when it was made, so `db.scan(k..).take(10)` over a full memtable
+/// allocated and copied the memtable's whole tail (megabytes with the
+/// default 8 MiB memtable) to return ten pairs, and a long-lived iterator
+/// kept that copy. It must read the memtables as it goes.
+#[test]
+fn a_short_scan_does_not_copy_the_memtable() {
+    let tmp = scratch_dir();
+    let db = Db::open(tmp.path(), Options::default()).unwrap();
+    let value = vec![b'v'; 100];
+    for i in 0..20_000 {
+        db.put(&key(i), &value).unwrap();
+    }
+    assert_eq!(db.stats().total.tables, 0, "everything in the memtable");
+    for from in [0, 10_000, 19_995] {
+        let before = counting::allocated();
+        let got: Vec<_> = db
+            .scan(key(from)..)
+            .unwrap()
+            .take(10)
+            .map(|r| r.unwrap())
+            .collect();
+        let allocated = counting::allocated() - before;
+        let want: Vec<_> = (from..(from + 10).min(20_000))
+            .map(|i| (key(i), value.clone()))
+            .collect();
+        assert!(got == want, "scan from {from}");
+        assert!(
+            allocated < 256 << 10,
+            "a scan of 10 pairs from {from} allocated {allocated} bytes"
+        );
+    }
+}
