@@ -538,3 +538,38 @@ fn a_short_scan_does_not_copy_the_memtable() {
         );
     }
 }
+
+/// Iterators over a large active memtable (read a chunk at a time) while
+/// writers keep inserting into it: several versions of every key, held by
+/// snapshots, so chunks end inside a key's versions; each iterator read a
+/// few items between batches and checked against the model at its start.
+#[test]
+fn iterators_over_a_memtable_being_written() {
+    for seed in [51, 52] {
+        let mut rng = Rng(seed);
+        let tmp = scratch_dir();
+        let db = Db::open(tmp.path(), Options::default()).unwrap();
+        let mut model = Model::new();
+        let mut snaps: Vec<(Arc<Snapshot>, Model)> = Vec::new();
+        for round in 0..4 {
+            write_some(&db, &mut model, &mut rng, round, 1500);
+            snaps.push((Arc::new(db.snapshot()), model.clone()));
+        }
+        let mut iters: Vec<Open> = (0..8)
+            .map(|n| new_iter(&db, &model, &snaps, &mut rng, n))
+            .collect();
+        let ctx = format!("seed {seed}");
+        let mut round = 4;
+        while !iters.is_empty() {
+            round += 1;
+            let n = 1 + rng.below(60);
+            write_some(&db, &mut model, &mut rng, round, n);
+            if round % 7 == 0 {
+                snaps.remove(0);
+                snaps.push((Arc::new(db.snapshot()), model.clone()));
+            }
+            iters.retain_mut(|o| !o.read(1 + rng.below(6), &ctx));
+        }
+        assert_eq!(db.stats().flushes, 0, "{ctx}: all in the memtable");
+    }
+}
