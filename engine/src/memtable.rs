@@ -71,10 +71,25 @@ impl MemTable {
 
     /// Versions with user key in `[start, end)` (`end` `None`: unbounded), in
     /// table order, copied out.
+    #[cfg(test)]
     pub(crate) fn range_entries(&self, start: &[u8], end: Option<&[u8]>) -> Vec<Entry> {
+        self.chunk_from(start, u64::MAX, end, usize::MAX)
+    }
+
+    /// Up to `max` versions from the first at or after (`user_key`, `seq`)
+    /// in table order, with user key below `end` (`None`: unbounded),
+    /// copied out: a scan reads a memtable a chunk at a time.
+    pub(crate) fn chunk_from(
+        &self,
+        user_key: &[u8],
+        seq: u64,
+        end: Option<&[u8]>,
+        max: usize,
+    ) -> Vec<Entry> {
         self.list
-            .iter_from(start, u64::MAX)
+            .iter_from(user_key, seq)
             .take_while(|e| end.is_none_or(|end| e.user_key < end))
+            .take(max)
             .map(|e| Entry {
                 user_key: e.user_key.to_vec(),
                 seq: e.seq,

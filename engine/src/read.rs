@@ -18,6 +18,7 @@ use crate::counters::Counters;
 use crate::error::{Error, Result};
 use crate::inner::DbInner;
 use crate::iter::DbIter;
+use crate::memtable::MemTable;
 use crate::merge::{MergingIter, Source, VisibleIter};
 use crate::trace::{LookupTrace, TraceResult, TraceSource, TraceStep};
 use crate::version::SuperVersion;
@@ -162,29 +163,145 @@ impl DbInner {
         };
         let mut sources: Vec<Source> = Vec::new();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            sources.push(Box::new(
-                mem.range_entries(&from, mem_end.as_deref())
-                    .into_iter()
-                    .map(Ok),
-            ));
+            sources.push(Box::new(MemSource {
+                mem: Arc::clone(mem),
+                resume: Some((from.clone(), u64::MAX)),
+                end: mem_end.clone(),
+                chunk: Vec::new().into_iter(),
+                chunk_len: MEM_CHUNK_FIRST,
+            }));
         }
-        for handle in sv.version.levels.iter().flatten() {
-            let t = &handle.meta;
-            if t.largest_key.as_slice() < from.as_slice()
-                || mem_end
-                    .as_deref()
-                    .is_some_and(|e| t.smallest_key.as_slice() >= e)
-            {
-                continue;
+        for (level, tables) in sv.version.levels.iter().enumerate() {
+            let mut meeting = tables.iter().filter(|handle| {
+                let t = &handle.meta;
+                t.largest_key.as_slice() >= from.as_slice()
+                    && mem_end
+                        .as_deref()
+                        .is_none_or(|e| t.smallest_key.as_slice() < e)
+            });
+            if level == 0 {
+                // L0 tables may overlap: each is a source of its own.
+                for handle in meeting {
+                    let mut it = TableIter::new(Arc::clone(&handle.table), true);
+                    it.seek(&from)?;
+                    sources.push(Box::new(it.map(|r| r.map_err(Error::from))));
+                }
+            } else if let Some(first) = meeting.next() {
+                let rest: Vec<_> = meeting.map(|h| Arc::clone(&h.table)).collect();
+                sources.push(Box::new(LevelSource::new(&first.table, rest, &from)?));
             }
-            let mut it = TableIter::new(Arc::clone(&handle.table), true);
-            it.seek(&from)?;
-            sources.push(Box::new(it.map(|r| r.map_err(Error::from))));
         }
         Ok(DbIter::new(
             VisibleIter::new(MergingIter::new(sources), seq, (start, end)),
             sv,
             Arc::clone(self),
         ))
+    }
+}
+
+/// The tables of one sorted level that meet a scan, read one after
+/// another: a table is opened (sought, its first block read) only once the
+/// one before it is exhausted, so a scan holds one block per level, not one
+/// per table, however many tables its range covers (RocksDB's
+/// `LevelIterator`). Invariant: the tables are in key order and share no
+/// user key (a level below L0), so their entries back to back are in
+/// table order.
+struct LevelSource {
+    current: Option<TableIter>,
+    rest: std::vec::IntoIter<Arc<bloomlsm_sstable::Table>>,
+    from: Vec<u8>,
+}
+
+impl LevelSource {
+    /// `first` is sought now (so a scan reports a bad first block when it
+    /// is created, as before); `rest` when reached.
+    fn new(
+        first: &Arc<bloomlsm_sstable::Table>,
+        rest: Vec<Arc<bloomlsm_sstable::Table>>,
+        from: &[u8],
+    ) -> Result<Self> {
+        let mut it = TableIter::new(Arc::clone(first), true);
+        it.seek(from)?;
+        Ok(Self {
+            current: Some(it),
+            rest: rest.into_iter(),
+            from: from.to_vec(),
+        })
+    }
+}
+
+impl Iterator for LevelSource {
+    type Item = Result<bloomlsm_sstable::Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(it) = &mut self.current {
+                match it.next() {
+                    Some(r) => return Some(r.map_err(Error::from)),
+                    None => self.current = None,
+                }
+            }
+            let table = self.rest.next()?;
+            let mut it = TableIter::new(table, true);
+            // Every key of a later table is above `from`; the seek only
+            // positions it at its start through the index.
+            if let Err(e) = it.seek(&self.from) {
+                self.rest = Vec::new().into_iter();
+                return Some(Err(e.into()));
+            }
+            self.current = Some(it);
+        }
+    }
+}
+
+/// Versions a memtable source copies at its first read; each next chunk
+/// is twice as large, up to [`MEM_CHUNK_MAX`].
+const MEM_CHUNK_FIRST: usize = 16;
+const MEM_CHUNK_MAX: usize = 1024;
+
+/// A memtable's versions in a scan's range, copied out a chunk at a time
+/// as the scan reaches them: a short scan copies a few versions, not the
+/// memtable's whole tail, and a long-lived iterator holds one chunk. The
+/// view keeps the memtable alive. Versions inserted into the active
+/// memtable meanwhile have sequences above the scan's, which the scan
+/// skips, and each chunk resumes strictly after the last version read (in
+/// table order), so none is read twice or missed.
+struct MemSource {
+    mem: Arc<MemTable>,
+    /// Where the next chunk starts (`None`: the range is exhausted).
+    resume: Option<(Vec<u8>, u64)>,
+    end: Option<Vec<u8>>,
+    chunk: std::vec::IntoIter<bloomlsm_sstable::Entry>,
+    chunk_len: usize,
+}
+
+impl Iterator for MemSource {
+    type Item = Result<bloomlsm_sstable::Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(e) = self.chunk.next() {
+                return Some(Ok(e));
+            }
+            let (key, seq) = self.resume.take()?;
+            let chunk = self
+                .mem
+                .chunk_from(&key, seq, self.end.as_deref(), self.chunk_len);
+            if chunk.len() == self.chunk_len
+                && let Some(last) = chunk.last()
+            {
+                // Next in table order: the same key's older versions, or
+                // (after its version 0, never written) the next key.
+                self.resume = Some(match last.seq.checked_sub(1) {
+                    Some(older) => (last.user_key.clone(), older),
+                    None => ([last.user_key.as_slice(), &[0]].concat(), u64::MAX),
+                });
+            }
+            self.chunk_len = (self.chunk_len * 2).min(MEM_CHUNK_MAX);
+            self.chunk = chunk.into_iter();
+            if self.chunk.len() == 0 {
+                return None;
+            }
+        }
     }
 }

@@ -82,8 +82,10 @@ impl LevelStats {
         );
     }
 
+    /// Adds `o`'s sums. The averages (`bits_per_key`, `theoretical_fpr`)
+    /// are not sums: the caller sets them from the same weights a level
+    /// uses (distinct keys; the filters' keys).
     pub(crate) fn accumulate(&mut self, o: &LevelStats) {
-        let keys_before = self.filter_key_weight();
         self.tables += o.tables;
         self.entries += o.entries;
         self.tombstones += o.tombstones;
@@ -101,26 +103,10 @@ impl LevelStats {
         self.bytes_compacted_read += o.bytes_compacted_read;
         self.bytes_moved_in += o.bytes_moved_in;
         self.writes_into += o.writes_into;
-        let keys_other = o.filter_key_weight();
-        let total = keys_before + keys_other;
-        self.theoretical_fpr = if total > 0.0 {
-            (self.theoretical_fpr * keys_before + o.theoretical_fpr * keys_other) / total
-        } else {
-            0.0
-        };
-        self.bits_per_key = if self.entries > 0 {
-            self.filter_bytes as f64 * 8.0 / self.entries as f64
-        } else {
-            0.0
-        };
         self.observed_fpr = ratio(
             self.filter_false_positives,
             self.filter_false_positives + self.filter_negatives,
         );
-    }
-
-    fn filter_key_weight(&self) -> f64 {
-        self.entries as f64
     }
 }
 
@@ -174,6 +160,11 @@ impl DbInner {
         let sv = self.current.load_full();
         let mut levels = Vec::new();
         let mut total = LevelStats::default();
+        // Invariant: the total's averages have the levels' meaning, over
+        // all tables: bits per distinct key, and the formula's FPR weighted
+        // by the keys of the filters that exist (tables without a filter
+        // have no formula; they are counted in `probes_without_filter`).
+        let (mut all_distinct, mut all_filtered, mut all_weighted) = (0u64, 0u64, 0.0);
         for (level, tables) in sv.version.levels.iter().enumerate() {
             let mut s = LevelStats::default();
             let mut weighted_fpr = 0.0;
@@ -211,8 +202,17 @@ impl DbInner {
                 &self.counters.levels[level],
             );
             total.accumulate(&s);
+            all_distinct += distinct;
+            all_filtered += filtered_keys;
+            all_weighted += weighted_fpr;
             levels.push(s);
         }
+        total.bits_per_key = ratio(total.filter_bytes * 8, all_distinct);
+        total.theoretical_fpr = if all_filtered > 0 {
+            all_weighted / all_filtered as f64
+        } else {
+            0.0
+        };
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let gets = self.counters.reads.gets();
         Stats {
