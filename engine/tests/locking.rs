@@ -13,6 +13,25 @@ const CHILD_DIR_ENV: &str = "BLOOMLSM_LOCK_CHILD_DIR";
 /// Set in a child process: "direct" to open with `use_direct_reads`.
 const CHILD_MODE_ENV: &str = "BLOOMLSM_LOCK_CHILD_MODE";
 
+/// Runs this binary's test `entry` alone in a process of its own (one test
+/// thread, so no other test's thread is alive at its forks), with `env`
+/// set to `dir`; the text after `marker: ` on its output. Panics (the
+/// failure report) when the process fails or prints no such line.
+fn entry_outcome(entry: &str, env: &str, dir: &Path, marker: &str) -> String {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", entry, "--nocapture", "--test-threads", "1"])
+        .env(env, dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{entry} failed: {stdout}");
+    let prefix = format!("{marker}: ");
+    stdout
+        .lines()
+        .find_map(|l| l.split_once(prefix.as_str()).map(|(_, o)| o.to_owned()))
+        .unwrap_or_else(|| panic!("no outcome from {entry}: {stdout}"))
+}
+
 fn options(direct: bool) -> Options {
     Options {
         use_direct_reads: direct,
@@ -290,23 +309,7 @@ fn lock_fork_entry() {
 #[test]
 fn a_forked_child_can_open_the_store_once_the_parent_closes_it() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "lock_fork_entry",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(FORK_DIR_ENV, dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "fork scenario failed: {stdout}");
-    let outcome = stdout
-        .lines()
-        .find_map(|l| l.split_once("CHILD-OUTCOME: ").map(|(_, o)| o))
-        .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+    let outcome = entry_outcome("lock_fork_entry", FORK_DIR_ENV, dir.path(), "CHILD-OUTCOME");
     assert_eq!(outcome, "locked/opened");
     let db = Db::open(dir.path(), Options::default()).unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
@@ -595,23 +598,12 @@ fn lock_fork_storm_entry() {
 #[test]
 fn forks_while_threads_open_and_close_stores() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "lock_fork_storm_entry",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(FORK_STORM_DIR_ENV, dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "fork storm failed: {stdout}");
-    let outcome = stdout
-        .lines()
-        .find_map(|l| l.split_once("STORM-OUTCOME: ").map(|(_, o)| o))
-        .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+    let outcome = entry_outcome(
+        "lock_fork_storm_entry",
+        FORK_STORM_DIR_ENV,
+        dir.path(),
+        "STORM-OUTCOME",
+    );
     assert!(outcome.starts_with("0 bad"), "{outcome}");
 }
 
@@ -713,22 +705,11 @@ fn lock_fork_during_first_open_entry() {
 #[test]
 fn a_store_opened_during_a_fork_is_not_written_by_the_child() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "lock_fork_during_first_open_entry",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(FORK_FIRST_OPEN_DIR_ENV, dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "fork scenario failed: {stdout}");
-    let outcome = stdout
-        .lines()
-        .find_map(|l| l.split_once("FIRST-OPEN-OUTCOME: ").map(|(_, o)| o))
-        .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+    let outcome = entry_outcome(
+        "lock_fork_during_first_open_entry",
+        FORK_FIRST_OPEN_DIR_ENV,
+        dir.path(),
+        "FIRST-OPEN-OUTCOME",
+    );
     assert_eq!(outcome, "refused");
 }
