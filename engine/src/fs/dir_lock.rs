@@ -374,6 +374,38 @@ mod tests {
         );
     }
 
+    /// What forked child `pid` wrote on `fd` (1: it locked), waiting at
+    /// most `timeout_ms`; 9 when it wrote nothing by then (it hung, and is
+    /// killed). The child is reaped either way.
+    fn child_answer(pid: libc::pid_t, fd: libc::c_int, timeout_ms: libc::c_int) -> u8 {
+        let mut poll = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let mut got = 9u8;
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&raw mut poll, 1, timeout_ms) } == 1 {
+            // SAFETY: descriptor from `pipe`; `got` outlives the call.
+            unsafe { libc::read(fd, (&raw mut got).cast(), 1) };
+        } else {
+            // SAFETY: `pid` is our child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-parameter.
+        unsafe { libc::waitpid(pid, &raw mut status, 0) };
+        got
+    }
+
+    fn answer_words(got: u8) -> &'static str {
+        match got {
+            1 => "child locked",
+            9 => "child hung",
+            _ => "child refused",
+        }
+    }
+
     /// Set in the process `a_child_forked_while_a_thread_holds_the_table_can_lock`
     /// starts: the LOCK path it uses.
     const FORK_HELD_PATH_ENV: &str = "BLOOMLSM_DIR_LOCK_FORK_HELD_PATH";
@@ -411,32 +443,10 @@ mod tests {
                 libc::_exit(0);
             }
         }
-        let mut poll = libc::pollfd {
-            fd: to_parent[0],
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let ready = unsafe { libc::poll(&raw mut poll, 1, 20_000) };
-        let mut got = 9u8;
-        if ready == 1 {
-            // SAFETY: descriptor from `pipe`; `got` outlives the call.
-            unsafe { libc::read(to_parent[0], (&raw mut got).cast(), 1) };
-        } else {
-            // SAFETY: `pid` is our child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        let mut status = 0;
-        // SAFETY: `status` is a valid out-parameter.
-        unsafe { libc::waitpid(pid, &raw mut status, 0) };
+        let got = child_answer(pid, to_parent[0], 20_000);
         release_tx.send(()).unwrap();
         holder.join().unwrap();
-        let outcome = match got {
-            1 => "child locked",
-            9 => "child hung",
-            _ => "child refused",
-        };
-        println!("FORK-OUTCOME: {outcome}");
+        println!("FORK-OUTCOME: {}", answer_words(got));
     }
 
     #[test]
@@ -527,31 +537,11 @@ mod tests {
         // The parent closes its store; then the child tries it.
         release_tx.send(()).unwrap();
         locker.join().unwrap();
-        let mut got = 9u8;
-        // SAFETY: descriptor from `pipe`; `got` outlives the call.
-        unsafe { libc::write(to_child[1], (&raw const got).cast(), 1) };
-        let mut poll = libc::pollfd {
-            fd: to_parent[0],
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&raw mut poll, 1, 10_000) } == 1 {
-            // SAFETY: descriptor from `pipe`; `got` outlives the call.
-            unsafe { libc::read(to_parent[0], (&raw mut got).cast(), 1) };
-        } else {
-            // SAFETY: `pid` is our child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        let mut status = 0;
-        // SAFETY: `status` is a valid out-parameter.
-        unsafe { libc::waitpid(pid, &raw mut status, 0) };
-        let outcome = match got {
-            1 => "child locked",
-            9 => "child hung",
-            _ => "child refused",
-        };
-        println!("FORK-OUTCOME: {outcome}");
+        let go = 1u8;
+        // SAFETY: descriptor from `pipe`; `go` outlives the call.
+        unsafe { libc::write(to_child[1], (&raw const go).cast(), 1) };
+        let got = child_answer(pid, to_parent[0], 10_000);
+        println!("FORK-OUTCOME: {}", answer_words(got));
     }
 
     /// A fork made while the process's first lock is being taken (its
@@ -616,25 +606,8 @@ mod tests {
         assert!(first.join().unwrap());
         drop(ballast);
         let (mut locked, mut hung) = (0, 0);
-        for (pid, fd) in &children {
-            let mut poll = libc::pollfd {
-                fd: *fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let mut got = 9u8;
-            // SAFETY: one valid pollfd; descriptor from `pipe`.
-            if unsafe { libc::poll(&raw mut poll, 1, 10_000) } == 1 {
-                // SAFETY: descriptor from `pipe`; `got` outlives the call.
-                unsafe { libc::read(*fd, (&raw mut got).cast(), 1) };
-            } else {
-                // SAFETY: `pid` is our child.
-                unsafe { libc::kill(*pid, libc::SIGKILL) };
-            }
-            let mut status = 0;
-            // SAFETY: `status` is a valid out-parameter.
-            unsafe { libc::waitpid(*pid, &raw mut status, 0) };
-            match got {
+        for &(pid, fd) in &children {
+            match child_answer(pid, fd, 10_000) {
                 1 => locked += 1,
                 9 => hung += 1,
                 _ => {}
