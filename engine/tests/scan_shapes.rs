@@ -179,3 +179,163 @@ impl ContainsKey for (Bound<Vec<u8>>, Bound<Vec<u8>>) {
         lo && hi
     }
 }
+
+/// Keys that are prefixes of one another: each `k + [0]`, where a
+/// memtable chunk resumes after `k`'s last version, is itself a key.
+fn prefix_family() -> Vec<Vec<u8>> {
+    [
+        &b"a"[..],
+        b"a\0",
+        b"a\0\0",
+        b"a\x01",
+        b"ab",
+        b"b",
+        b"b\xff",
+        b"b\xff\0",
+    ]
+    .map(<[u8]>::to_vec)
+    .to_vec()
+}
+
+/// Scans of the active memtable with more versions of every key than the
+/// largest chunk (so chunk ends fall inside a key's versions), keys that
+/// are prefixes of one another, bounds at those keys, at snapshots and
+/// now, read one pair at a time while the same keys and their `+ [0]`
+/// extensions are written between reads.
+#[test]
+fn memtable_scans_over_prefix_keys_with_thousands_of_versions_each() {
+    use std::collections::BTreeMap;
+    let tmp = scratch_dir();
+    let db = Db::open(tmp.path(), Options::default()).unwrap();
+    let keys = prefix_family();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut snaps = Vec::new();
+    for round in 0..1500u64 {
+        for (i, k) in keys.iter().enumerate() {
+            if (round + i as u64) % 7 == 3 {
+                db.delete(k).unwrap();
+                model.remove(k);
+            } else {
+                let v = format!("{round}-{i}").into_bytes();
+                db.put(k, &v).unwrap();
+                model.insert(k.clone(), v);
+            }
+        }
+        if round % 300 == 299 {
+            snaps.push((db.snapshot(), model.clone()));
+        }
+    }
+    assert_eq!(db.stats().flushes, 0, "all in the memtable");
+    let b = |k: &[u8]| k.to_vec();
+    let ranges = [
+        (Bound::Unbounded, Bound::Unbounded),
+        (Bound::Included(b(b"a\0")), Bound::Included(b(b"a\0\0"))),
+        (Bound::Excluded(b(b"a")), Bound::Excluded(b(b"b"))),
+        (Bound::Excluded(b(b"a\0")), Bound::Included(b(b"a\0"))),
+        (Bound::Included(b(b"a\0\0")), Bound::Unbounded),
+        (Bound::Unbounded, Bound::Included(b(b"b\xff"))),
+        (Bound::Excluded(b(b"b")), Bound::Included(b(b"b\xff\0"))),
+    ];
+    let mut extra = 0u64;
+    for range in &ranges {
+        for view in 0..=snaps.len() {
+            let (snap, at) = match snaps.get(view) {
+                Some((s, m)) => (Some(s), m.clone()),
+                None => (None, model.clone()),
+            };
+            let want: Pairs = at
+                .iter()
+                .filter(|(k, _)| range.contains_key(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let mut it = match snap {
+                Some(s) => s.scan(range.clone()).unwrap(),
+                None => db.scan(range.clone()).unwrap(),
+            };
+            let mut got = Vec::new();
+            while let Some(r) = it.next() {
+                let (k, v) = r.unwrap();
+                // Writes between reads: the key just read, its extension,
+                // and a key of the family.
+                for w in [
+                    k.clone(),
+                    [k.as_slice(), &[0]].concat(),
+                    keys[(extra % 8) as usize].clone(),
+                ] {
+                    db.put(&w, b"later").unwrap();
+                    model.insert(w, b"later".to_vec());
+                    extra += 1;
+                }
+                got.push((k, v));
+            }
+            assert!(
+                got == want,
+                "{range:?} at {:?}: {} pairs, want {}",
+                snap.map(bloomlsm::Snapshot::sequence),
+                got.len(),
+                want.len()
+            );
+        }
+    }
+}
+
+/// The version a snapshot sees placed exactly at, before and after each
+/// memtable chunk end (chunks of 16, 32, ..., 1,024 versions from the
+/// scan's start), and the next key `k + [0]` right after a key whose
+/// last version ends a chunk: a resumption one version or one key off
+/// shows here.
+#[test]
+fn memtable_chunk_ends_fall_on_the_visible_version_and_on_a_key_end() {
+    let tmp = scratch_dir();
+    let db = Db::open(tmp.path(), Options::default()).unwrap();
+    let mut ends = Vec::new();
+    let (mut end, mut len) = (0, 16);
+    while end < 3000 {
+        end += len;
+        len = (len * 2).min(1024);
+        ends.extend([end - 1, end, end + 1]);
+    }
+    let mut cases = Vec::new();
+    for &newer in &ends {
+        let k = format!("c{newer:05}").into_bytes();
+        let next = [k.as_slice(), &[0]].concat();
+        db.put(&k, b"visible").unwrap();
+        db.put(&next, b"next").unwrap();
+        let snap = db.snapshot();
+        for j in 0..newer {
+            db.put(&k, format!("newer-{j}").as_bytes()).unwrap();
+        }
+        cases.push((newer, k, next, snap));
+    }
+    assert_eq!(db.stats().flushes, 0, "all in the memtable");
+    for (newer, k, next, snap) in &cases {
+        let range = (
+            Bound::Included(k.clone()),
+            Bound::Excluded([k.as_slice(), &[1]].concat()),
+        );
+        let got: Pairs = snap
+            .scan(range.clone())
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        let want = vec![
+            (k.clone(), b"visible".to_vec()),
+            (next.clone(), b"next".to_vec()),
+        ];
+        assert!(
+            got == want,
+            "{newer} newer versions: at the snapshot {got:?}"
+        );
+        let got: Pairs = db.scan(range).unwrap().map(|r| r.unwrap()).collect();
+        let newest = if *newer == 0 {
+            "visible".to_string()
+        } else {
+            format!("newer-{}", newer - 1)
+        };
+        let want = vec![
+            (k.clone(), newest.into_bytes()),
+            (next.clone(), b"next".to_vec()),
+        ];
+        assert!(got == want, "{newer} newer versions: now {got:?}");
+    }
+}
