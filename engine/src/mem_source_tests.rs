@@ -154,11 +154,11 @@ fn versions_inserted_between_chunks_are_newer_and_never_disturb_the_older_ones()
         }
     }
     let scan_seq = seq - 1;
-    let mut s = source(&mem, b"", None);
+    let s = source(&mem, b"", None);
     let mut got = Vec::new();
     let mut last: Option<(Vec<u8>, u64)> = None;
     let mut i = 0u64;
-    while let Some(r) = s.next() {
+    for r in s {
         let e = r.unwrap();
         if let Some((k, q)) = &last {
             assert!(

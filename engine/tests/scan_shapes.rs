@@ -248,12 +248,12 @@ fn memtable_scans_over_prefix_keys_with_thousands_of_versions_each() {
                 .filter(|(k, _)| range.contains_key(k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
-            let mut it = match snap {
+            let it = match snap {
                 Some(s) => s.scan(range.clone()).unwrap(),
                 None => db.scan(range.clone()).unwrap(),
             };
             let mut got = Vec::new();
-            while let Some(r) = it.next() {
+            for r in it {
                 let (k, v) = r.unwrap();
                 // Writes between reads: the key just read, its extension,
                 // and a key of the family.
