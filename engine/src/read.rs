@@ -305,3 +305,8 @@ impl Iterator for MemSource {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+#[path = "mem_source_tests.rs"]
+mod mem_source_tests;
