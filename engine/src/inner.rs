@@ -81,7 +81,7 @@ pub(crate) struct DbInner {
     /// Held to replace `current` (a memtable rotation, an install).
     pub(crate) view_swap: Mutex<()>,
     /// Largest sequence number whose write is complete and visible.
-    /// Readers load it AFTER cloning `current`.
+    /// Readers load it AFTER loading `current`.
     pub(crate) last_visible: AtomicU64,
     pub(crate) flush_lock: Mutex<()>,
     pub(crate) compaction_lock: Mutex<()>,

@@ -1,6 +1,6 @@
 //! The read path: point lookups through the filters, and scans.
 //!
-//! A reader clones the view FIRST and loads its sequence AFTER: then every
+//! A reader loads the view FIRST and its sequence AFTER: then every
 //! version the sequence can see is in the view or newer than the view, and
 //! no compaction can have dropped it (a compaction only drops a version
 //! shadowed by a newer one that no snapshot needs, and the view still holds
