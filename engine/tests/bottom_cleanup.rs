@@ -16,15 +16,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use bloomlsm::{Db, Options, Snapshot, TraceResult, TraceSource};
 use bloomlsm_sstable::{EntryKind, Table, TableIter};
-use common::read_manifest;
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+use common::{Model, pairs, read_manifest};
 
 const RUNS: u64 = 14;
 const RUN_KEYS: u64 = 48;
@@ -104,10 +101,8 @@ impl Run {
         let universe = (RUNS + 1) * RUN_KEYS;
         let chosen = |i: u64| all || (i + step).is_multiple_of(3);
         let db = self.db.as_ref().unwrap();
-        let scanned: Model = db
-            .scan::<&[u8], _>(..)
-            .unwrap()
-            .map(|r| r.unwrap())
+        let scanned: Model = pairs(db.scan::<&[u8], _>(..).unwrap())
+            .into_iter()
             .collect();
         assert!(scanned == self.model, "step {step} ({what}): scan");
         for i in (0..universe).filter(|&i| chosen(i)) {
@@ -119,10 +114,8 @@ impl Run {
             );
         }
         for (n, (snapshot, seen)) in self.snapshots.iter().enumerate() {
-            let scanned: Model = snapshot
-                .scan::<&[u8], _>(..)
-                .unwrap()
-                .map(|r| r.unwrap())
+            let scanned: Model = pairs(snapshot.scan::<&[u8], _>(..).unwrap())
+                .into_iter()
                 .collect();
             assert!(scanned == *seen, "step {step} ({what}): snapshot {n} scan");
             for i in (0..universe).filter(|&i| chosen(i)) {

@@ -17,17 +17,9 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use bloomlsm::{Db, DbIter, Error, FilterKind, FilterPolicy, Options, Snapshot};
-use common::{Model, Rng, scratch_dir};
+use common::{Model, Rng, pairs, scratch_dir, short_absent as absent, short_key as key};
 
 const KEYS: u64 = 500;
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:05}").into_bytes()
-}
-
-fn absent(i: u64) -> Vec<u8> {
-    format!("key{i:05}~").into_bytes()
-}
 
 fn policy(rng: &mut Rng) -> FilterPolicy {
     match rng.below(5) {
@@ -278,11 +270,7 @@ fn attack(seed: u64, background_work: bool, rounds: u64) -> [u64; 4] {
         write_some(&o, &mut m, &mut rng, 9999, 300);
         o.close().unwrap();
         let o = Db::open(other.path(), opts.clone()).unwrap();
-        let got: Vec<_> = o
-            .scan::<&[u8], _>(..)
-            .unwrap()
-            .map(|r| r.unwrap())
-            .collect();
+        let got = pairs(o.scan::<&[u8], _>(..).unwrap());
         assert!(got == expected(&m, &FULL), "{ctx0}: other store");
     }
     for o in &mut iters {
@@ -306,11 +294,7 @@ fn attack(seed: u64, background_work: bool, rounds: u64) -> [u64; 4] {
     if background_work {
         db.wait_for_background_work().unwrap();
     }
-    let got: Vec<_> = db
-        .scan::<&[u8], _>(..)
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
+    let got = pairs(db.scan::<&[u8], _>(..).unwrap());
     assert!(got == expected(&model, &FULL), "{ctx0}: after reopen");
     db.close().unwrap();
     let db = Db::open(tmp.path(), opts).unwrap();
@@ -396,11 +380,7 @@ fn read_elsewhere(seed: u64, rounds: u64) {
         }
     }
     db.wait_for_background_work().unwrap();
-    let got: Vec<_> = db
-        .scan::<&[u8], _>(..)
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
+    let got = pairs(db.scan::<&[u8], _>(..).unwrap());
     assert!(got == expected(&model, &FULL), "{ctx}: final scan");
 }
 

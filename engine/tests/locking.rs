@@ -2,11 +2,14 @@
 //! within one, and no false refusals after a close.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Barrier};
 
 use bloomlsm::{Db, Error, Options};
+use common::direct_reads_work;
 
 /// Set in a child process: the store directory it tries to open.
 const CHILD_DIR_ENV: &str = "BLOOMLSM_LOCK_CHILD_DIR";
@@ -82,25 +85,11 @@ fn open_in_another_process(dir: &Path, direct: bool) -> String {
         .to_string()
 }
 
-/// Whether the file system under `dir` serves `O_DIRECT` reads.
-fn direct_io_works(dir: &Path) -> bool {
-    use std::os::unix::fs::OpenOptionsExt;
-    let probe = dir.join("probe");
-    std::fs::write(&probe, [0u8; 4096]).unwrap();
-    let works = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&probe)
-        .is_ok();
-    std::fs::remove_file(&probe).unwrap();
-    works
-}
-
 #[test]
 fn another_process_is_refused_while_the_store_is_open() {
     let scratch = tempfile::tempdir().unwrap();
     let mut modes = vec![false];
-    if direct_io_works(scratch.path()) {
+    if direct_reads_work(scratch.path()) {
         // The open's direct-I/O check must not touch LOCK: closing any
         // descriptor of it would drop this process's record lock.
         modes.push(true);

@@ -13,33 +13,19 @@
 mod common;
 
 use bloomlsm::{Db, Error, FilterKind, FilterPolicy, Options, Snapshot};
-use common::{Model, Rng, read_manifest, scratch_dir};
+use common::{
+    Model, Rng, direct_reads_work, pairs, read_manifest, scratch_dir, short_absent as absent,
+    short_key as key,
+};
 
 /// Keys written: `KEYS` of them, so most writes overwrite or delete.
 const KEYS: u64 = 400;
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:05}").into_bytes()
-}
-
-/// A key between `key(i)` and `key(i + 1)` that is never written.
-fn absent(i: u64) -> Vec<u8> {
-    format!("key{i:05}~").into_bytes()
-}
 
 fn value(rng: &mut Rng, step: u64, i: u64) -> Vec<u8> {
     let pad = rng.below(48) as usize;
     let mut v = format!("v{step}-{i}-").into_bytes();
     v.resize(v.len() + pad, b'a' + (step % 26) as u8);
     v
-}
-
-fn direct_reads_work(dir: &std::path::Path) -> bool {
-    let probe = dir.join("probe");
-    std::fs::write(&probe, [0u8; 4096]).unwrap();
-    let ok = bloomlsm::fs::direct::DirectFile::open(&probe).is_ok();
-    std::fs::remove_file(&probe).unwrap();
-    ok
 }
 
 fn random_policy(rng: &mut Rng) -> FilterPolicy {
@@ -101,10 +87,6 @@ fn random_options(rng: &mut Rng, min_levels: usize, background_work: bool) -> Op
     }
 }
 
-fn scan_all(it: bloomlsm::DbIter) -> Vec<(Vec<u8>, Vec<u8>)> {
-    it.map(|r| r.unwrap()).collect()
-}
-
 fn in_range(model: &Model, lo: &[u8], hi: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
     model
         .range(lo.to_vec()..hi.to_vec())
@@ -146,21 +128,18 @@ fn full_check(db: &Db, model: &Model, snaps: &[(Snapshot, Model)], rng: &mut Rng
         assert_eq!(db.get(&absent(i)).unwrap(), None, "{at}: get absent {i}");
     }
     let all: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert!(
-        scan_all(db.scan::<&[u8], _>(..).unwrap()) == all,
-        "{at}: scan"
-    );
+    assert!(pairs(db.scan::<&[u8], _>(..).unwrap()) == all, "{at}: scan");
     for _ in 0..4 {
         let a = rng.below(KEYS);
         let b = a + rng.below(KEYS / 4);
         let (lo, hi) = (key(a), absent(b));
         assert!(
-            scan_all(db.scan(lo.clone()..hi.clone()).unwrap()) == in_range(model, &lo, &hi),
+            pairs(db.scan(lo.clone()..hi.clone()).unwrap()) == in_range(model, &lo, &hi),
             "{at}: scan {a}..{b}"
         );
         for (s, m) in snaps {
             assert!(
-                scan_all(s.scan(lo.clone()..hi.clone()).unwrap()) == in_range(m, &lo, &hi),
+                pairs(s.scan(lo.clone()..hi.clone()).unwrap()) == in_range(m, &lo, &hi),
                 "{at}: scan {a}..{b} at snapshot {}",
                 s.sequence()
             );
@@ -169,7 +148,7 @@ fn full_check(db: &Db, model: &Model, snaps: &[(Snapshot, Model)], rng: &mut Rng
     for (s, m) in snaps {
         let all: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         assert!(
-            scan_all(s.scan::<&[u8], _>(..).unwrap()) == all,
+            pairs(s.scan::<&[u8], _>(..).unwrap()) == all,
             "{at}: scan at snapshot {}",
             s.sequence()
         );

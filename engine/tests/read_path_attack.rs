@@ -24,7 +24,7 @@ mod common;
 use std::ops::Bound;
 
 use bloomlsm::{Db, DbIter, Error, FilterKind, FilterPolicy, Options, Snapshot, WriteBatch};
-use common::{Model, Rng, scratch_dir};
+use common::{Model, Rng, direct_reads_work, scratch_dir};
 
 /// The keys written: families that share eight-byte fences, prefixes of
 /// each other, and `0x00`/`0xff` bytes at the fence boundary.
@@ -114,14 +114,6 @@ fn probes(keys: &[Vec<u8>]) -> Vec<Vec<u8>> {
     out.sort();
     out.dedup();
     out
-}
-
-fn direct_reads_work(dir: &std::path::Path) -> bool {
-    let probe = dir.join("probe");
-    std::fs::write(&probe, [0u8; 4096]).unwrap();
-    let ok = bloomlsm::fs::direct::DirectFile::open(&probe).is_ok();
-    std::fs::remove_file(&probe).unwrap();
-    ok
 }
 
 fn options(rng: &mut Rng, background: bool) -> Options {

@@ -5,25 +5,10 @@
 //! every held snapshot too). Never a full `compact()`.
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
-use std::collections::BTreeMap;
+mod common;
 
 use bloomlsm::{Db, FilterPolicy, Options, Snapshot};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use common::{Model, Rng};
 
 fn key(i: u64) -> Vec<u8> {
     format!("k{i:07}").into_bytes()

@@ -10,11 +10,7 @@ mod common;
 use std::ops::Bound;
 
 use bloomlsm::{Db, Options};
-use common::{Rng, read_manifest, scratch_dir};
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:05}").into_bytes()
-}
+use common::{Rng, read_manifest, scratch_dir, short_key as key};
 
 const KEYS: u64 = 4000;
 

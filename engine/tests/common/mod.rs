@@ -17,6 +17,33 @@ pub fn absent(i: u64) -> Vec<u8> {
     format!("user{i:010}-gone").into_bytes()
 }
 
+/// A short `i`-th key in key order ("key00042"), for narrow tables that
+/// should hold many keys each.
+pub fn short_key(i: u64) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+/// A key between `short_key(i)` and `short_key(i + 1)` that no test writes.
+pub fn short_absent(i: u64) -> Vec<u8> {
+    format!("key{i:05}~").into_bytes()
+}
+
+/// Every pair `it` yields, in order (an error is a panic: the failure
+/// report).
+pub fn pairs(it: bloomlsm::DbIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+    it.map(|r| r.unwrap()).collect()
+}
+
+/// Whether the file system under `dir` serves the engine's `O_DIRECT`
+/// reads (tests of direct reads are skipped where it does not).
+pub fn direct_reads_work(dir: &Path) -> bool {
+    let probe = dir.join("probe");
+    std::fs::write(&probe, [0u8; 4096]).unwrap();
+    let ok = bloomlsm::fs::direct::DirectFile::open(&probe).is_ok();
+    std::fs::remove_file(&probe).unwrap();
+    ok
+}
+
 /// The `i`-th key of a sequence scattered over the key space (writes in
 /// this order are not in key order, so every table overlaps many).
 pub fn scattered_key(i: u64) -> Vec<u8> {
