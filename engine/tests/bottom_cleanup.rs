@@ -377,14 +377,21 @@ fn delete_heavy_deep_store(background_work: bool, dynamic: bool) {
     // those and for filters' false positives.
     // (A merge into a bottom level while the pin was held may already
     // have dropped some, the pin seeing neither their value nor their
-    // tombstone: more of them with background threads, whose merges come
-    // at other moments.)
-    let share = if background_work { 5 } else { 3 };
+    // tombstone. Inline, the merges come at fixed moments and the share
+    // left is fixed. On background threads the scheduler decides: a
+    // loaded machine's threads merged all but 2 of 48 before the pin
+    // went, so there the per-key rules below are checked, not a ratio.)
     assert!(
-        found_before * share >= pinned_keys.len() && blocks_before >= found_before,
-        "before: {found_before} of {} tombstones found, {blocks_before} blocks",
-        pinned_keys.len()
+        blocks_before >= found_before,
+        "before: {found_before} tombstones found, {blocks_before} blocks"
     );
+    if !background_work {
+        assert!(
+            found_before * 3 >= pinned_keys.len(),
+            "before: {found_before} of {} tombstones found",
+            pinned_keys.len()
+        );
+    }
     for (k, number) in &found_after {
         let t = tables.iter().find(|t| t.number == *number).unwrap();
         assert!(
@@ -397,11 +404,13 @@ fn delete_heavy_deep_store(background_work: bool, dynamic: bool) {
             t.level
         );
     }
-    assert!(
-        found_after.len() * 4 <= found_before,
-        "{} of {found_before} tombstones still found",
-        found_after.len()
-    );
+    if !background_work {
+        assert!(
+            found_after.len() * 4 <= found_before,
+            "{} of {found_before} tombstones still found",
+            found_after.len()
+        );
+    }
     assert!(
         blocks_after <= found_after.len() + pinned_keys.len() / 20,
         "{blocks_after} blocks read for {} deleted keys",
