@@ -182,6 +182,9 @@ pub(crate) struct Counters {
     pub(crate) trivial_moves: AtomicU64,
     /// Bottommost cleanups (also counted in `compactions`).
     pub(crate) bottom_cleanups: AtomicU64,
+    /// Deletion-triggered compactions picked (each also counted as a
+    /// compaction or a trivial move).
+    pub(crate) deletion_compactions: AtomicU64,
     pub(crate) filters_built: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
     pub(crate) bytes_compacted_read: AtomicU64,
@@ -199,6 +202,7 @@ impl Counters {
             compactions: AtomicU64::new(0),
             trivial_moves: AtomicU64::new(0),
             bottom_cleanups: AtomicU64::new(0),
+            deletion_compactions: AtomicU64::new(0),
             filters_built: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
             bytes_compacted_read: AtomicU64::new(0),

@@ -139,6 +139,10 @@ pub struct Stats {
     /// level, to drop the tombstones and shadowed versions no live
     /// snapshot needs any more.
     pub bottom_cleanups: u64,
+    /// Deletion-triggered compactions (`Options::deletion_compaction_ratio`):
+    /// a table dense with tombstones over deeper data carried one level
+    /// down (each counted in `compactions` or `trivial_moves` too).
+    pub deletion_compactions: u64,
     /// Filters built (one per table written).
     pub filters_built: u64,
     /// Bytes of table files written.
@@ -225,6 +229,7 @@ impl DbInner {
             compactions: get(&self.counters.compactions),
             trivial_moves: get(&self.counters.trivial_moves),
             bottom_cleanups: get(&self.counters.bottom_cleanups),
+            deletion_compactions: get(&self.counters.deletion_compactions),
             filters_built: get(&self.counters.filters_built),
             bytes_written: get(&self.counters.bytes_written),
             bytes_compacted_read: get(&self.counters.bytes_compacted_read),

@@ -5,6 +5,7 @@
 //! durable and the last reader holding them lets go (`version.rs`).
 
 mod cleanup;
+mod deletion;
 mod level_cursor;
 mod pick;
 mod retain;
@@ -15,6 +16,8 @@ mod widen;
 mod aligned_outputs_tests;
 #[cfg(test)]
 mod cleanup_tests;
+#[cfg(test)]
+mod deletion_tests;
 #[cfg(test)]
 mod move_shapes_tests;
 #[cfg(test)]
@@ -42,7 +45,7 @@ use crate::filter_budget::{PlannedWrite, table_keys};
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
 use crate::merging_cursor::MergingCursor;
-use crate::table_files::OutputCuts;
+use crate::table_files::{MAX_COMPACTION_FACTOR, OutputCuts};
 use crate::version::TableHandle;
 
 use level_cursor::LevelCursor;
@@ -72,8 +75,11 @@ impl DbInner {
                 }
                 picked
             };
-            // Lowest priority: only when no level needs a compaction.
-            let Some(c) = picked.or_else(|| self.pick_bottom_cleanup(installs, &sv.version.levels))
+            // Only when no level needs a compaction: tombstones over older
+            // data go down, then the bottom is cleaned.
+            let Some(c) = picked
+                .or_else(|| self.pick_deletion_compaction(&sv.version.levels))
+                .or_else(|| self.pick_bottom_cleanup(installs, &sv.version.levels))
             else {
                 return Ok(());
             };
@@ -154,6 +160,31 @@ impl DbInner {
             }
         }
         Ok(())
+    }
+
+    /// The deletion-triggered compaction due, if any (`deletion.rs`), for
+    /// the tree `levels`; never without `Options::deletion_compaction_ratio`.
+    fn pick_deletion_compaction(
+        &self,
+        levels: &[Vec<Arc<TableHandle>>],
+    ) -> Option<Compaction<Arc<TableHandle>>> {
+        let ratio = self.options.deletion_compaction_ratio?;
+        let c = deletion::pick_deletion_compaction(
+            levels,
+            ratio,
+            |t| {
+                let p = t.table.properties();
+                deletion::Deletions {
+                    tombstones: p.tombstones,
+                    entries: p.entries,
+                }
+            },
+            self.options
+                .target_file_bytes
+                .saturating_mul(MAX_COMPACTION_FACTOR),
+        )?;
+        Counters::add(&self.counters.deletion_compactions, 1);
+        Some(c)
     }
 
     /// The bottommost cleanup due, if any (`cleanup.rs`), for the tree

@@ -308,7 +308,7 @@ pub(crate) fn pick_all<T: TableRef + Clone>(levels: &[Vec<T>]) -> Option<Compact
 /// `Compaction::IsTrivialMove`): a table over far more of the level below
 /// is rewritten instead, its outputs cut to line up with that level, so
 /// merging it down later does not rewrite that whole span at once.
-fn expand<T: TableRef + Clone>(
+pub(super) fn expand<T: TableRef + Clone>(
     levels: &[Vec<T>],
     level: usize,
     inputs: Vec<T>,

@@ -96,6 +96,14 @@ pub struct Options {
     /// device read. `open` fails, naming the path, where the file system
     /// refuses direct I/O.
     pub use_direct_reads: bool,
+    /// Deletion-triggered compaction (default `None`: off, as in RocksDB,
+    /// where it takes a `CompactOnDeletionCollector`). `Some(r)`, `r` in
+    /// `(0, 1]`: when no level needs a size-driven compaction, a table of
+    /// L1 or deeper whose tombstones are at least `r` of its entries and
+    /// whose key range meets a deeper level is merged into the next level,
+    /// so its deletes reach the data they hide and both go. Costs the
+    /// rewrite of the tables it meets there.
+    pub deletion_compaction_ratio: Option<f64>,
 }
 
 impl Default for Options {
@@ -122,6 +130,7 @@ impl Default for Options {
             on_corrupt_filter: CorruptFilterPolicy::Ignore,
             background_work: true,
             use_direct_reads: false,
+            deletion_compaction_ratio: None,
         }
     }
 }
@@ -181,6 +190,12 @@ impl Options {
         }
         if self.max_value_bytes > bloomlsm_sstable::DEFAULT_MAX_VALUE_BYTES {
             return bad("max_value_bytes must be at most 64 MiB");
+        }
+        if self
+            .deletion_compaction_ratio
+            .is_some_and(|r| !(r > 0.0 && r <= 1.0))
+        {
+            return bad("deletion_compaction_ratio must be in (0, 1]");
         }
         if self.filter_kind == FilterKind::Counting {
             return bad("counting filters are not table filters");
