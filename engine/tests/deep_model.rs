@@ -62,6 +62,7 @@ struct CaseFigures {
     snapshot_checks: usize,
     flushes: u64,
     compactions: u64,
+    deletion_compactions: u64,
 }
 
 /// A store under test and the model it must agree with.
@@ -82,6 +83,7 @@ struct Run<'a> {
     /// Counters of earlier opens (stats restart at each open).
     flushes_before: u64,
     compactions_before: u64,
+    deletion_compactions_before: u64,
 }
 
 impl<'a> Run<'a> {
@@ -102,6 +104,7 @@ impl<'a> Run<'a> {
             at: 0,
             flushes_before: 0,
             compactions_before: 0,
+            deletion_compactions_before: 0,
         })
     }
 
@@ -245,6 +248,8 @@ impl<'a> Run<'a> {
         }
         self.figures.flushes = self.flushes_before + stats.flushes;
         self.figures.compactions = self.compactions_before + stats.compactions;
+        self.figures.deletion_compactions =
+            self.deletion_compactions_before + stats.deletion_compactions;
     }
 
     fn step(&mut self, op: &Op) -> Result<(), TestCaseError> {
@@ -354,6 +359,7 @@ impl<'a> Run<'a> {
                 self.sample_depth();
                 self.flushes_before = self.figures.flushes;
                 self.compactions_before = self.figures.compactions;
+                self.deletion_compactions_before = self.figures.deletion_compactions;
                 for s in &mut self.snapshots {
                     *s = None;
                 }
@@ -471,13 +477,14 @@ fn deep_tree_matches_btreemap() {
     }
     println!(
         "{} cases, {ops} operations ({puts} puts, {deletes} deletes = {:.0}% of single operations) in {:.1} s; \
-         {} flushes, {} compactions, {} filter rebuilds, {} reopens, {} snapshot checks; \
+         {} flushes, {} compactions ({} deletion-triggered), {} filter rebuilds, {} reopens, {} snapshot checks; \
          cases by deepest level reached (L0..L6): {depths:?}",
         figures.len(),
         100.0 * deletes as f64 / units.max(1) as f64,
         elapsed.as_secs_f64(),
         sum(|f| f.flushes),
         sum(|f| f.compactions),
+        sum(|f| f.deletion_compactions),
         sum(|f| f.rebuilds as u64),
         sum(|f| f.reopens as u64),
         sum(|f| f.snapshot_checks as u64),
@@ -512,6 +519,7 @@ fn rebuild_filters_keeps_the_order_of_l0() {
             l0_compaction_trigger: 4,
             filter_kind: FilterKind::Blocked,
             policy: PolicySpec::PerLevel(vec![6.9]),
+            deletion_compaction_ratio: None,
         },
         ops: vec![
             Op::Put {

@@ -83,6 +83,7 @@ fn random_options(rng: &mut Rng, min_levels: usize, background_work: bool) -> Op
         target_file_bytes,
         background_work,
         use_direct_reads: rng.below(4) == 0,
+        deletion_compaction_ratio: *rng.pick(&[None, Some(0.2), Some(0.6)]),
         ..Options::default()
     }
 }

@@ -114,6 +114,8 @@ pub struct Shape {
     pub filter_kind: FilterKind,
     /// `Options::filter_policy` at open.
     pub policy: PolicySpec,
+    /// `Options::deletion_compaction_ratio`.
+    pub deletion_compaction_ratio: Option<f64>,
 }
 
 impl Shape {
@@ -137,6 +139,7 @@ impl Shape {
             num_levels: Self::NUM_LEVELS,
             target_file_bytes: self.target_file_bytes,
             background_work: false,
+            deletion_compaction_ratio: self.deletion_compaction_ratio,
             ..Options::default()
         }
     }
@@ -385,6 +388,8 @@ pub fn generate(seed: u64, len: usize) -> Case {
             FilterKind::Standard
         },
         policy: rng.policy(),
+        // From the seed, not the generator: every seed keeps its case.
+        deletion_compaction_ratio: [None, Some(0.5), Some(0.15)][(seed % 3) as usize],
     };
     let mut g = Generator {
         base: rng.below(KEY_SPACE / 2),
