@@ -16,12 +16,9 @@
 
 mod common;
 
-use std::path::Path;
-use std::sync::Arc;
-
 use bloomlsm::{Db, Options, Snapshot, TraceResult, TraceSource};
-use bloomlsm_sstable::{EntryKind, Table, TableIter};
-use common::{Model, pairs, read_manifest};
+use common::live_tables::{LiveTable, live_tables};
+use common::{Model, pairs};
 
 const RUNS: u64 = 14;
 const RUN_KEYS: u64 = 48;
@@ -185,46 +182,6 @@ fn deleted_key_reads(db: &Db, keys: &[u64]) -> (usize, Vec<(Vec<u8>, u64)>) {
         }
     }
     (blocks, found)
-}
-
-/// One live table as its file says: level, key range, entries (user key,
-/// sequence, tombstone?), and its properties' counts.
-struct LiveTable {
-    level: u32,
-    number: u64,
-    smallest: Vec<u8>,
-    largest: Vec<u8>,
-    entries: Vec<(Vec<u8>, u64, bool)>,
-    tombstones: u64,
-    shadowed: u64,
-}
-
-/// Every table the manifest of the closed store in `dir` names.
-fn live_tables(dir: &Path) -> Vec<LiveTable> {
-    read_manifest(dir)
-        .tables
-        .into_iter()
-        .map(|r| {
-            let path = dir.join(format!("{:06}.sst", r.numbers[0]));
-            let table = Arc::new(Table::open_path(&path, r.numbers[0], None).unwrap());
-            let p = table.properties().clone();
-            let entries = TableIter::new(table, false)
-                .map(|e| {
-                    let e = e.unwrap();
-                    (e.user_key, e.seq, e.kind == EntryKind::Delete)
-                })
-                .collect();
-            LiveTable {
-                level: r.level,
-                number: r.numbers[0],
-                smallest: r.keys[0].clone(),
-                largest: r.keys[1].clone(),
-                entries,
-                tombstones: p.tombstones,
-                shadowed: p.entries - p.distinct_keys,
-            }
-        })
-        .collect()
 }
 
 /// Tables of L1 or deeper with no deeper table meeting their key range,

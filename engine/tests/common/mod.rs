@@ -4,6 +4,8 @@
 #![allow(dead_code)] // Not every test binary uses every helper.
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
+pub mod live_tables;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
