@@ -18,7 +18,7 @@ mod common;
 
 use bloomlsm::{Db, Options, Snapshot, TraceResult, TraceSource};
 use common::live_tables::{LiveTable, live_tables};
-use common::{Model, pairs};
+use common::model_run::{ModelRun, deep_narrow_options};
 
 const RUNS: u64 = 14;
 const RUN_KEYS: u64 = 48;
@@ -30,122 +30,17 @@ fn key(i: u64) -> Vec<u8> {
 fn options(background_work: bool, dynamic_level_bytes: bool) -> Options {
     Options {
         dynamic_level_bytes,
-        memtable_bytes: 2048,
-        target_file_bytes: 1024,
-        l1_bytes: 2048,
-        block_size: 128,
-        level_size_ratio: 3,
-        num_levels: 7,
-        l0_compaction_trigger: 2,
-        l0_slowdown_trigger: 4,
-        l0_stop_trigger: 8,
-        background_work,
-        ..Options::default()
+        ..deep_narrow_options(background_work)
     }
 }
 
-/// The store, the model, and the snapshots held with what each saw.
-struct Run {
-    dir: tempfile::TempDir,
-    background_work: bool,
-    dynamic: bool,
-    db: Option<Db>,
-    model: Model,
-    snapshots: Vec<(Snapshot, Model)>,
-    writes: u64,
-    steps: u64,
-}
-
-impl Run {
-    fn new(background_work: bool, dynamic: bool) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path(), options(background_work, dynamic)).unwrap();
-        Self {
-            dir,
-            background_work,
-            dynamic,
-            db: Some(db),
-            model: Model::new(),
-            snapshots: Vec::new(),
-            writes: 0,
-            steps: 0,
-        }
-    }
-
-    fn db(&self) -> &Db {
-        self.db.as_ref().unwrap()
-    }
-
-    fn put(&mut self, i: u64) {
-        self.writes += 1;
-        let mut value = format!("v{}-{i}-", self.writes).into_bytes();
-        value.resize(40, b'.');
-        self.db().put(&key(i), &value).unwrap();
-        self.model.insert(key(i), value);
-    }
-
-    fn delete(&mut self, i: u64) {
-        self.db().delete(&key(i)).unwrap();
-        self.model.remove(&key(i));
-    }
-
-    /// Every answer of the store and of each held snapshot against the
-    /// model: a full scan each, and gets of a rotating third of the keys
-    /// (all of them when `all`), deleted and never-written ones included.
-    fn check(&mut self, what: &str, all: bool) {
-        self.steps += 1;
-        let step = self.steps;
-        let universe = (RUNS + 1) * RUN_KEYS;
-        let chosen = |i: u64| all || (i + step).is_multiple_of(3);
-        let db = self.db.as_ref().unwrap();
-        let scanned: Model = pairs(db.scan::<&[u8], _>(..).unwrap())
-            .into_iter()
-            .collect();
-        assert!(scanned == self.model, "step {step} ({what}): scan");
-        for i in (0..universe).filter(|&i| chosen(i)) {
-            let k = key(i);
-            assert_eq!(
-                db.get(&k).unwrap(),
-                self.model.get(&k).cloned(),
-                "step {step} ({what}): get {i}"
-            );
-        }
-        for (n, (snapshot, seen)) in self.snapshots.iter().enumerate() {
-            let scanned: Model = pairs(snapshot.scan::<&[u8], _>(..).unwrap())
-                .into_iter()
-                .collect();
-            assert!(scanned == *seen, "step {step} ({what}): snapshot {n} scan");
-            for i in (0..universe).filter(|&i| chosen(i)) {
-                let k = key(i);
-                assert_eq!(
-                    snapshot.get(&k).unwrap(),
-                    seen.get(&k).cloned(),
-                    "step {step} ({what}): snapshot {n} get {i}"
-                );
-            }
-        }
-    }
-
-    fn take_snapshot(&mut self) {
-        let snapshot = self.db().snapshot();
-        self.snapshots.push((snapshot, self.model.clone()));
-    }
-
-    fn release_oldest_snapshot(&mut self) {
-        if !self.snapshots.is_empty() {
-            self.snapshots.remove(0);
-        }
-    }
-
-    fn reopen(&mut self) {
-        self.snapshots.clear();
-        self.db.take().unwrap().close().unwrap();
-        self.db = Some(Db::open(self.dir.path(), self.options()).unwrap());
-    }
-
-    fn options(&self) -> Options {
-        options(self.background_work, self.dynamic)
-    }
+/// Keys `0..(RUNS + 1) * RUN_KEYS` (the last run's worth never written).
+fn run(background_work: bool, dynamic: bool) -> ModelRun {
+    ModelRun::new(
+        options(background_work, dynamic),
+        key,
+        (RUNS + 1) * RUN_KEYS,
+    )
 }
 
 /// Keys deleted from run `r` two runs later (most of its first half, in
@@ -226,7 +121,7 @@ const PIN_TAKEN: u64 = 5;
 const PIN_RELEASED: u64 = 8;
 
 fn delete_heavy_deep_store(background_work: bool, dynamic: bool) {
-    let mut run = Run::new(background_work, dynamic);
+    let mut run = run(background_work, dynamic);
     let mut pin: Option<Snapshot> = None;
     // Keys of a run's second half written and deleted at once while the
     // pin is held: their tables move down with tombstone and value by
@@ -320,7 +215,7 @@ fn delete_heavy_deep_store(background_work: bool, dynamic: bool) {
     }
     assert_eq!(run.db().stats().bottom_cleanups, cleanups, "cleanups go on");
     // (b) From the files themselves, after a clean close.
-    run.db.take().unwrap().close().unwrap();
+    run.close();
     let tables = live_tables(run.dir.path());
     let (stuck, useless) = leftovers(&tables);
     assert!(
@@ -374,7 +269,7 @@ fn delete_heavy_deep_store(background_work: bool, dynamic: bool) {
         pinned_keys.len()
     );
     // And the store still answers as the model says after a reopen.
-    run.db = Some(Db::open(run.dir.path(), run.options()).unwrap());
+    run.open();
     run.check("reopened at the end", true);
 }
 
@@ -417,7 +312,7 @@ impl Rng {
 /// below it (a search remembered as fruitless must not hide one), and it
 /// reopens and goes on.
 fn snapshots_in_many_orders(background_work: bool, seed: u64) {
-    let mut run = Run::new(background_work, false);
+    let mut run = run(background_work, false);
     let mut rng = Rng(seed);
     let space = 4 * RUN_KEYS;
     let mut checkpoints = 0;
@@ -476,14 +371,14 @@ fn snapshots_in_many_orders(background_work: bool, seed: u64) {
             run.snapshots.clear();
             run.db().wait_for_background_work().unwrap();
             run.check("settled", true);
-            run.db.take().unwrap().close().unwrap();
+            run.close();
             let (stuck, _) = leftovers(&live_tables(run.dir.path()));
             assert!(
                 stuck.is_empty(),
                 "seed {seed}, step {step}: tables with garbage and nothing below: {stuck:#?}"
             );
             checkpoints += 1;
-            run.db = Some(Db::open(run.dir.path(), run.options()).unwrap());
+            run.open();
             run.check("reopened", true);
         }
     }

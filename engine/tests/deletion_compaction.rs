@@ -15,9 +15,10 @@
 
 mod common;
 
-use bloomlsm::{Db, Options, Snapshot};
+use bloomlsm::Options;
+use common::Rng;
 use common::live_tables::{LiveTable, live_tables};
-use common::{Model, Rng, pairs, scratch_dir};
+use common::model_run::{ModelRun, deep_narrow_options};
 
 const KEYS: u64 = 1_200;
 const RATIO: f64 = 0.3;
@@ -28,126 +29,31 @@ fn key(i: u64) -> Vec<u8> {
 
 fn options(background_work: bool, ratio: Option<f64>) -> Options {
     Options {
-        memtable_bytes: 2048,
-        target_file_bytes: 1024,
-        l1_bytes: 2048,
-        block_size: 128,
-        level_size_ratio: 3,
-        num_levels: 7,
-        l0_compaction_trigger: 2,
-        l0_slowdown_trigger: 4,
-        l0_stop_trigger: 8,
-        background_work,
         deletion_compaction_ratio: ratio,
-        ..Options::default()
+        ..deep_narrow_options(background_work)
     }
 }
 
-struct Run {
-    dir: tempfile::TempDir,
-    options: Options,
-    db: Option<Db>,
-    model: Model,
-    snapshots: Vec<(Snapshot, Model)>,
-    deleted: Vec<u64>,
-    writes: u64,
-    step: u64,
-}
-
-impl Run {
-    fn new(options: Options) -> Self {
-        let dir = scratch_dir();
-        let db = Db::open(dir.path(), options.clone()).unwrap();
-        Self {
-            dir,
-            options,
-            db: Some(db),
-            model: Model::new(),
-            snapshots: Vec::new(),
-            deleted: Vec::new(),
-            writes: 0,
-            step: 0,
-        }
+/// Data blocks the gets of `deleted` (keys deleted and not written since)
+/// read.
+fn deleted_key_blocks(run: &ModelRun, deleted: &[u64]) -> usize {
+    let mut blocks = 0;
+    for &i in deleted {
+        let (value, trace) = run.db().get_traced(&key(i)).unwrap();
+        assert_eq!(value, None);
+        blocks += trace.steps.iter().filter(|s| s.block.is_some()).count();
     }
-
-    fn db(&self) -> &Db {
-        self.db.as_ref().unwrap()
-    }
-
-    fn put(&mut self, i: u64) {
-        self.writes += 1;
-        let mut value = format!("v{}-{i}-", self.writes).into_bytes();
-        value.resize(32, b'.');
-        self.db().put(&key(i), &value).unwrap();
-        self.model.insert(key(i), value);
-    }
-
-    fn delete(&mut self, i: u64) {
-        self.db().delete(&key(i)).unwrap();
-        self.model.remove(&key(i));
-        self.deleted.push(i);
-    }
-
-    /// The store and every held snapshot against the model: a full scan
-    /// each, and gets of a rotating fifth of the keys (all when `all`),
-    /// deleted and never-written ones (`KEYS..`) included.
-    fn check(&mut self, what: &str, all: bool) {
-        self.step += 1;
-        let step = self.step;
-        let chosen = |i: u64| all || (i + step).is_multiple_of(5);
-        let db = self.db.as_ref().unwrap();
-        let scanned: Model = pairs(db.scan::<&[u8], _>(..).unwrap())
-            .into_iter()
-            .collect();
-        assert!(scanned == self.model, "step {step} ({what}): scan");
-        for i in (0..KEYS + 20).filter(|&i| chosen(i)) {
-            let k = key(i);
-            assert_eq!(
-                db.get(&k).unwrap(),
-                self.model.get(&k).cloned(),
-                "step {step} ({what}): get {i}"
-            );
-        }
-        for (n, (snapshot, seen)) in self.snapshots.iter().enumerate() {
-            let scanned: Model = pairs(snapshot.scan::<&[u8], _>(..).unwrap())
-                .into_iter()
-                .collect();
-            assert!(scanned == *seen, "step {step} ({what}): snapshot {n} scan");
-            for i in (0..KEYS + 20).filter(|&i| chosen(i)) {
-                let k = key(i);
-                assert_eq!(
-                    snapshot.get(&k).unwrap(),
-                    seen.get(&k).cloned(),
-                    "step {step} ({what}): snapshot {n} get {i}"
-                );
-            }
-        }
-    }
-
-    fn reopen(&mut self) {
-        self.snapshots.clear();
-        self.db.take().unwrap().close().unwrap();
-        self.db = Some(Db::open(self.dir.path(), self.options.clone()).unwrap());
-    }
-
-    /// Data blocks the gets of every deleted key (not written again) read.
-    fn deleted_key_blocks(&self) -> usize {
-        let mut blocks = 0;
-        for &i in &self.deleted {
-            let (value, trace) = self.db().get_traced(&key(i)).unwrap();
-            assert_eq!(value, None);
-            blocks += trace.steps.iter().filter(|s| s.block.is_some()).count();
-        }
-        blocks
-    }
+    blocks
 }
 
 /// The load: every key written in a scattered order (twice for a third of
 /// them) until the tree is deep, then ranges deleted in key order, a
 /// quarter of them rewritten afterwards, snapshots taken and released
-/// along the way, one reopen. Returns the settled run.
-fn load(options: Options, seed: u64) -> Run {
-    let mut run = Run::new(options);
+/// along the way, one reopen. Returns the settled run and the keys
+/// deleted and not written since.
+fn load(options: Options, seed: u64) -> (ModelRun, Vec<u64>) {
+    let mut run = ModelRun::new(options, key, KEYS + 20);
+    let mut deleted = Vec::new();
     let mut rng = Rng(seed);
     let mut order: Vec<u64> = (0..KEYS).collect();
     for i in (1..order.len()).rev() {
@@ -166,13 +72,12 @@ fn load(options: Options, seed: u64) -> Run {
         for i in range * 100..(range + 1) * 100 {
             if i % 7 != 0 && run.model.contains_key(&key(i)) {
                 run.delete(i);
+                deleted.push(i);
             }
         }
         run.check("range deleted", false);
         if r % 2 == 0 {
-            let seen = run.model.clone();
-            let snapshot = run.db().snapshot();
-            run.snapshots.push((snapshot, seen));
+            run.take_snapshot();
         }
         if r % 3 == 2 {
             run.snapshots.remove(0);
@@ -184,11 +89,10 @@ fn load(options: Options, seed: u64) -> Run {
         if r == 5 {
             // A few deleted keys come back (their tombstones are now
             // shadowed in turn).
-            let back: Vec<u64> = run.deleted.iter().copied().step_by(4).collect();
-            for i in back {
+            for &i in deleted.iter().step_by(4) {
                 run.put(i);
             }
-            run.deleted.retain(|i| !run.model.contains_key(&key(*i)));
+            deleted.retain(|i| !run.model.contains_key(&key(*i)));
             run.check("some written again", false);
         }
     }
@@ -196,7 +100,7 @@ fn load(options: Options, seed: u64) -> Run {
     run.db().flush().unwrap();
     run.db().wait_for_background_work().unwrap();
     run.check("settled", true);
-    run
+    (run, deleted)
 }
 
 /// Tables of L1 or deeper whose key range meets a deeper table and whose
@@ -223,8 +127,11 @@ fn dense_over_deeper(tables: &[LiveTable], ratio: f64) -> Vec<String> {
         .collect()
 }
 
-fn settles_with_no_dense_table_over_deeper_data(background_work: bool, seed: u64) -> Run {
-    let mut run = load(options(background_work, Some(RATIO)), seed);
+fn settles_with_no_dense_table_over_deeper_data(
+    background_work: bool,
+    seed: u64,
+) -> (ModelRun, Vec<u64>) {
+    let (mut run, deleted) = load(options(background_work, Some(RATIO)), seed);
     let s = run.db().stats();
     let deepest = s.levels.iter().rposition(|l| l.tables > 0).unwrap();
     assert!(deepest >= 4, "a deep store: deepest level L{deepest}");
@@ -241,31 +148,34 @@ fn settles_with_no_dense_table_over_deeper_data(background_work: bool, seed: u64
         run.db().wait_for_background_work().unwrap();
     }
     assert_eq!(run.db().stats().deletion_compactions, picks, "picks go on");
-    run.db.take().unwrap().close().unwrap();
+    run.close();
     let dense = dense_over_deeper(&live_tables(run.dir.path()), RATIO);
     assert!(dense.is_empty(), "left over deeper data: {dense:#?}");
-    run.db = Some(Db::open(run.dir.path(), run.options.clone()).unwrap());
+    run.open();
     run.check("reopened at the end", true);
-    run
+    (run, deleted)
 }
 
 #[test]
 fn deletes_reach_their_data_inline() {
     for seed in 1..=3 {
-        let mut on = settles_with_no_dense_table_over_deeper_data(false, seed);
-        let mut off = load(options(false, None), seed);
+        let (mut on, deleted) = settles_with_no_dense_table_over_deeper_data(false, seed);
+        let (mut off, deleted_off) = load(options(false, None), seed);
         // The same operations without the option: tombstones left where
         // they landed, over deeper data.
-        off.db.take().unwrap().close().unwrap();
+        off.close();
         let left = dense_over_deeper(&live_tables(off.dir.path()), RATIO);
-        off.db = Some(Db::open(off.dir.path(), off.options.clone()).unwrap());
+        off.open();
         off.check("reopened", true);
-        assert_eq!(on.deleted, off.deleted);
-        let (blocks_on, blocks_off) = (on.deleted_key_blocks(), off.deleted_key_blocks());
+        assert_eq!(deleted, deleted_off);
+        let (blocks_on, blocks_off) = (
+            deleted_key_blocks(&on, &deleted),
+            deleted_key_blocks(&off, &deleted),
+        );
         println!(
             "seed {seed}: {} deleted keys, data blocks read for them {blocks_off} without, \
              {blocks_on} with; {} dense tables over deeper data left without",
-            on.deleted.len(),
+            deleted.len(),
             left.len()
         );
         assert!(!left.is_empty(), "the load leaves nothing for the option");

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use super::cleanup::pick_bottom_cleanup;
-use super::tests::in_a_store::{delete, l1_over_budget_options, place, put};
+use super::tests::in_a_store::{blocks_read, delete, get, l1_over_budget_options, place, put};
 use super::tests::table;
 use crate::manifest::TableMeta;
 use crate::trace::TraceResult;
@@ -101,18 +101,6 @@ fn the_most_garbage_goes_first_ties_to_the_shallower_level() {
         picked(&levels, Some(12), &[(11, 3), (13, 7)]),
         Some((1, 11))
     );
-}
-
-fn get(db: &Db, key: &str) -> Option<String> {
-    db.get(key.as_bytes())
-        .unwrap()
-        .map(|v| String::from_utf8(v).unwrap())
-}
-
-/// Blocks a get of `key` read (from file or cache).
-fn blocks_read(db: &Db, key: &str) -> usize {
-    let (_, trace) = db.get_traced(key.as_bytes()).unwrap();
-    trace.steps.iter().filter(|s| s.block.is_some()).count()
 }
 
 fn level_numbers(db: &Db, level: usize) -> Vec<u64> {

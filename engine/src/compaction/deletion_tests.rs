@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use super::deletion::{Deletions, pick_deletion_compaction};
-use super::tests::in_a_store::{delete, l1_over_budget_options, place, put};
+use super::tests::in_a_store::{blocks_read, delete, get, l1_over_budget_options, place, put};
 use super::tests::table;
 use crate::manifest::TableMeta;
 use crate::{Db, Options};
@@ -113,18 +113,6 @@ fn the_most_tombstones_go_first_ties_to_the_shallower_level() {
         picked(&levels, 0.5, &[(11, 9, 10), (12, 9, 10)]).map(|p| p.1),
         Some(11)
     );
-}
-
-fn get(db: &Db, key: &str) -> Option<String> {
-    db.get(key.as_bytes())
-        .unwrap()
-        .map(|v| String::from_utf8(v).unwrap())
-}
-
-/// Blocks a get of `key` read (from file or cache).
-fn blocks_read(db: &Db, key: &str) -> usize {
-    let (_, trace) = db.get_traced(key.as_bytes()).unwrap();
-    trace.steps.iter().filter(|s| s.block.is_some()).count()
 }
 
 /// Four levels, nothing over budget below L1 (no size-driven pick moves

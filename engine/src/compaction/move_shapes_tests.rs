@@ -5,14 +5,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::tests::in_a_store::{delete, l1_over_budget_options, place, put};
+use super::tests::in_a_store::{delete, get, l1_over_budget_options, place, put};
 use crate::{Db, Options};
-
-fn get(db: &Db, key: &str) -> Option<String> {
-    db.get(key.as_bytes())
-        .unwrap()
-        .map(|v| String::from_utf8(v).unwrap())
-}
 
 #[test]
 fn a_run_of_four_moves_in_one_edit_with_its_tombstones_and_snapshot_versions() {

@@ -279,6 +279,19 @@ pub(super) mod in_a_store {
         })
     }
 
+    /// The value a get of `key` returns, as text.
+    pub(in crate::compaction) fn get(db: &Db, key: &str) -> Option<String> {
+        db.get(key.as_bytes())
+            .unwrap()
+            .map(|v| String::from_utf8(v).unwrap())
+    }
+
+    /// Blocks a get of `key` read (from file or cache).
+    pub(in crate::compaction) fn blocks_read(db: &Db, key: &str) -> usize {
+        let (_, trace) = db.get_traced(key.as_bytes()).unwrap();
+        trace.steps.iter().filter(|s| s.block.is_some()).count()
+    }
+
     pub(in crate::compaction) fn delete(key: &str, seq: u64) -> crate::Result<Entry> {
         Ok(Entry {
             user_key: key.as_bytes().to_vec(),

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
 pub mod live_tables;
+pub mod model_run;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
