@@ -17,21 +17,37 @@ enum Op {
     Reopen,
 }
 
-fn opts() -> Options {
+/// The operations, and whether the store runs deletion-triggered
+/// compactions (at a quarter of a table's entries).
+#[derive(Arbitrary, Debug)]
+struct Input {
+    deletion_compaction: bool,
+    ops: Vec<Op>,
+}
+
+fn opts(deletion_compaction: bool) -> Options {
     Options {
         memtable_bytes: 512,
         block_size: 128,
         target_file_bytes: 512,
         l1_bytes: 2048,
         background_work: false,
+        deletion_compaction_ratio: deletion_compaction.then_some(0.25),
         ..Options::default()
     }
 }
 
-fuzz_target!(|ops: Vec<Op>| {
+fuzz_target!(|input: Input| {
+    let Input {
+        deletion_compaction,
+        ops,
+    } = input;
+    let opts = || opts(deletion_compaction);
     let dir = std::env::temp_dir().join(format!("bloomlsm-fuzz-db-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let Ok(mut db) = Db::open(&dir, opts()) else { return };
+    let Ok(mut db) = Db::open(&dir, opts()) else {
+        return;
+    };
     let mut model = BTreeMap::new();
     for op in ops.into_iter().take(200) {
         match op {
