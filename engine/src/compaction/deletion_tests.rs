@@ -251,3 +251,276 @@ fn a_ratio_outside_zero_to_one_is_refused() {
         );
     }
 }
+
+/// Ratio 1, a table of nothing but tombstones meeting deeper data only at
+/// its last key, a snapshot holding that key's value, and a trivial move
+/// refused on the way (the table over a deeper table past
+/// `max_compaction_bytes`): the tombstones that hide nothing go when the
+/// table is rewritten alone, the one at the edge reaches its value, and
+/// the picks end with the snapshot's answer kept.
+#[test]
+fn a_table_of_tombstones_meeting_deeper_data_at_its_edge() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        deletion_compaction_ratio: Some(1.0),
+        num_levels: 5,
+        target_file_bytes: 64,
+        ..options()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let deep: Vec<_> = (50..400).map(|i| put(&format!("k{i:03}"), 1)).collect();
+    db.inner.last_visible.store(1, Ordering::Release);
+    place(&db, 4, deep);
+    let snapshot = db.snapshot();
+    let tombstones: Vec<_> = (0..=50).map(|i| delete(&format!("k{i:03}"), 2)).collect();
+    db.inner.last_visible.store(2, Ordering::Release);
+    place(&db, 1, tombstones);
+    db.inner.compact_while_needed().unwrap();
+    let s = db.stats();
+    // L1 -> L2 moved (nothing below L2's range); L2 -> L3 rewritten alone
+    // (L4's table too large to move over), keeping only k050's tombstone;
+    // L3 -> L4 merged beside the value the snapshot sees.
+    assert_eq!(
+        (s.deletion_compactions, s.trivial_moves, s.compactions),
+        (3, 1, 2)
+    );
+    assert_eq!((s.levels[4].tombstones, s.levels[4].entries), (1, 351));
+    assert_eq!(get(&db, "k050"), None);
+    assert_eq!(get(&db, "k010"), None);
+    assert_eq!(get(&db, "k051").as_deref(), Some("k051@1"));
+    assert_eq!(
+        snapshot.get(b"k050").unwrap().as_deref(),
+        Some(&b"k050@1"[..])
+    );
+    db.inner.compact_while_needed().unwrap();
+    assert_eq!(db.stats().deletion_compactions, 3, "the picks ended");
+    drop(snapshot);
+    db.wait_for_background_work().unwrap();
+    let s = db.stats();
+    assert_eq!((s.levels[4].tombstones, s.levels[4].entries), (0, 349));
+    assert_eq!(get(&db, "k050"), None);
+}
+
+/// Attack: random trees placed by hand (each level older than the one
+/// above, L0 newest, snapshots taken between the levels' placements),
+/// under every ratio from "any tombstone" to "only tombstones", with 2 to
+/// 7 levels, static or dynamic budgets, and tables so large against
+/// `target_file_bytes` that most trivial moves are refused. The picks
+/// must end (a watchdog, not a hang), leave the levels below L0 sorted and
+/// disjoint with no candidate left, and every get, at the head and at
+/// every snapshot, must match the model, before and after a reopen.
+mod random_trees {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::Ordering;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::super::deletion::{Deletions, pick_deletion_compaction};
+    use super::super::tests::in_a_store::{delete, place, put};
+    use crate::{Db, Options};
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n.max(1)
+        }
+        fn chance(&mut self, percent: u64) -> bool {
+            self.below(100) < percent
+        }
+    }
+
+    const KEYS: u64 = 120;
+
+    fn key(i: u64) -> String {
+        format!("k{i:03}")
+    }
+
+    /// Every version written: key -> (seq, value or None for a delete).
+    type Model = BTreeMap<String, Vec<(u64, Option<String>)>>;
+
+    fn expected(model: &Model, key: &str, at: u64) -> Option<String> {
+        model
+            .get(key)?
+            .iter()
+            .filter(|(s, _)| *s <= at)
+            .max_by_key(|(s, _)| *s)
+            .and_then(|(_, v)| v.clone())
+    }
+
+    /// Runs the picks on another thread; fails if they do not end.
+    fn compact_within(db: &Db, what: &str) {
+        let inner = std::sync::Arc::clone(&db.inner);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let r = inner.compact_while_needed();
+            let _ = tx.send(r.is_ok());
+        });
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(ok) => assert!(ok, "{what}: compaction failed"),
+            Err(_) => panic!(
+                "{what}: the picks never end ({} deletion picks so far)",
+                db.stats().deletion_compactions
+            ),
+        }
+    }
+
+    fn check_tree(db: &Db, ratio: f64, what: &str) {
+        let sv = db.inner.current.load_full();
+        let levels = &sv.version.levels;
+        for (l, tables) in levels.iter().enumerate().skip(1) {
+            for w in tables.windows(2) {
+                assert!(
+                    w[0].meta.largest_key < w[1].meta.smallest_key,
+                    "{what}: L{l} not sorted and disjoint"
+                );
+            }
+        }
+        let left = pick_deletion_compaction(
+            levels,
+            ratio,
+            |t| {
+                let p = t.table.properties();
+                Deletions {
+                    tombstones: p.tombstones,
+                    entries: p.entries,
+                }
+            },
+            u64::MAX,
+        );
+        assert!(left.is_none(), "{what}: a candidate left after the picks");
+    }
+
+    fn check_reads(
+        db: &Db,
+        model: &Model,
+        snapshots: &[(crate::Snapshot, u64)],
+        top: u64,
+        what: &str,
+    ) {
+        for i in 0..KEYS {
+            let k = key(i);
+            let got = db
+                .get(k.as_bytes())
+                .unwrap()
+                .map(|v| String::from_utf8(v).unwrap());
+            assert_eq!(got, expected(model, &k, top), "{what}: get {k}");
+            for (s, at) in snapshots {
+                let got = s
+                    .get(k.as_bytes())
+                    .unwrap()
+                    .map(|v| String::from_utf8(v).unwrap());
+                assert_eq!(
+                    got,
+                    expected(model, &k, *at),
+                    "{what}: get {k} at snapshot {at}"
+                );
+            }
+        }
+    }
+
+    /// Returns the deletion-triggered picks made.
+    fn one_case(seed: u64) -> u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let ratio = [1e-9, 0.15, 0.5, 1.0][rng.below(4) as usize];
+        let num_levels = [2, 3, 4, 7][rng.below(4) as usize];
+        let options = Options {
+            background_work: false,
+            num_levels,
+            dynamic_level_bytes: rng.chance(50),
+            l1_bytes: [64, 1 << 20][rng.below(2) as usize],
+            level_size_ratio: [2, 10, 1000][rng.below(3) as usize],
+            target_file_bytes: [64, 1 << 20][rng.below(2) as usize],
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 8,
+            l0_stop_trigger: 12,
+            deletion_compaction_ratio: Some(ratio),
+            ..Options::default()
+        };
+        let what = format!("seed {seed}: ratio {ratio}, {num_levels} levels, {options:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), options.clone()).unwrap();
+        let mut model = Model::new();
+        let mut seq = 0;
+        let mut snapshots = Vec::new();
+        // Deepest level first: each level newer than the ones below.
+        for level in (0..num_levels).rev() {
+            let tables = rng.below(4);
+            let mut cuts: Vec<u64> = (0..tables * 2).map(|_| rng.below(KEYS)).collect();
+            cuts.sort_unstable();
+            cuts.dedup();
+            let delete_percent = [0, 30, 70, 100][rng.below(4) as usize];
+            for pair in cuts.chunks(2) {
+                let (from, to) = (pair[0], *pair.last().unwrap());
+                // L0 tables may overlap each other; below L0 they are the
+                // disjoint runs between the cuts.
+                let (from, to) = if level == 0 {
+                    (rng.below(KEYS), rng.below(KEYS))
+                } else {
+                    (from, to)
+                };
+                let (from, to) = (from.min(to), from.max(to));
+                let mut entries = Vec::new();
+                for i in from..=to {
+                    if i != from && i != to && !rng.chance(60) {
+                        continue;
+                    }
+                    seq += 1;
+                    let k = key(i);
+                    let v = if rng.chance(delete_percent) {
+                        entries.push(delete(&k, seq));
+                        None
+                    } else {
+                        entries.push(put(&k, seq));
+                        Some(format!("{k}@{seq}"))
+                    };
+                    model.entry(k).or_default().push((seq, v));
+                }
+                // Before the install, which records it in the manifest.
+                db.inner.last_visible.store(seq, Ordering::Release);
+                place(&db, level, entries);
+            }
+            if rng.chance(40) {
+                snapshots.push((db.snapshot(), seq));
+            }
+        }
+        check_reads(&db, &model, &snapshots, seq, &format!("{what}: placed"));
+        compact_within(&db, &what);
+        check_tree(&db, ratio, &what);
+        check_reads(&db, &model, &snapshots, seq, &format!("{what}: compacted"));
+        // Release the snapshots one by one: cleanups, then nothing due.
+        while !snapshots.is_empty() {
+            let n = rng.below(snapshots.len() as u64) as usize;
+            snapshots.remove(n);
+            compact_within(&db, &what);
+            check_tree(&db, ratio, &what);
+            check_reads(&db, &model, &snapshots, seq, &format!("{what}: released"));
+        }
+        let picks = db.stats().deletion_compactions;
+        db.close().unwrap();
+        let db = Db::open(dir.path(), options).unwrap();
+        compact_within(&db, &what);
+        check_tree(&db, ratio, &what);
+        check_reads(&db, &model, &[], seq, &format!("{what}: reopened"));
+        picks + db.stats().deletion_compactions
+    }
+
+    #[test]
+    fn random_trees_end_their_picks_and_answer_right() {
+        let cases: u64 = std::env::var("DELETION_TREES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(40);
+        let picks: u64 = (1..=cases).map(one_case).sum();
+        assert!(
+            picks >= cases,
+            "{picks} deletion-triggered picks in {cases} cases"
+        );
+    }
+}
