@@ -33,9 +33,11 @@ pub(crate) struct Deletions {
 ///   cleanup's, `cleanup.rs`).
 ///
 /// Among candidates the one with the most tombstones goes; ties to the
-/// shallower level, then the smaller key. It is merged (or, with nothing
-/// of the next level meeting it, moved) into the next level like any
-/// size-driven pick, with the tables of that level it meets.
+/// shallower level, then the smaller key. It is merged into the next
+/// level like any size-driven pick (`pick::expand`), with the tables of
+/// that level it meets; with none, moved by a manifest edit, unless it
+/// and the tables it meets two levels down pass `max_compaction_bytes`
+/// (then rewritten alone, its outputs cut to line up with those).
 ///
 /// Terminates: each pick moves the chosen table's entries one level down,
 /// and nothing moves entries up, so without new writes there are finitely
