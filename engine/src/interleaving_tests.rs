@@ -259,8 +259,18 @@ fn a_rebalancing_rebuild_paused_before_install_while_a_flush_and_a_compaction_co
             let db = Arc::clone(&db);
             std::thread::spawn(move || db.inner.rebalance_filters_step(SETTLED_TOLERANCE))
         };
-        if paused.recv_timeout(Duration::from_secs(5)).is_err() {
-            // Nothing left to rebalance.
+        // Paused, or finished without pausing: nothing left to rebalance.
+        // (A paused rebuild cannot finish before it is resumed, so the
+        // answer does not depend on how long the thread takes to come.)
+        let reached_pause = loop {
+            if paused.recv_timeout(Duration::from_millis(10)).is_ok() {
+                break true;
+            }
+            if rebalancer.is_finished() {
+                break false;
+            }
+        };
+        if !reached_pause {
             assert!(!rebalancer.join().unwrap().unwrap());
             break;
         }

@@ -40,10 +40,25 @@ fn bytes_written_and_read_per_level_account_for_every_live_byte() {
     db.flush().unwrap();
     db.wait_for_background_work().unwrap();
     let s = db.stats();
-    let levels_in_use = s.levels.iter().filter(|l| l.tables > 0).count();
+    // A deep tree: the levels compactions wrote into or moved tables
+    // into, not the levels holding tables once settled. On background
+    // threads the settled shape is the scheduler's: L0 may have just gone
+    // down whole and the level below it may have just drained into the
+    // next (a loaded machine left tables [0, 0, 0, 2, 7, 39] and
+    // [3, 0, 0, 0, 6, 37], one level short of two sorted levels and L0).
+    let tables: Vec<u64> = s.levels.iter().map(|l| l.tables).collect();
+    let sorted_written = s.levels[1..]
+        .iter()
+        .filter(|l| l.bytes_written + l.bytes_moved_in > 0)
+        .count();
+    let sorted_in_use = s.levels[1..].iter().filter(|l| l.tables > 0).count();
+    println!(
+        "tables {tables:?}, {sorted_written} levels below L0 written into; {} merges, {} moves",
+        s.compactions, s.trivial_moves
+    );
     assert!(
-        levels_in_use >= 3,
-        "a deep tree: {levels_in_use} levels in use"
+        sorted_written >= 3 && sorted_in_use >= 2,
+        "a deep tree: {sorted_written} levels below L0 written into, tables {tables:?}"
     );
     assert!(
         s.compactions > 0 && s.trivial_moves > 0,
