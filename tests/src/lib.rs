@@ -4,7 +4,20 @@
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A directory for a store driven through `FaultFs`: in memory
+/// (`/dev/shm`) where there is one, or under `BLOOMLSM_TEST_TMPDIR`.
+/// `FaultFs` keeps what was not synced and drops it at a simulated power
+/// loss, so the device's own fsync adds nothing but time (hundreds of
+/// crash points of synced writes: minutes on a disk, seconds in memory).
+pub fn scratch_dir() -> tempfile::TempDir {
+    let base = std::env::var_os("BLOOMLSM_TEST_TMPDIR")
+        .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from("/dev/shm")).filter(|p| p.is_dir()))
+        .unwrap_or_else(std::env::temp_dir);
+    tempfile::tempdir_in(base).unwrap()
+}
 
 /// The key of write number `i`.
 pub fn key(i: u64) -> Vec<u8> {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, Options, SyncMode};
-use bloomlsm_tests::table_files;
+use bloomlsm_tests::{scratch_dir, table_files};
 
 const KEYS: u64 = 96;
 
@@ -102,7 +102,7 @@ fn model(ops: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
 
 #[test]
 fn every_crash_point_around_deletion_picks_recovers_the_acknowledged_state() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let fs = FaultFs::new();
     let (acked, picks, loaded) = run_until_crash(dir.path(), &fs);
     assert_eq!(acked, workload().len());
@@ -114,7 +114,7 @@ fn every_crash_point_around_deletion_picks_recovers_the_acknowledged_state() {
     // The crash points of the load before the deletes are the other
     // power-loss tests' cases.
     for crash_at in loaded..total_ops {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch_dir();
         let fs = FaultFs::new();
         fs.fail_from_op(crash_at);
         let (acked, _, _) = run_until_crash(dir.path(), &fs);
