@@ -124,6 +124,11 @@ pub(crate) struct DbInner {
     /// for a bottommost cleanup but the snapshot (or `cleanup_futile`)
     /// held every one back: the search is skipped until either changes.
     pub(crate) no_cleanup_under: Mutex<Option<(u64, Option<u64>)>>,
+    /// A value of `installs` at which the tree had no table for a
+    /// deletion-triggered compaction (`u64::MAX`: none known). That pick is
+    /// a function of the tree and the options alone, so the search is
+    /// skipped until the next install.
+    pub(crate) no_deletion_pick_at: AtomicU64,
     /// Test-only pause point in the read path (see `read.rs`).
     #[cfg(test)]
     pub(crate) read_pause: crate::test_hooks::ReadPause,
@@ -181,6 +186,7 @@ impl DbInner {
             cleanup_futile: Mutex::new(Vec::new()),
             no_cleanup_at: AtomicU64::new(u64::MAX),
             no_cleanup_under: Mutex::new(None),
+            no_deletion_pick_at: AtomicU64::new(u64::MAX),
             filter_claims: FilterClaims::default(),
             installs: AtomicU64::new(0),
             rebalanced_at: AtomicU64::new(u64::MAX),

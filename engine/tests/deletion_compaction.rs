@@ -174,9 +174,12 @@ fn deletes_reach_their_data_inline() {
         );
         println!(
             "seed {seed}: {} deleted keys, data blocks read for them {blocks_off} without, \
-             {blocks_on} with; {} dense tables over deeper data left without",
+             {blocks_on} with; {} dense tables over deeper data left without; \
+             table bytes written {} without, {} with",
             deleted.len(),
-            left.len()
+            left.len(),
+            off.bytes_written(),
+            on.bytes_written(),
         );
         assert!(!left.is_empty(), "the load leaves nothing for the option");
         assert!(

@@ -78,7 +78,7 @@ impl DbInner {
             // Only when no level needs a compaction: tombstones over older
             // data go down, then the bottom is cleaned.
             let Some(c) = picked
-                .or_else(|| self.pick_deletion_compaction(&sv.version.levels))
+                .or_else(|| self.pick_deletion_compaction(installs, &sv.version.levels))
                 .or_else(|| self.pick_bottom_cleanup(installs, &sv.version.levels))
             else {
                 return Ok(());
@@ -164,12 +164,19 @@ impl DbInner {
 
     /// The deletion-triggered compaction due, if any (`deletion.rs`), for
     /// the tree `levels`; never without `Options::deletion_compaction_ratio`.
+    /// `installs`: `self.installs` read before `levels` was taken from the
+    /// view (a later install always moves the count past a remembered
+    /// fruitless search, as for `pick_bottom_cleanup`).
     fn pick_deletion_compaction(
         &self,
+        installs: u64,
         levels: &[Vec<Arc<TableHandle>>],
     ) -> Option<Compaction<Arc<TableHandle>>> {
         let ratio = self.options.deletion_compaction_ratio?;
-        let c = deletion::pick_deletion_compaction(
+        if self.no_deletion_pick_at.load(Ordering::Acquire) == installs {
+            return None;
+        }
+        let picked = deletion::pick_deletion_compaction(
             levels,
             ratio,
             |t| {
@@ -182,9 +189,12 @@ impl DbInner {
             self.options
                 .target_file_bytes
                 .saturating_mul(MAX_COMPACTION_FACTOR),
-        )?;
-        Counters::add(&self.counters.deletion_compactions, 1);
-        Some(c)
+        );
+        match &picked {
+            Some(_) => Counters::add(&self.counters.deletion_compactions, 1),
+            None => self.no_deletion_pick_at.store(installs, Ordering::Release),
+        }
+        picked
     }
 
     /// The bottommost cleanup due, if any (`cleanup.rs`), for the tree

@@ -40,6 +40,8 @@ pub struct ModelRun {
     universe: u64,
     writes: u64,
     steps: u64,
+    /// Table bytes written by the opens before this one.
+    bytes_written_before: u64,
 }
 
 impl ModelRun {
@@ -56,6 +58,7 @@ impl ModelRun {
             universe,
             writes: 0,
             steps: 0,
+            bytes_written_before: 0,
         }
     }
 
@@ -131,7 +134,15 @@ impl ModelRun {
     /// Drops every snapshot and closes the store cleanly.
     pub fn close(&mut self) {
         self.snapshots.clear();
-        self.db.take().unwrap().close().unwrap();
+        let db = self.db.take().unwrap();
+        self.bytes_written_before += db.stats().bytes_written;
+        db.close().unwrap();
+    }
+
+    /// Table bytes written (flushes, compactions, rebuilds) over every
+    /// open of the run.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written_before + self.db.as_ref().map_or(0, |db| db.stats().bytes_written)
     }
 
     /// Opens the store closed by `close` with the run's options.
