@@ -75,3 +75,48 @@ fn a_store_on_a_read_only_mount_opens_read_only_and_still_excludes_writers() {
         .close()
         .unwrap();
 }
+
+/// A store copied without its `LOCK` onto a read-only medium (a backup
+/// that left it out): nothing can be locked or created there, and the
+/// read-only open reads it all the same, creating nothing. Before the fix
+/// it failed with `I/O error on .../LOCK: No such file or directory`.
+#[test]
+fn a_store_without_lock_on_a_read_only_mount_opens_read_only() {
+    let src = tempfile::tempdir().unwrap();
+    let at = tempfile::tempdir().unwrap();
+    let store = src.path().join("store");
+    let db = Db::open(&store, Options::default()).unwrap();
+    db.put(b"in-a-table", b"1").unwrap();
+    db.flush().unwrap();
+    db.put(b"wal-only", b"2").unwrap();
+    db.close().unwrap();
+    std::fs::remove_file(store.join("LOCK")).unwrap();
+    let listing = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(&store);
+    let Some(_mount) = RoMount::new(src.path(), at.path()) else {
+        eprintln!("skipped: cannot make a read-only bind mount here");
+        return;
+    };
+    let ro_store = at.path().join("store");
+    let ro = Db::open_read_only(&ro_store, Options::default()).unwrap();
+    assert_eq!(ro.get(b"in-a-table").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(ro.get(b"wal-only").unwrap(), Some(b"2".to_vec()));
+    assert!(matches!(ro.put(b"x", b"y"), Err(Error::ReadOnly)));
+    // A second reader in this process reads it too: nothing is held.
+    let again = Db::open_read_only(&ro_store, Options::default()).unwrap();
+    assert_eq!(again.get(b"in-a-table").unwrap(), Some(b"1".to_vec()));
+    again.close().unwrap();
+    ro.close().unwrap();
+    assert_eq!(listing(&store), before, "the directory changed");
+    // A writable open of the original still works and finds everything.
+    let db = Db::open(&store, Options::default()).unwrap();
+    assert_eq!(db.get(b"wal-only").unwrap(), Some(b"2".to_vec()));
+    db.close().unwrap();
+}

@@ -132,12 +132,27 @@ impl Drop for HeldLock {
     }
 }
 
+/// A read-only open's "lock" where `LOCK` is missing and cannot be
+/// created (a store copied without it onto a read-only medium): there is
+/// no file to lock, and none can be made, so nothing is held (as
+/// RocksDB's read-only open never locks). A writer reaching the same
+/// directory by a writable path is not excluded.
+#[derive(Debug)]
+struct NothingToLock;
+
+impl DirLock for NothingToLock {
+    fn created_file(&self) -> Option<bool> {
+        Some(false)
+    }
+}
+
 /// Takes the lock on `path` (creating the file if missing); `Ok(None)` when
 /// another process or another open in this one holds it. `shared` (a
 /// read-only open): an existing file that cannot be opened for writing
 /// (`EROFS`, `EACCES`, `EPERM`) is opened for reading and locked for
 /// reading (`F_RDLCK`), which a writer's `F_WRLCK` conflicts with either
-/// way; in this process the table refuses every second open as before.
+/// way; in this process the table refuses every second open as before. A
+/// missing one that cannot be created there is `NothingToLock`.
 pub(super) fn lock(path: &Path, shared: bool) -> FsResult<Option<Box<dyn DirLock>>> {
     let table = held();
     let mut held = table.ids.lock();
@@ -155,7 +170,13 @@ pub(super) fn lock(path: &Path, shared: bool) -> FsResult<Option<Box<dyn DirLock
         }
         let (file, created, write_lock) = match open_or_create(path) {
             Ok((file, created)) => (file, created, true),
-            Err(e) if shared && cannot_write(&e) => (File::open(path).at(path)?, false, false),
+            Err(e) if shared && cannot_write(&e) => match File::open(path) {
+                Ok(file) => (file, false, false),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Ok(Some(Box::new(NothingToLock)));
+                }
+                Err(e) => return Err(e).at(path),
+            },
             Err(e) => return Err(e).at(path),
         };
         let meta = file.metadata().at(path)?;
