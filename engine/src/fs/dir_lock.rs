@@ -152,7 +152,8 @@ impl DirLock for NothingToLock {
 /// (`EROFS`, `EACCES`, `EPERM`) is opened for reading and locked for
 /// reading (`F_RDLCK`), which a writer's `F_WRLCK` conflicts with either
 /// way; in this process the table refuses every second open as before. A
-/// missing one that cannot be created there is `NothingToLock`.
+/// missing one that cannot be created because the file system is read-only
+/// (`EROFS`) is `NothingToLock`; refused for want of permission, an error.
 pub(super) fn lock(path: &Path, shared: bool) -> FsResult<Option<Box<dyn DirLock>>> {
     let table = held();
     let mut held = table.ids.lock();
@@ -172,8 +173,19 @@ pub(super) fn lock(path: &Path, shared: bool) -> FsResult<Option<Box<dyn DirLock
             Ok((file, created)) => (file, created, true),
             Err(e) if shared && cannot_write(&e) => match File::open(path) {
                 Ok(file) => (file, false, false),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Only a read-only medium has nothing to lock: where the
+                // create was refused for want of permission (`EACCES`,
+                // `EPERM`) the file system is writable, and its owner can
+                // create `LOCK` and open read-write beside this open.
+                Err(not_found)
+                    if not_found.kind() == io::ErrorKind::NotFound
+                        && e.raw_os_error() == Some(libc::EROFS) =>
+                {
                     return Ok(Some(Box::new(NothingToLock)));
+                }
+                // Missing: the refused create says why it cannot be made.
+                Err(not_found) if not_found.kind() == io::ErrorKind::NotFound => {
+                    return Err(e).at(path);
                 }
                 Err(e) => return Err(e).at(path),
             },
@@ -668,6 +680,54 @@ mod tests {
         assert_eq!(
             lock(&fresh, false).unwrap().unwrap().created_file(),
             Some(true)
+        );
+    }
+
+    /// A read-only open on a WRITABLE file system that may not create
+    /// `LOCK` (its directory is not writable to this user: `EACCES`) must
+    /// not open holding nothing: the owner can create `LOCK` through the
+    /// same path and open read-write beside it. Only a read-only medium
+    /// (`EROFS`), where nothing can be created, has nothing to lock.
+    /// Runs as root: one thread drops to `nobody` (the raw syscall changes
+    /// only the calling thread's ids and capabilities).
+    #[test]
+    fn a_reader_denied_creating_lock_on_a_writable_file_system_holds_nothing_only_if_nothing_can_be_locked()
+     {
+        // SAFETY: geteuid only reads the caller's effective user id.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root to drop to another user");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        fs::create_dir(&store).unwrap();
+        let open = |p: &Path, mode| {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+        };
+        open(dir.path(), 0o755);
+        open(&store, 0o755);
+        let path = store.join("LOCK");
+        let reader = std::thread::spawn({
+            let path = path.clone();
+            move || {
+                // SAFETY: the raw syscall sets this thread's ids only.
+                let rc = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
+                assert_eq!(rc, 0);
+                lock(&path, true)
+            }
+        });
+        // Held (or the error) while the writer below tries.
+        let reader_got = reader.join().unwrap();
+        // The owner opens read-write through the same, writable path.
+        if let Err(e) = &reader_got {
+            assert!(e.to_string().contains("denied"), "the create's error: {e}");
+        }
+        let writer = lock(&path, false).unwrap();
+        assert!(
+            !(matches!(reader_got, Ok(Some(_))) && writer.is_some()),
+            "a read-only open denied creating LOCK on a writable file system held nothing, \
+             and a writer then opened beside it"
         );
     }
 
