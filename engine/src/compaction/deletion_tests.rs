@@ -524,3 +524,53 @@ mod random_trees {
         );
     }
 }
+
+/// A fruitless search is remembered at the install count it read, and the
+/// next install (here a table placed at L1 over the values at L3, made a
+/// candidate by nothing else) moves the count past it: the candidate is
+/// picked by the next pass, not hidden by the mark. A filter rebuild in
+/// between (another install, candidates unchanged) is searched again too.
+#[test]
+fn a_remembered_fruitless_search_hides_no_candidate_an_install_brings() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    let keys: Vec<String> = (0..10).map(|i| format!("k{i:02}")).collect();
+    place(
+        &db,
+        3,
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| put(k, i as u64 + 1))
+            .collect(),
+    );
+    db.inner.last_visible.store(10, Ordering::Release);
+    db.inner.compact_while_needed().unwrap();
+    let installs = db.inner.installs.load(Ordering::Acquire);
+    assert_eq!(
+        db.inner.no_deletion_pick_at.load(Ordering::Acquire),
+        installs,
+        "the fruitless search is remembered"
+    );
+    db.rebuild_filters(crate::FilterPolicy::Uniform { bits_per_key: 4.0 })
+        .unwrap();
+    db.inner.compact_while_needed().unwrap();
+    assert!(db.inner.installs.load(Ordering::Acquire) > installs);
+    assert_eq!(
+        db.inner.no_deletion_pick_at.load(Ordering::Acquire),
+        db.inner.installs.load(Ordering::Acquire),
+        "searched again after the rebuild's install"
+    );
+    place(
+        &db,
+        1,
+        vec![delete("k01", 11), delete("k03", 12), put("k04", 13)],
+    );
+    db.inner.last_visible.store(13, Ordering::Release);
+    db.inner.compact_while_needed().unwrap();
+    let s = db.stats();
+    assert!(s.deletion_compactions >= 1, "the candidate was hidden");
+    assert_eq!(s.levels[1].tables, 0);
+    assert_eq!(get(&db, "k03"), None);
+    assert_eq!(get(&db, "k04").as_deref(), Some("k04@13"));
+    assert_eq!(get(&db, "k02").as_deref(), Some("k02@3"));
+}
