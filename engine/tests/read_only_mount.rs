@@ -10,10 +10,13 @@
 //! `I/O error on .../LOCK: Read-only file system (os error 30)`.
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bloomlsm::{Db, Error, Options};
+use common::listing;
 
 /// A read-only bind mount of a directory, unmounted on drop.
 struct RoMount(PathBuf);
@@ -41,16 +44,22 @@ impl Drop for RoMount {
     }
 }
 
-#[test]
-fn a_store_on_a_read_only_mount_opens_read_only_and_still_excludes_writers() {
-    let src = tempfile::tempdir().unwrap();
-    let at = tempfile::tempdir().unwrap();
-    let store = src.path().join("store");
+/// A closed store in `parent`/store: one key in a table, one in the WAL
+/// only.
+fn closed_store(parent: &Path) -> PathBuf {
+    let store = parent.join("store");
     let db = Db::open(&store, Options::default()).unwrap();
     db.put(b"in-a-table", b"1").unwrap();
     db.flush().unwrap();
     db.put(b"wal-only", b"2").unwrap();
     db.close().unwrap();
+    store
+}
+
+#[test]
+fn a_store_on_a_read_only_mount_opens_read_only_and_still_excludes_writers() {
+    let (src, at) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = closed_store(src.path());
     let Some(_mount) = RoMount::new(src.path(), at.path()) else {
         eprintln!("skipped: cannot make a read-only bind mount here");
         return;
@@ -82,23 +91,9 @@ fn a_store_on_a_read_only_mount_opens_read_only_and_still_excludes_writers() {
 /// it failed with `I/O error on .../LOCK: No such file or directory`.
 #[test]
 fn a_store_without_lock_on_a_read_only_mount_opens_read_only() {
-    let src = tempfile::tempdir().unwrap();
-    let at = tempfile::tempdir().unwrap();
-    let store = src.path().join("store");
-    let db = Db::open(&store, Options::default()).unwrap();
-    db.put(b"in-a-table", b"1").unwrap();
-    db.flush().unwrap();
-    db.put(b"wal-only", b"2").unwrap();
-    db.close().unwrap();
+    let (src, at) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = closed_store(src.path());
     std::fs::remove_file(store.join("LOCK")).unwrap();
-    let listing = |dir: &Path| {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        names
-    };
     let before = listing(&store);
     let Some(_mount) = RoMount::new(src.path(), at.path()) else {
         eprintln!("skipped: cannot make a read-only bind mount here");

@@ -3,6 +3,8 @@
 //! store's directory and contents.
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
+pub mod crash_workload;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, Error, Options, SyncMode};
+use bloomlsm_tests::crash_workload::{self, CrashRun, Write, contents_after};
 use bloomlsm_tests::table_files;
 
 const RUNS: u64 = 3;
@@ -36,7 +37,7 @@ fn key(i: u64) -> Vec<u8> {
 }
 
 /// The workload as (key, value or delete), in order.
-fn workload() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+fn workload() -> Vec<Write> {
     let mut w = Vec::new();
     for r in 0..RUNS {
         for i in r * RUN_KEYS..(r + 1) * RUN_KEYS {
@@ -49,33 +50,9 @@ fn workload() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
     w
 }
 
-/// Runs the workload until the injected crash; returns the operations
-/// acknowledged and whether the settle after them returned.
-fn run_until_crash(dir: &std::path::Path, fs: &FaultFs) -> (usize, u64) {
-    let Ok(db) = Db::open_with_fs(dir, options(), Arc::new(fs.clone())) else {
-        return (0, 0);
-    };
-    let mut acked = 0;
-    let w = workload();
-    for (n, (k, v)) in w.iter().enumerate() {
-        let r = match v {
-            Some(v) => db.put(k, v),
-            None => db.delete(k),
-        };
-        if r.is_err() {
-            break;
-        }
-        acked = n + 1;
-        if (n + 1) % 40 == 0 && db.flush().is_err() {
-            break;
-        }
-    }
-    let mut cleanups = 0;
-    if acked == w.len() && db.flush().is_ok() && db.wait_for_background_work().is_ok() {
-        cleanups = db.stats().bottom_cleanups;
-    }
-    drop(db);
-    (acked, cleanups)
+/// Runs the workload until the injected crash, flushing every 40 writes.
+fn run_until_crash(dir: &std::path::Path, fs: &FaultFs) -> CrashRun {
+    crash_workload::run_until_crash(dir, fs, options(), &workload(), 40, 0)
 }
 
 /// Every file's name and bytes.
@@ -93,29 +70,23 @@ fn image(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn model(ops: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut m = BTreeMap::new();
-    for (k, v) in workload().into_iter().take(ops) {
-        match v {
-            Some(v) => m.insert(k, v),
-            None => m.remove(&k),
-        };
-    }
-    m
+    contents_after(&workload(), ops)
 }
 
 #[test]
 fn every_crash_point_around_bottom_cleanups_recovers_the_acknowledged_state() {
     let dir = tempfile::tempdir().unwrap();
     let fs = FaultFs::new();
-    let (acked, cleanups) = run_until_crash(dir.path(), &fs);
-    assert_eq!(acked, workload().len());
+    let full = run_until_crash(dir.path(), &fs);
+    assert_eq!(full.acked, workload().len());
+    let cleanups = full.settled.map_or(0, |s| s.bottom_cleanups);
     assert!(cleanups > 0, "the workload must reach bottommost cleanups");
     let total_ops = fs.ops();
     for crash_at in 0..total_ops {
         let dir = tempfile::tempdir().unwrap();
         let fs = FaultFs::new();
         fs.fail_from_op(crash_at);
-        let (acked, _) = run_until_crash(dir.path(), &fs);
+        let acked = run_until_crash(dir.path(), &fs).acked;
         fs.simulate_power_loss().unwrap();
         // The store as the crash left it (orphans, a temporary manifest,
         // WALs a flush had made obsolete), studied read-only first: the

@@ -7,10 +7,10 @@
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, Options, SyncMode};
+use bloomlsm_tests::crash_workload::{self, CrashRun, Write, contents_after};
 use bloomlsm_tests::{scratch_dir, table_files};
 
 const KEYS: u64 = 96;
@@ -39,7 +39,7 @@ fn key(i: u64) -> Vec<u8> {
 
 /// The workload as (key, value or delete), in order: every key in a
 /// scattered order, then ranges of them deleted (a fifth kept).
-fn workload() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+fn workload() -> Vec<Write> {
     let mut w = Vec::new();
     for n in 0..KEYS {
         let i = n * 37 % KEYS;
@@ -55,57 +55,25 @@ fn workload() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
     w
 }
 
-/// Runs the workload until the injected crash; returns the operations
-/// acknowledged, the deletion-triggered picks if the settle returned, and
-/// the file-system operations done before the first delete.
-fn run_until_crash(dir: &std::path::Path, fs: &FaultFs) -> (usize, u64, u64) {
-    let Ok(db) = Db::open_with_fs(dir, options(), Arc::new(fs.clone())) else {
-        return (0, 0, 0);
-    };
-    let mut acked = 0;
-    let mut loaded = 0;
-    let w = workload();
-    for (n, (k, v)) in w.iter().enumerate() {
-        if n as u64 == KEYS {
-            loaded = fs.ops();
-        }
-        let r = match v {
-            Some(v) => db.put(k, v),
-            None => db.delete(k),
-        };
-        if r.is_err() {
-            break;
-        }
-        acked = n + 1;
-        if (n + 1) % 20 == 0 && db.flush().is_err() {
-            break;
-        }
-    }
-    let mut picks = 0;
-    if acked == w.len() && db.flush().is_ok() && db.wait_for_background_work().is_ok() {
-        picks = db.stats().deletion_compactions;
-    }
-    drop(db);
-    (acked, picks, loaded)
+/// Runs the workload until the injected crash, flushing every 20 writes;
+/// `ops_at_mark` is the file-system operations done before the first
+/// delete.
+fn run_until_crash(dir: &std::path::Path, fs: &FaultFs) -> CrashRun {
+    crash_workload::run_until_crash(dir, fs, options(), &workload(), 20, KEYS as usize)
 }
 
 fn model(ops: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut m = BTreeMap::new();
-    for (k, v) in workload().into_iter().take(ops) {
-        match v {
-            Some(v) => m.insert(k, v),
-            None => m.remove(&k),
-        };
-    }
-    m
+    contents_after(&workload(), ops)
 }
 
 #[test]
 fn every_crash_point_around_deletion_picks_recovers_the_acknowledged_state() {
     let dir = scratch_dir();
     let fs = FaultFs::new();
-    let (acked, picks, loaded) = run_until_crash(dir.path(), &fs);
-    assert_eq!(acked, workload().len());
+    let full = run_until_crash(dir.path(), &fs);
+    assert_eq!(full.acked, workload().len());
+    let picks = full.settled.map_or(0, |s| s.deletion_compactions);
+    let loaded = full.ops_at_mark;
     assert!(
         picks > 0,
         "the workload must reach deletion-triggered picks"
@@ -117,7 +85,7 @@ fn every_crash_point_around_deletion_picks_recovers_the_acknowledged_state() {
         let dir = scratch_dir();
         let fs = FaultFs::new();
         fs.fail_from_op(crash_at);
-        let (acked, _, _) = run_until_crash(dir.path(), &fs);
+        let acked = run_until_crash(dir.path(), &fs).acked;
         fs.simulate_power_loss().unwrap();
         let db = Db::open(dir.path(), options())
             .unwrap_or_else(|e| panic!("reopen after a crash at operation {crash_at} failed: {e}"));

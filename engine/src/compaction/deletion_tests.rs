@@ -125,19 +125,25 @@ fn options() -> Options {
     }
 }
 
-/// The keys "k00".."k09" with values at L3, and a table at L1 deleting
-/// `deleted` of them over `live` new keys: returns the store.
-fn deletes_over_values(dir: &std::path::Path, options: Options) -> Db {
-    let db = Db::open(dir, options).unwrap();
+/// Places the keys "k00".."k09" at L3, "kNN" with the value "kNN@(NN+1)"
+/// at sequence NN + 1.
+fn values_at_l3(db: &Db) {
     let keys: Vec<String> = (0..10).map(|i| format!("k{i:02}")).collect();
     place(
-        &db,
+        db,
         3,
         keys.iter()
             .enumerate()
             .map(|(i, k)| put(k, i as u64 + 1))
             .collect(),
     );
+}
+
+/// `values_at_l3`, and a table at L1 deleting k01, k03 and k05 and
+/// rewriting k04 (3 of its 4 entries tombstones): returns the store.
+fn deletes_over_values(dir: &std::path::Path, options: Options) -> Db {
+    let db = Db::open(dir, options).unwrap();
+    values_at_l3(&db);
     place(
         &db,
         1,
@@ -534,15 +540,7 @@ mod random_trees {
 fn a_remembered_fruitless_search_hides_no_candidate_an_install_brings() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options()).unwrap();
-    let keys: Vec<String> = (0..10).map(|i| format!("k{i:02}")).collect();
-    place(
-        &db,
-        3,
-        keys.iter()
-            .enumerate()
-            .map(|(i, k)| put(k, i as u64 + 1))
-            .collect(),
-    );
+    values_at_l3(&db);
     db.inner.last_visible.store(10, Ordering::Release);
     db.inner.compact_while_needed().unwrap();
     let installs = db.inner.installs.load(Ordering::Acquire);
