@@ -8,7 +8,22 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
-use bloomlsm::{Db, Options, Stats};
+use bloomlsm::{Db, Options, Stats, SyncMode};
+
+/// The options the crash-point tests share: every write synced, 1 KiB
+/// memtables, L0 compacted at 2 tables (slowed at 3, stopped at 6), work
+/// done inline so that a crash point names the same operation every run.
+pub fn synced_inline_options() -> Options {
+    Options {
+        sync: SyncMode::Always,
+        memtable_bytes: 1024,
+        l0_compaction_trigger: 2,
+        l0_slowdown_trigger: 3,
+        l0_stop_trigger: 6,
+        background_work: false,
+        ..Options::default()
+    }
+}
 
 /// One write: a put (`Some(value)`) or a delete of the key.
 pub type Write = (Vec<u8>, Option<Vec<u8>>);

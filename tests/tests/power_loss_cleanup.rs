@@ -10,25 +10,21 @@ use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, Error, Options, SyncMode};
-use bloomlsm_tests::crash_workload::{self, CrashRun, Write, contents_after};
-use bloomlsm_tests::table_files;
+use bloomlsm_tests::crash_workload::{
+    self, CrashRun, Write, contents_after, synced_inline_options,
+};
+use bloomlsm_tests::{scratch_dir, table_files};
 
 const RUNS: u64 = 3;
 const RUN_KEYS: u64 = 24;
 
 fn options() -> Options {
     Options {
-        sync: SyncMode::Always,
-        memtable_bytes: 1024,
-        l0_compaction_trigger: 2,
-        l0_slowdown_trigger: 3,
-        l0_stop_trigger: 6,
         l1_bytes: 2048,
         target_file_bytes: 512,
         block_size: 128,
         num_levels: 5,
-        background_work: false,
-        ..Options::default()
+        ..synced_inline_options()
     }
 }
 
@@ -75,7 +71,7 @@ fn model(ops: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
 
 #[test]
 fn every_crash_point_around_bottom_cleanups_recovers_the_acknowledged_state() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let fs = FaultFs::new();
     let full = run_until_crash(dir.path(), &fs);
     assert_eq!(full.acked, workload().len());
@@ -83,7 +79,7 @@ fn every_crash_point_around_bottom_cleanups_recovers_the_acknowledged_state() {
     assert!(cleanups > 0, "the workload must reach bottommost cleanups");
     let total_ops = fs.ops();
     for crash_at in 0..total_ops {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch_dir();
         let fs = FaultFs::new();
         fs.fail_from_op(crash_at);
         let acked = run_until_crash(dir.path(), &fs).acked;
@@ -152,7 +148,7 @@ fn every_crash_point_around_bottom_cleanups_recovers_the_acknowledged_state() {
 
 /// A copy of a store directory (files only).
 fn copy_dir(from: &std::path::Path) -> tempfile::TempDir {
-    let to = tempfile::tempdir().unwrap();
+    let to = scratch_dir();
     for (name, bytes) in image(from) {
         std::fs::write(to.path().join(name), bytes).unwrap();
     }
@@ -210,13 +206,13 @@ fn read_only_opens_answer_as_read_write_opens_after_every_never_mode_crash() {
         drop(db);
     };
     let fs = FaultFs::new();
-    run(tempfile::tempdir().unwrap().path(), &fs);
+    run(scratch_dir().path(), &fs);
     let total_ops = fs.ops();
     let mut compared = 0;
     let mut damaged = 0;
     let mut refused = 0;
     for (crash_at, power_loss) in (0..total_ops).flat_map(|n| [(n, true), (n, false)]) {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch_dir();
         let fs = FaultFs::new();
         fs.fail_from_op(crash_at);
         run(dir.path(), &fs);

@@ -9,27 +9,23 @@
 use std::collections::BTreeMap;
 
 use bloomlsm::fs::fault::FaultFs;
-use bloomlsm::{Db, Options, SyncMode};
-use bloomlsm_tests::crash_workload::{self, CrashRun, Write, contents_after};
+use bloomlsm::{Db, Options};
+use bloomlsm_tests::crash_workload::{
+    self, CrashRun, Write, contents_after, synced_inline_options,
+};
 use bloomlsm_tests::{scratch_dir, table_files};
 
 const KEYS: u64 = 96;
 
 fn options() -> Options {
     Options {
-        sync: SyncMode::Always,
-        memtable_bytes: 1024,
-        l0_compaction_trigger: 2,
-        l0_slowdown_trigger: 3,
-        l0_stop_trigger: 6,
         l1_bytes: 1024,
         level_size_ratio: 3,
         target_file_bytes: 512,
         block_size: 128,
         num_levels: 5,
-        background_work: false,
         deletion_compaction_ratio: Some(0.3),
-        ..Options::default()
+        ..synced_inline_options()
     }
 }
 
