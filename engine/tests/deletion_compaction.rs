@@ -7,7 +7,7 @@
 //! Every step is checked against a model (gets of present, deleted and
 //! never-written keys, and a full scan, at every held snapshot too). Once
 //! the snapshots are gone and the background work has settled (never a
-//! full `compact()`), no table of L1 or deeper over deeper data holds
+//! full `compact()`), no table (L0's included) over deeper data holds
 //! tombstones at the ratio or above (read from the files), the picks came
 //! to an end, and gets of deleted keys read fewer data blocks than the
 //! same load without the option.
@@ -103,12 +103,11 @@ fn load(options: Options, seed: u64) -> (ModelRun, Vec<u64>) {
     (run, deleted)
 }
 
-/// Tables of L1 or deeper whose key range meets a deeper table and whose
+/// Tables of any level whose key range meets a deeper table and whose
 /// tombstones are at least `ratio` of their entries.
 fn dense_over_deeper(tables: &[LiveTable], ratio: f64) -> Vec<String> {
     tables
         .iter()
-        .filter(|t| t.level > 0)
         .filter(|t| t.tombstones > 0 && t.tombstones as f64 >= ratio * t.entries.len() as f64)
         .filter(|t| {
             tables

@@ -12,7 +12,10 @@
 //! deletes do not grow it (deletes shrink it). This pick moves such a
 //! table down a level.
 
-use super::pick::{Compaction, TableRef, expand, meets_deeper};
+use super::pick::{
+    Compaction, TableRef, base_level, expand, l0_into_base, max_compaction_bytes, meets_deeper,
+};
+use crate::options::Options;
 
 /// What the pick reads of a table: its tombstones and entries (from its
 /// properties).
@@ -25,7 +28,7 @@ pub(crate) struct Deletions {
 /// The table to merge into the next level for its tombstones, or `None`.
 /// Asked only when no level needs a size-based or L0 compaction.
 ///
-/// A candidate is a table of L1 or deeper
+/// A candidate is a table of any level but the last
 /// - whose tombstones are at least `ratio` of its entries (`ratio` in
 ///   `(0, 1]`, so a candidate holds at least one tombstone);
 /// - with a table of a deeper level meeting its key range (something its
@@ -33,24 +36,28 @@ pub(crate) struct Deletions {
 ///   cleanup's, `cleanup.rs`).
 ///
 /// Among candidates the one with the most tombstones goes; ties to the
-/// shallower level, then the smaller key. It is merged into the next
-/// level like any size-driven pick (`pick::expand`), with the tables of
-/// that level it meets; with none, moved by a manifest edit, unless it
-/// and the tables it meets two levels down pass `max_compaction_bytes`
-/// (then rewritten alone, its outputs cut to line up with those).
+/// shallower level, then the smaller key. An L0 table takes all of L0
+/// into the base level, as the L0 trigger does (L0 tables overlap, and
+/// newer ones may not go below older ones): the last deletes of a load
+/// sit in L0 tables too few to reach the trigger. A table of L1 or deeper
+/// is merged into the next level like any size-driven pick
+/// (`pick::expand`), with the tables of that level it meets; with none,
+/// moved by a manifest edit, unless it and the tables it meets two levels
+/// down pass `max_compaction_bytes` (then rewritten alone, its outputs cut
+/// to line up with those).
 ///
-/// Terminates: each pick moves the chosen table's entries one level down,
-/// and nothing moves entries up, so without new writes there are finitely
+/// Terminates: each pick moves the chosen tables' entries down, and
+/// nothing moves entries up, so without new writes there are finitely
 /// many picks; a table in the deepest level holding data is never a
 /// candidate.
 pub(crate) fn pick_deletion_compaction<T: TableRef + Clone>(
     levels: &[Vec<T>],
+    options: &Options,
     ratio: f64,
     deletions: impl Fn(&T) -> Deletions,
-    max_compaction_bytes: u64,
 ) -> Option<Compaction<T>> {
     let mut best: Option<(usize, &T, u64)> = None;
-    for (level, tables) in levels.iter().enumerate().skip(1) {
+    for (level, tables) in levels.iter().enumerate() {
         if level + 1 >= levels.len() {
             break;
         }
@@ -69,12 +76,15 @@ pub(crate) fn pick_deletion_compaction<T: TableRef + Clone>(
         }
     }
     let (level, t, _) = best?;
+    if level == 0 {
+        return Some(l0_into_base(levels, base_level(levels, options), options));
+    }
     Some(expand(
         levels,
         level,
         vec![t.clone()],
         level + 1,
         None,
-        max_compaction_bytes,
+        max_compaction_bytes(options),
     ))
 }

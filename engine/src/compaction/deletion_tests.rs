@@ -30,17 +30,13 @@ fn picked(
             )
         })
         .collect();
-    let c = pick_deletion_compaction(
-        levels,
-        ratio,
-        |t| {
-            deletions.get(&t.number).copied().unwrap_or(Deletions {
-                tombstones: 0,
-                entries: 10,
-            })
-        },
-        1_000,
-    )?;
+    let c = pick_deletion_compaction(levels, &Options::default(), ratio, |t| {
+        deletions.get(&t.number).copied().unwrap_or(Deletions {
+            tombstones: 0,
+            entries: 10,
+        })
+    })?;
+    assert_ne!(c.level, 0, "an L0 pick (see the L0 test)");
     assert_eq!(c.inputs.len(), 1);
     assert_eq!(c.output_level, c.level + 1, "carried one level down");
     assert!(!c.bottom_cleanup && c.next_pointer.is_none());
@@ -73,8 +69,8 @@ fn only_a_dense_table_over_deeper_data_is_a_candidate() {
     );
     // 13 (p..q) has nothing below: the bottommost cleanup's, not ours.
     assert_eq!(picked(&levels, 0.5, &[(13, 10, 10)]), None);
-    // The last level never; L0 goes down by its own trigger.
-    assert_eq!(picked(&levels, 0.1, &[(14, 10, 10), (20, 10, 10)]), None);
+    // The last level never.
+    assert_eq!(picked(&levels, 0.1, &[(14, 10, 10), (15, 10, 10)]), None);
     // No tombstones, no pick, whatever the ratio.
     assert_eq!(picked(&levels, 1e-9, &[(11, 0, 10)]), None);
     // Every entry a tombstone meets ratio 1.
@@ -82,6 +78,47 @@ fn only_a_dense_table_over_deeper_data_is_a_candidate() {
         picked(&levels, 1.0, &[(12, 10, 10)]),
         Some((2, 12, vec![14], false))
     );
+}
+
+/// An L0 table dense with tombstones over deeper data takes all of L0
+/// into the base level (what the L0 trigger would do at its count): L0
+/// tables overlap, so one cannot go down alone past older ones.
+#[test]
+fn a_dense_l0_table_takes_l0_whole_into_the_base_level() {
+    let levels = vec![
+        vec![table(0, 21, "m", "n", 10), table(0, 20, "a", "c", 10)],
+        vec![],
+        vec![table(2, 12, "b", "f", 10)],
+        vec![table(3, 14, "a", "z", 5_000)],
+    ];
+    let options = Options {
+        l1_bytes: 1_000,
+        level_size_ratio: 10,
+        num_levels: 4,
+        ..Options::default()
+    };
+    let pick = |deletions: &[(u64, u64)]| {
+        let deletions: BTreeMap<u64, u64> = deletions.iter().copied().collect();
+        pick_deletion_compaction(&levels, &options, 0.5, |t| Deletions {
+            tombstones: deletions.get(&t.number).copied().unwrap_or(0),
+            entries: 10,
+        })
+    };
+    // 20 (a..c) is half tombstones over 12 and 14: L0 whole, into L2, the
+    // base level of this tree, with the L2 table it meets.
+    let c = pick(&[(20, 5)]).unwrap();
+    assert_eq!((c.level, c.output_level), (0, 2));
+    let inputs: Vec<u64> = c.inputs.iter().map(|t| t.number).collect();
+    assert_eq!(inputs, vec![21, 20], "every L0 table, newest first");
+    assert_eq!(
+        c.overlapping.iter().map(|t| t.number).collect::<Vec<_>>(),
+        vec![12]
+    );
+    // Under the ratio: left to the trigger.
+    assert!(pick(&[(20, 4)]).is_none());
+    // A deeper table with more tombstones goes first.
+    let c = pick(&[(20, 5), (12, 9)]).unwrap();
+    assert_eq!((c.level, c.output_level), (2, 3));
 }
 
 #[test]
@@ -388,18 +425,13 @@ mod random_trees {
                 );
             }
         }
-        let left = pick_deletion_compaction(
-            levels,
-            ratio,
-            |t| {
-                let p = t.table.properties();
-                Deletions {
-                    tombstones: p.tombstones,
-                    entries: p.entries,
-                }
-            },
-            u64::MAX,
-        );
+        let left = pick_deletion_compaction(levels, &db.inner.options, ratio, |t| {
+            let p = t.table.properties();
+            Deletions {
+                tombstones: p.tombstones,
+                entries: p.entries,
+            }
+        });
         assert!(left.is_none(), "{what}: a candidate left after the picks");
     }
 

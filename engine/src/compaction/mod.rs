@@ -45,7 +45,7 @@ use crate::filter_budget::{PlannedWrite, table_keys};
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
 use crate::merging_cursor::MergingCursor;
-use crate::table_files::{MAX_COMPACTION_FACTOR, OutputCuts};
+use crate::table_files::OutputCuts;
 use crate::version::TableHandle;
 
 use level_cursor::LevelCursor;
@@ -176,20 +176,13 @@ impl DbInner {
         if self.no_deletion_pick_at.load(Ordering::Acquire) == installs {
             return None;
         }
-        let picked = deletion::pick_deletion_compaction(
-            levels,
-            ratio,
-            |t| {
-                let p = t.table.properties();
-                deletion::Deletions {
-                    tombstones: p.tombstones,
-                    entries: p.entries,
-                }
-            },
-            self.options
-                .target_file_bytes
-                .saturating_mul(MAX_COMPACTION_FACTOR),
-        );
+        let picked = deletion::pick_deletion_compaction(levels, &self.options, ratio, |t| {
+            let p = t.table.properties();
+            deletion::Deletions {
+                tombstones: p.tombstones,
+                entries: p.entries,
+            }
+        });
         match &picked {
             Some(_) => Counters::add(&self.counters.deletion_compactions, 1),
             None => self.no_deletion_pick_at.store(installs, Ordering::Release),

@@ -162,18 +162,9 @@ pub(crate) fn pick<T: TableRef + Clone>(
     if score < 1.0 {
         return None;
     }
-    let max_compaction_bytes = options
-        .target_file_bytes
-        .saturating_mul(MAX_COMPACTION_FACTOR);
+    let max_compaction_bytes = max_compaction_bytes(options);
     if level == 0 {
-        return Some(expand(
-            levels,
-            0,
-            levels[0].clone(),
-            targets.base_level,
-            None,
-            max_compaction_bytes,
-        ));
+        return Some(l0_into_base(levels, targets.base_level, options));
     }
     let pointer = pointers.get(level).map_or(&[][..], Vec::as_slice);
     let at = least_overlapping(&levels[level], &levels[level + 1], pointer)?;
@@ -187,6 +178,37 @@ pub(crate) fn pick<T: TableRef + Clone>(
         next_pointer,
         max_compaction_bytes,
     ))
+}
+
+/// The most bytes one compaction takes from the levels below its inputs'
+/// (RocksDB's `max_compaction_bytes`).
+pub(super) fn max_compaction_bytes(options: &Options) -> u64 {
+    options
+        .target_file_bytes
+        .saturating_mul(MAX_COMPACTION_FACTOR)
+}
+
+/// Every L0 table into `base_level` (`targets.rs`), with the tables there
+/// they meet: what the L0 trigger compacts.
+pub(super) fn l0_into_base<T: TableRef + Clone>(
+    levels: &[Vec<T>],
+    base_level: usize,
+    options: &Options,
+) -> Compaction<T> {
+    expand(
+        levels,
+        0,
+        levels[0].clone(),
+        base_level,
+        None,
+        max_compaction_bytes(options),
+    )
+}
+
+/// The level L0 compacts into for the tree `levels` (`targets.rs`).
+pub(super) fn base_level<T: TableRef>(levels: &[Vec<T>], options: &Options) -> usize {
+    let bytes: Vec<u64> = levels.iter().map(|l| level_bytes(l)).collect();
+    level_targets(&bytes, options).base_level
 }
 
 /// How urgently each level needs a compaction; 1 or more: it needs one.

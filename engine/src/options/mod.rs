@@ -98,11 +98,12 @@ pub struct Options {
     pub use_direct_reads: bool,
     /// Deletion-triggered compaction (default `None`: off, as in RocksDB,
     /// where it takes a `CompactOnDeletionCollector`). `Some(r)`, `r` in
-    /// `(0, 1]`: when no level needs a size-driven compaction, a table of
-    /// L1 or deeper whose tombstones are at least `r` of its entries and
-    /// whose key range meets a deeper level is merged into the next level,
-    /// so its deletes reach the data they hide and both go. Costs the
-    /// rewrite of the tables it meets there.
+    /// `(0, 1]`: when no level needs a size-driven compaction, a table
+    /// whose tombstones are at least `r` of its entries and whose key
+    /// range meets a deeper level is merged into the next level (an L0
+    /// table: all of L0 into the base level), so its deletes reach the
+    /// data they hide and both go. Costs the rewrite of the tables it
+    /// meets there.
     pub deletion_compaction_ratio: Option<f64>,
 }
 
