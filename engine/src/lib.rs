@@ -45,6 +45,8 @@ mod inner;
 mod install;
 #[cfg(test)]
 mod interleaving_tests;
+#[cfg(test)]
+mod mixed_kind_tests;
 mod iter;
 mod level_fences;
 mod manifest;
