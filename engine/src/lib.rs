@@ -45,14 +45,14 @@ mod inner;
 mod install;
 #[cfg(test)]
 mod interleaving_tests;
-#[cfg(test)]
-mod mixed_kind_tests;
 mod iter;
 mod level_fences;
 mod manifest;
 mod memtable;
 mod merge;
 mod merging_cursor;
+#[cfg(test)]
+mod mixed_kind_tests;
 mod options;
 mod read;
 mod read_only_fs;
