@@ -10,7 +10,9 @@
 //!
 //! Invariant (equal memory at every moment): after every install the
 //! filter bytes of the live tables are at most what uniform filters at b
-//! would take for the same tables (`planned_memory_bytes` of each), plus
+//! would take for the same tables (`planned_memory_bytes` of each, in the
+//! kind of its filter: a store reopened with another filter kind keeps its
+//! tables' old filters until they are rewritten), plus
 //! the bytes by which a write's key estimate exceeded the keys it wrote,
 //! plus up to one filter block of rounding for each table of a write past
 //! its first (a write is planned as one filter over all its keys; each of
