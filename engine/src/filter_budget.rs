@@ -10,7 +10,9 @@
 //!
 //! Invariant (equal memory at every moment): after every install the
 //! filter bytes of the live tables are at most what uniform filters at b
-//! would take for the same tables (`planned_memory_bytes` of each), plus
+//! would take for the same tables (`planned_memory_bytes` of each, in the
+//! kind of its filter: a store reopened with another filter kind keeps its
+//! tables' old filters until they are rewritten), plus
 //! the bytes by which a write's key estimate exceeded the keys it wrote,
 //! plus up to one filter block of rounding for each table of a write past
 //! its first (a write is planned as one filter over all its keys; each of
@@ -64,6 +66,16 @@ fn uniform_bytes(kind: FilterKind, keys: u64, bits_per_key: f64) -> u64 {
         return 0;
     }
     planning::planned_memory_bytes(kind, keys, bits_per_key)
+}
+
+/// Uniform's bytes at `bits_per_key` for a live table: in the kind of its
+/// filter, which a store reopened with another `Options::filter_kind`
+/// keeps until the table is rewritten (a store under `Uniform` with the
+/// same history holds exactly that filter); in `kind`, the kind the store
+/// writes, for a table without a usable filter.
+fn table_uniform_bytes(kind: FilterKind, t: &TableHandle, bits_per_key: f64) -> u64 {
+    let own = t.table.filter().map_or(kind, |f| f.kind());
+    uniform_bytes(own, table_keys(t), bits_per_key)
 }
 
 /// Tables about to be written: their level and an upper bound on their
@@ -211,7 +223,7 @@ pub(crate) fn plan_write(
     let stays = runs.iter().flat_map(|r| r.tables.iter());
     let (mut budget, mut spent) = (0u64, 0u64);
     for t in stays {
-        budget += uniform_bytes(kind, table_keys(t), bits_per_key);
+        budget += table_uniform_bytes(kind, t, bits_per_key);
         spent += table_filter_bytes(t);
     }
     let own_share = uniform_bytes(kind, write.keys, bits_per_key);
@@ -225,7 +237,7 @@ pub(crate) fn plan_write(
     let removed_unused = write
         .removed
         .iter()
-        .map(|t| uniform_bytes(kind, table_keys(t), bits_per_key))
+        .map(|t| table_uniform_bytes(kind, t, bits_per_key))
         .sum::<u64>()
         .saturating_sub(write.removed.iter().map(|t| table_filter_bytes(t)).sum());
     // Up to uniform's bits, and within its own share less `removed_unused`,
@@ -303,6 +315,10 @@ pub(crate) fn rebalance_pick(
         }
         table_filter_bytes(t) as f64 * 8.0 / keys as f64
     };
+    // A rebuilt filter is of `kind`: uniform's share of its table moves
+    // from the old filter's kind to `kind` (by this much, either way).
+    let share_now = |t: &TableHandle| table_uniform_bytes(kind, t, bits_per_key);
+    let share_after = |t: &TableHandle| uniform_bytes(kind, table_keys(t), bits_per_key);
     let plan = |t: &Arc<TableHandle>, bits: f64| {
         let bits = floor_to_filter(bits);
         let planned = if bits > 0.0 {
@@ -310,21 +326,36 @@ pub(crate) fn rebalance_pick(
         } else {
             0
         };
+        // What the install adds to the tree's excess over uniform.
+        let claim_bytes =
+            (planned + share_now(t)).saturating_sub(table_filter_bytes(t) + share_after(t));
         (
             Arc::clone(t),
             Plan {
                 bits_per_key: bits,
-                claim_bytes: planned.saturating_sub(table_filter_bytes(t)),
+                claim_bytes,
             },
         )
     };
+    let (mut budget, mut spent) = (0u64, 0u64);
+    for (t, _) in &targets {
+        budget += share_now(t);
+        spent += table_filter_bytes(t);
+    }
+    let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0 - ROUNDING_BITS;
     // In bytes, so a filter rebuilt at its target (rounded up to whole
     // blocks) is never "off" again.
     let bytes_at = |t: &TableHandle, bits: f64| uniform_bytes(kind, table_keys(t), bits);
+    // Lowering a filter of the store's kind frees memory and raises no
+    // excess; lowering one of another kind may still raise it (its share
+    // shrinks to `kind`'s, possibly by more than its filter does), so it
+    // must fit what is free.
     let over = targets
         .iter()
         .filter(|(t, target)| {
-            table_keys(t) > 0 && table_filter_bytes(t) > bytes_at(t, target + tolerance.over)
+            table_keys(t) > 0
+                && table_filter_bytes(t) > bytes_at(t, target + tolerance.over)
+                && plan(t, *target).1.claim_bytes as f64 <= (free_bits / 8.0).max(0.0)
         })
         .max_by(|(a, ta), (b, tb)| {
             let freed = |t: &TableHandle, target: f64| (actual(t) - target) * table_keys(t) as f64;
@@ -333,12 +364,6 @@ pub(crate) fn rebalance_pick(
     if let Some((t, target)) = over {
         return Some(plan(t, *target));
     }
-    let (mut budget, mut spent) = (0u64, 0u64);
-    for (t, _) in &targets {
-        budget += uniform_bytes(kind, table_keys(t), bits_per_key);
-        spent += table_filter_bytes(t);
-    }
-    let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0 - ROUNDING_BITS;
     let slope = planning::fpr_slope(kind, bits_per_key);
     let run_keys = |t: &TableHandle| -> u64 {
         if t.meta.level == 0 {
@@ -360,7 +385,8 @@ pub(crate) fn rebalance_pick(
                 kind,
                 keys,
                 raised,
-                free_bits / 8.0 + table_filter_bytes(t) as f64,
+                free_bits / 8.0 + table_filter_bytes(t) as f64 + share_after(t) as f64
+                    - share_now(t) as f64,
             );
             let worth = raised >= MIN_FILTER_BITS_PER_KEY
                 && raised > now + tolerance.under

@@ -51,6 +51,8 @@ mod manifest;
 mod memtable;
 mod merge;
 mod merging_cursor;
+#[cfg(test)]
+mod mixed_kind_tests;
 mod options;
 mod read;
 mod read_only_fs;
