@@ -354,11 +354,13 @@ fn a_table_of_tombstones_meeting_deeper_data_at_its_edge() {
 /// every snapshot, must match the model, before and after a reopen.
 mod random_trees {
     use std::collections::BTreeMap;
-    use std::sync::atomic::Ordering;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::mpsc;
     use std::time::Duration;
 
     use super::super::deletion::{Deletions, pick_deletion_compaction};
+    use super::super::pick::pick;
+    use super::super::targets::level_targets;
     use super::super::tests::in_a_store::{delete, place, put};
     use crate::{Db, Options};
 
@@ -463,6 +465,56 @@ mod random_trees {
         }
     }
 
+    /// Cases whose first pick was a deletion-triggered one out of L0.
+    static L0_PICKS: AtomicU64 = AtomicU64::new(0);
+
+    /// If the placed tree's first pick (the size pick first, as in
+    /// `compact_while_needed`) is a deletion pick out of L0, it takes every
+    /// L0 table (newest first, none left above the older ones it passes)
+    /// into the base level: 1 with static budgets, the targets' base level
+    /// with dynamic ones, and never below the first level holding data
+    /// (newer versions would sit under older ones). Returns whether it was.
+    fn check_first_l0_pick(db: &Db, ratio: f64, what: &str) -> bool {
+        let sv = db.inner.current.load_full();
+        let levels = &sv.version.levels;
+        let options = &db.inner.options;
+        if pick(levels, options, &[]).is_some() {
+            return false;
+        }
+        let Some(c) = pick_deletion_compaction(levels, options, ratio, |t| {
+            let p = t.table.properties();
+            Deletions {
+                tombstones: p.tombstones,
+                entries: p.entries,
+            }
+        }) else {
+            return false;
+        };
+        if c.level != 0 {
+            return false;
+        }
+        let numbers = |ts: &[std::sync::Arc<crate::version::TableHandle>]| -> Vec<u64> {
+            ts.iter().map(|t| t.meta.number).collect()
+        };
+        assert_eq!(numbers(&c.inputs), numbers(&levels[0]), "{what}: all of L0");
+        let bytes: Vec<u64> = levels
+            .iter()
+            .map(|l| l.iter().map(|t| t.meta.file_size).sum())
+            .collect();
+        let base = if options.dynamic_level_bytes {
+            level_targets(&bytes, options).base_level
+        } else {
+            1
+        };
+        assert_eq!(c.output_level, base, "{what}: L0 into the base level");
+        let first_data = (1..levels.len()).find(|&l| !levels[l].is_empty());
+        assert!(
+            first_data.is_none_or(|l| c.output_level <= l),
+            "{what}: L0 below older data"
+        );
+        true
+    }
+
     /// Returns the deletion-triggered picks made.
     fn one_case(seed: u64) -> u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -489,12 +541,27 @@ mod random_trees {
         let mut snapshots = Vec::new();
         // Deepest level first: each level newer than the ones below.
         for level in (0..num_levels).rev() {
-            let tables = rng.below(4);
+            // L0 gets up to 5 tables, often several overlapping ones.
+            let tables = if level == 0 {
+                rng.below(6)
+            } else {
+                rng.below(4)
+            };
             let mut cuts: Vec<u64> = (0..tables * 2).map(|_| rng.below(KEYS)).collect();
             cuts.sort_unstable();
-            cuts.dedup();
-            let delete_percent = [0, 30, 70, 100][rng.below(4) as usize];
+            if level > 0 {
+                cuts.dedup();
+            }
+            let mut delete_percent = [0, 30, 70, 100][rng.below(4) as usize];
             for pair in cuts.chunks(2) {
+                if level == 0 {
+                    // Each L0 table its own density (dense ones over older
+                    // sparse ones and the reverse), a snapshot between them.
+                    delete_percent = [0, 30, 70, 100][rng.below(4) as usize];
+                    if rng.chance(40) {
+                        snapshots.push((db.snapshot(), seq));
+                    }
+                }
                 let (from, to) = (pair[0], *pair.last().unwrap());
                 // L0 tables may overlap each other; below L0 they are the
                 // disjoint runs between the cuts.
@@ -529,6 +596,7 @@ mod random_trees {
             }
         }
         check_reads(&db, &model, &snapshots, seq, &format!("{what}: placed"));
+        let l0_pick = check_first_l0_pick(&db, ratio, &what);
         compact_within(&db, &what);
         check_tree(&db, ratio, &what);
         check_reads(&db, &model, &snapshots, seq, &format!("{what}: compacted"));
@@ -541,6 +609,7 @@ mod random_trees {
             check_reads(&db, &model, &snapshots, seq, &format!("{what}: released"));
         }
         let picks = db.stats().deletion_compactions;
+        L0_PICKS.fetch_add(u64::from(l0_pick), Ordering::Relaxed);
         db.close().unwrap();
         let db = Db::open(dir.path(), options).unwrap();
         compact_within(&db, &what);
@@ -556,6 +625,11 @@ mod random_trees {
             .and_then(|s| s.parse().ok())
             .unwrap_or(40);
         let picks: u64 = (1..=cases).map(one_case).sum();
+        let l0_picks = L0_PICKS.load(Ordering::Relaxed);
+        assert!(
+            cases < 20 || l0_picks * 10 >= cases,
+            "only {l0_picks} of {cases} cases began with a deletion pick out of L0"
+        );
         assert!(
             picks >= cases,
             "{picks} deletion-triggered picks in {cases} cases"
