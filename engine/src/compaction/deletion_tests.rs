@@ -465,54 +465,68 @@ mod random_trees {
         }
     }
 
-    /// Cases whose first pick was a deletion-triggered one out of L0.
+    /// Deletion-triggered picks out of L0, over all cases.
     static L0_PICKS: AtomicU64 = AtomicU64::new(0);
 
-    /// If the placed tree's first pick (the size pick first, as in
-    /// `compact_while_needed`) is a deletion pick out of L0, it takes every
-    /// L0 table (newest first, none left above the older ones it passes)
-    /// into the base level: 1 with static budgets, the targets' base level
-    /// with dynamic ones, and never below the first level holding data
-    /// (newer versions would sit under older ones). Returns whether it was.
-    fn check_first_l0_pick(db: &Db, ratio: f64, what: &str) -> bool {
-        let sv = db.inner.current.load_full();
-        let levels = &sv.version.levels;
-        let options = &db.inner.options;
-        if pick(levels, options, &[]).is_some() {
-            return false;
-        }
-        let Some(c) = pick_deletion_compaction(levels, options, ratio, |t| {
-            let p = t.table.properties();
-            Deletions {
-                tombstones: p.tombstones,
-                entries: p.entries,
+    /// The picks of `compact_while_needed` taken one at a time (the size
+    /// pick first, then the deletion pick, then the cleanup), each pick out
+    /// of L0 checked before it runs: it takes every L0 table (none left
+    /// above the older versions it carries down) into the base level, 1
+    /// with static budgets, the targets' base level with dynamic ones, and
+    /// never below the first level holding data (newer versions would sit
+    /// under older ones). Fails if the picks do not end. Returns the
+    /// deletion picks out of L0.
+    fn step_picks(db: &Db, what: &str) -> u64 {
+        let inner = &db.inner;
+        let options = &inner.options;
+        let mut l0_picks = 0;
+        for _ in 0..10_000 {
+            let _compaction = inner.compaction_lock.lock();
+            let installs = inner.installs.load(Ordering::Acquire);
+            let sv = inner.current.load_full();
+            let levels = &sv.version.levels;
+            let sized = {
+                let mut pointers = inner.compact_pointer.lock();
+                let picked = pick(levels, options, &pointers);
+                if let Some(c) = &picked
+                    && let Some(p) = &c.next_pointer
+                {
+                    pointers[c.level] = p.clone();
+                }
+                picked
+            };
+            let by_size = sized.is_some();
+            let Some(c) = sized
+                .or_else(|| inner.pick_deletion_compaction(installs, levels))
+                .or_else(|| inner.pick_bottom_cleanup(installs, levels))
+            else {
+                return l0_picks;
+            };
+            if c.level == 0 {
+                let numbers = |ts: &[std::sync::Arc<crate::version::TableHandle>]| -> Vec<u64> {
+                    ts.iter().map(|t| t.meta.number).collect()
+                };
+                assert_eq!(numbers(&c.inputs), numbers(&levels[0]), "{what}: all of L0");
+                let bytes: Vec<u64> = levels
+                    .iter()
+                    .map(|l| l.iter().map(|t| t.meta.file_size).sum())
+                    .collect();
+                let base = if options.dynamic_level_bytes {
+                    level_targets(&bytes, options).base_level
+                } else {
+                    1
+                };
+                assert_eq!(c.output_level, base, "{what}: L0 into the base level");
+                let first_data = (1..levels.len()).find(|&l| !levels[l].is_empty());
+                assert!(
+                    first_data.is_none_or(|l| c.output_level <= l),
+                    "{what}: L0 below older data"
+                );
+                l0_picks += u64::from(!by_size);
             }
-        }) else {
-            return false;
-        };
-        if c.level != 0 {
-            return false;
+            inner.merge(&c).unwrap();
         }
-        let numbers = |ts: &[std::sync::Arc<crate::version::TableHandle>]| -> Vec<u64> {
-            ts.iter().map(|t| t.meta.number).collect()
-        };
-        assert_eq!(numbers(&c.inputs), numbers(&levels[0]), "{what}: all of L0");
-        let bytes: Vec<u64> = levels
-            .iter()
-            .map(|l| l.iter().map(|t| t.meta.file_size).sum())
-            .collect();
-        let base = if options.dynamic_level_bytes {
-            level_targets(&bytes, options).base_level
-        } else {
-            1
-        };
-        assert_eq!(c.output_level, base, "{what}: L0 into the base level");
-        let first_data = (1..levels.len()).find(|&l| !levels[l].is_empty());
-        assert!(
-            first_data.is_none_or(|l| c.output_level <= l),
-            "{what}: L0 below older data"
-        );
-        true
+        panic!("{what}: the picks never end");
     }
 
     /// Returns the deletion-triggered picks made.
@@ -524,7 +538,7 @@ mod random_trees {
             background_work: false,
             num_levels,
             dynamic_level_bytes: rng.chance(50),
-            l1_bytes: [64, 1 << 20][rng.below(2) as usize],
+            l1_bytes: [64, 1 << 20, 1 << 20][rng.below(3) as usize],
             level_size_ratio: [2, 10, 1000][rng.below(3) as usize],
             target_file_bytes: [64, 1 << 20][rng.below(2) as usize],
             l0_compaction_trigger: 4,
@@ -539,8 +553,18 @@ mod random_trees {
         let mut model = Model::new();
         let mut seq = 0;
         let mut snapshots = Vec::new();
+        // Levels 1 to `empty_to` stay empty (under dynamic budgets the
+        // base level is then deep, and L0 must go there, not to L1).
+        let empty_to = if rng.chance(40) {
+            rng.below(num_levels as u64 - 1) as usize
+        } else {
+            0
+        };
         // Deepest level first: each level newer than the ones below.
         for level in (0..num_levels).rev() {
+            if (1..=empty_to).contains(&level) {
+                continue;
+            }
             // L0 gets up to 5 tables, often several overlapping ones.
             let tables = if level == 0 {
                 rng.below(6)
@@ -596,7 +620,9 @@ mod random_trees {
             }
         }
         check_reads(&db, &model, &snapshots, seq, &format!("{what}: placed"));
-        let l0_pick = check_first_l0_pick(&db, ratio, &what);
+        let l0_picks = step_picks(&db, &what);
+        check_tree(&db, ratio, &what);
+        check_reads(&db, &model, &snapshots, seq, &format!("{what}: stepped"));
         compact_within(&db, &what);
         check_tree(&db, ratio, &what);
         check_reads(&db, &model, &snapshots, seq, &format!("{what}: compacted"));
@@ -609,7 +635,7 @@ mod random_trees {
             check_reads(&db, &model, &snapshots, seq, &format!("{what}: released"));
         }
         let picks = db.stats().deletion_compactions;
-        L0_PICKS.fetch_add(u64::from(l0_pick), Ordering::Relaxed);
+        L0_PICKS.fetch_add(l0_picks, Ordering::Relaxed);
         db.close().unwrap();
         let db = Db::open(dir.path(), options).unwrap();
         compact_within(&db, &what);
@@ -627,8 +653,8 @@ mod random_trees {
         let picks: u64 = (1..=cases).map(one_case).sum();
         let l0_picks = L0_PICKS.load(Ordering::Relaxed);
         assert!(
-            cases < 20 || l0_picks * 10 >= cases,
-            "only {l0_picks} of {cases} cases began with a deletion pick out of L0"
+            cases < 20 || l0_picks * 5 >= cases,
+            "only {l0_picks} deletion picks out of L0 in {cases} cases"
         );
         assert!(
             picks >= cases,
