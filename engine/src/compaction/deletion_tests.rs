@@ -704,3 +704,110 @@ fn a_remembered_fruitless_search_hides_no_candidate_an_install_brings() {
     assert_eq!(get(&db, "k04").as_deref(), Some("k04@13"));
     assert_eq!(get(&db, "k02").as_deref(), Some("k02@3"));
 }
+
+/// Through flushes and the inline work after them (dynamic budgets, four
+/// levels): four flushes of values reach the L0 trigger and go to L3 (the
+/// base level of an empty tree), and the search that follows finds nothing
+/// (remembered). Then three flushes, each left in L0 by the trigger:
+/// deletes of keys held nowhere below (a dense table over no deeper data,
+/// no candidate), values rewriting those keys, and deletes of keys at L3
+/// (a candidate). Its flush's install moves past the remembered search,
+/// and all three tables go into L3, the base level, L1 and L2 left empty:
+/// the rewrites above their older deletes, the snapshots taken between the
+/// flushes answered as before, and nothing more picked.
+#[test]
+fn a_flushed_dense_table_takes_l0_whole_into_a_deep_base_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        background_work: false,
+        num_levels: 4,
+        dynamic_level_bytes: true,
+        l1_bytes: 1 << 20,
+        l0_compaction_trigger: 4,
+        deletion_compaction_ratio: Some(0.5),
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    // A flush, then the inline work a write runs after it.
+    let flush = |db: &Db| {
+        db.flush().unwrap();
+        db.inner.do_background_work().unwrap();
+    };
+    for round in 0..4 {
+        for i in 0..20 {
+            db.put(
+                format!("k{i:02}").as_bytes(),
+                format!("v{round}").as_bytes(),
+            )
+            .unwrap();
+        }
+        flush(&db);
+    }
+    let tables = |db: &Db| -> Vec<usize> {
+        db.inner
+            .current
+            .load_full()
+            .version
+            .levels
+            .iter()
+            .map(Vec::len)
+            .collect()
+    };
+    assert_eq!(
+        tables(&db),
+        vec![0, 0, 0, 1],
+        "the L0 trigger's pick, into L3"
+    );
+    let installs = db.inner.installs.load(Ordering::Acquire);
+    assert_eq!(
+        db.inner.no_deletion_pick_at.load(Ordering::Acquire),
+        installs
+    );
+    let before = db.snapshot();
+    for i in 50..54 {
+        db.delete(format!("k{i:02}").as_bytes()).unwrap();
+    }
+    flush(&db);
+    let deleted = db.snapshot();
+    db.put(b"k50", b"back").unwrap();
+    db.put(b"k51", b"back").unwrap();
+    flush(&db);
+    assert_eq!(tables(&db), vec![2, 0, 0, 1], "no candidate yet");
+    let rewritten = db.snapshot();
+    for i in [1, 3, 5] {
+        db.delete(format!("k{i:02}").as_bytes()).unwrap();
+    }
+    db.put(b"k02", b"new").unwrap();
+    flush(&db);
+    assert_eq!(db.stats().deletion_compactions, 1);
+    let t = tables(&db);
+    assert_eq!((t[0], t[1], t[2]), (0, 0, 0), "all of L0 into L3: {t:?}");
+    let get = |s: Option<&crate::Snapshot>, k: &str| {
+        match s {
+            Some(s) => s.get(k.as_bytes()),
+            None => db.get(k.as_bytes()),
+        }
+        .unwrap()
+        .map(|v| String::from_utf8(v).unwrap())
+    };
+    for (k, head, at_rewritten, at_deleted, at_before) in [
+        ("k01", None, Some("v3"), Some("v3"), Some("v3")),
+        ("k02", Some("new"), Some("v3"), Some("v3"), Some("v3")),
+        ("k04", Some("v3"), Some("v3"), Some("v3"), Some("v3")),
+        ("k50", Some("back"), Some("back"), None, None),
+        ("k52", None, None, None, None),
+    ] {
+        assert_eq!(get(None, k).as_deref(), head, "{k}");
+        assert_eq!(get(Some(&rewritten), k).as_deref(), at_rewritten, "{k}");
+        assert_eq!(get(Some(&deleted), k).as_deref(), at_deleted, "{k}");
+        assert_eq!(get(Some(&before), k).as_deref(), at_before, "{k}");
+    }
+    db.inner.compact_while_needed().unwrap();
+    assert_eq!(db.stats().deletion_compactions, 1, "the picks ended");
+    drop((before, deleted, rewritten));
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_eq!(db.get(b"k50").unwrap().as_deref(), Some(&b"back"[..]));
+    assert_eq!(db.get(b"k01").unwrap(), None);
+    assert_eq!(db.get(b"k53").unwrap(), None);
+}
