@@ -653,7 +653,7 @@ mod random_trees {
         let picks: u64 = (1..=cases).map(one_case).sum();
         let l0_picks = L0_PICKS.load(Ordering::Relaxed);
         assert!(
-            cases < 20 || l0_picks * 5 >= cases,
+            cases < 20 || l0_picks * 10 >= cases,
             "only {l0_picks} deletion picks out of L0 in {cases} cases"
         );
         assert!(
