@@ -354,11 +354,13 @@ fn a_table_of_tombstones_meeting_deeper_data_at_its_edge() {
 /// every snapshot, must match the model, before and after a reopen.
 mod random_trees {
     use std::collections::BTreeMap;
-    use std::sync::atomic::Ordering;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::mpsc;
     use std::time::Duration;
 
     use super::super::deletion::{Deletions, pick_deletion_compaction};
+    use super::super::pick::pick;
+    use super::super::targets::level_targets;
     use super::super::tests::in_a_store::{delete, place, put};
     use crate::{Db, Options};
 
@@ -463,6 +465,70 @@ mod random_trees {
         }
     }
 
+    /// Deletion-triggered picks out of L0, over all cases.
+    static L0_PICKS: AtomicU64 = AtomicU64::new(0);
+
+    /// The picks of `compact_while_needed` taken one at a time (the size
+    /// pick first, then the deletion pick, then the cleanup), each pick out
+    /// of L0 checked before it runs: it takes every L0 table (none left
+    /// above the older versions it carries down) into the base level, 1
+    /// with static budgets, the targets' base level with dynamic ones, and
+    /// never below the first level holding data (newer versions would sit
+    /// under older ones). Fails if the picks do not end. Returns the
+    /// deletion picks out of L0.
+    fn step_picks(db: &Db, what: &str) -> u64 {
+        let inner = &db.inner;
+        let options = &inner.options;
+        let mut l0_picks = 0;
+        for _ in 0..10_000 {
+            let _compaction = inner.compaction_lock.lock();
+            let installs = inner.installs.load(Ordering::Acquire);
+            let sv = inner.current.load_full();
+            let levels = &sv.version.levels;
+            let sized = {
+                let mut pointers = inner.compact_pointer.lock();
+                let picked = pick(levels, options, &pointers);
+                if let Some(c) = &picked
+                    && let Some(p) = &c.next_pointer
+                {
+                    pointers[c.level] = p.clone();
+                }
+                picked
+            };
+            let by_size = sized.is_some();
+            let Some(c) = sized
+                .or_else(|| inner.pick_deletion_compaction(installs, levels))
+                .or_else(|| inner.pick_bottom_cleanup(installs, levels))
+            else {
+                return l0_picks;
+            };
+            if c.level == 0 {
+                let numbers = |ts: &[std::sync::Arc<crate::version::TableHandle>]| -> Vec<u64> {
+                    ts.iter().map(|t| t.meta.number).collect()
+                };
+                assert_eq!(numbers(&c.inputs), numbers(&levels[0]), "{what}: all of L0");
+                let bytes: Vec<u64> = levels
+                    .iter()
+                    .map(|l| l.iter().map(|t| t.meta.file_size).sum())
+                    .collect();
+                let base = if options.dynamic_level_bytes {
+                    level_targets(&bytes, options).base_level
+                } else {
+                    1
+                };
+                assert_eq!(c.output_level, base, "{what}: L0 into the base level");
+                let first_data = (1..levels.len()).find(|&l| !levels[l].is_empty());
+                assert!(
+                    first_data.is_none_or(|l| c.output_level <= l),
+                    "{what}: L0 below older data"
+                );
+                l0_picks += u64::from(!by_size);
+            }
+            inner.merge(&c).unwrap();
+        }
+        panic!("{what}: the picks never end");
+    }
+
     /// Returns the deletion-triggered picks made.
     fn one_case(seed: u64) -> u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -472,7 +538,7 @@ mod random_trees {
             background_work: false,
             num_levels,
             dynamic_level_bytes: rng.chance(50),
-            l1_bytes: [64, 1 << 20][rng.below(2) as usize],
+            l1_bytes: [64, 1 << 20, 1 << 20][rng.below(3) as usize],
             level_size_ratio: [2, 10, 1000][rng.below(3) as usize],
             target_file_bytes: [64, 1 << 20][rng.below(2) as usize],
             l0_compaction_trigger: 4,
@@ -487,14 +553,39 @@ mod random_trees {
         let mut model = Model::new();
         let mut seq = 0;
         let mut snapshots = Vec::new();
+        // Levels 1 to `empty_to` stay empty (under dynamic budgets the
+        // base level is then deep, and L0 must go there, not to L1).
+        let empty_to = if rng.chance(40) {
+            rng.below(num_levels as u64 - 1) as usize
+        } else {
+            0
+        };
         // Deepest level first: each level newer than the ones below.
         for level in (0..num_levels).rev() {
-            let tables = rng.below(4);
+            if (1..=empty_to).contains(&level) {
+                continue;
+            }
+            // L0 gets up to 5 tables, often several overlapping ones.
+            let tables = if level == 0 {
+                rng.below(6)
+            } else {
+                rng.below(4)
+            };
             let mut cuts: Vec<u64> = (0..tables * 2).map(|_| rng.below(KEYS)).collect();
             cuts.sort_unstable();
-            cuts.dedup();
-            let delete_percent = [0, 30, 70, 100][rng.below(4) as usize];
+            if level > 0 {
+                cuts.dedup();
+            }
+            let mut delete_percent = [0, 30, 70, 100][rng.below(4) as usize];
             for pair in cuts.chunks(2) {
+                if level == 0 {
+                    // Each L0 table its own density (dense ones over older
+                    // sparse ones and the reverse), a snapshot between them.
+                    delete_percent = [0, 30, 70, 100][rng.below(4) as usize];
+                    if rng.chance(40) {
+                        snapshots.push((db.snapshot(), seq));
+                    }
+                }
                 let (from, to) = (pair[0], *pair.last().unwrap());
                 // L0 tables may overlap each other; below L0 they are the
                 // disjoint runs between the cuts.
@@ -529,6 +620,9 @@ mod random_trees {
             }
         }
         check_reads(&db, &model, &snapshots, seq, &format!("{what}: placed"));
+        let l0_picks = step_picks(&db, &what);
+        check_tree(&db, ratio, &what);
+        check_reads(&db, &model, &snapshots, seq, &format!("{what}: stepped"));
         compact_within(&db, &what);
         check_tree(&db, ratio, &what);
         check_reads(&db, &model, &snapshots, seq, &format!("{what}: compacted"));
@@ -541,6 +635,7 @@ mod random_trees {
             check_reads(&db, &model, &snapshots, seq, &format!("{what}: released"));
         }
         let picks = db.stats().deletion_compactions;
+        L0_PICKS.fetch_add(l0_picks, Ordering::Relaxed);
         db.close().unwrap();
         let db = Db::open(dir.path(), options).unwrap();
         compact_within(&db, &what);
@@ -556,6 +651,11 @@ mod random_trees {
             .and_then(|s| s.parse().ok())
             .unwrap_or(40);
         let picks: u64 = (1..=cases).map(one_case).sum();
+        let l0_picks = L0_PICKS.load(Ordering::Relaxed);
+        assert!(
+            cases < 20 || l0_picks * 10 >= cases,
+            "only {l0_picks} deletion picks out of L0 in {cases} cases"
+        );
         assert!(
             picks >= cases,
             "{picks} deletion-triggered picks in {cases} cases"
@@ -603,4 +703,111 @@ fn a_remembered_fruitless_search_hides_no_candidate_an_install_brings() {
     assert_eq!(get(&db, "k03"), None);
     assert_eq!(get(&db, "k04").as_deref(), Some("k04@13"));
     assert_eq!(get(&db, "k02").as_deref(), Some("k02@3"));
+}
+
+/// Through flushes and the inline work after them (dynamic budgets, four
+/// levels): four flushes of values reach the L0 trigger and go to L3 (the
+/// base level of an empty tree), and the search that follows finds nothing
+/// (remembered). Then three flushes, each left in L0 by the trigger:
+/// deletes of keys held nowhere below (a dense table over no deeper data,
+/// no candidate), values rewriting those keys, and deletes of keys at L3
+/// (a candidate). Its flush's install moves past the remembered search,
+/// and all three tables go into L3, the base level, L1 and L2 left empty:
+/// the rewrites above their older deletes, the snapshots taken between the
+/// flushes answered as before, and nothing more picked.
+#[test]
+fn a_flushed_dense_table_takes_l0_whole_into_a_deep_base_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        background_work: false,
+        num_levels: 4,
+        dynamic_level_bytes: true,
+        l1_bytes: 1 << 20,
+        l0_compaction_trigger: 4,
+        deletion_compaction_ratio: Some(0.5),
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    // A flush, then the inline work a write runs after it.
+    let flush = |db: &Db| {
+        db.flush().unwrap();
+        db.inner.do_background_work().unwrap();
+    };
+    for round in 0..4 {
+        for i in 0..20 {
+            db.put(
+                format!("k{i:02}").as_bytes(),
+                format!("v{round}").as_bytes(),
+            )
+            .unwrap();
+        }
+        flush(&db);
+    }
+    let tables = |db: &Db| -> Vec<usize> {
+        db.inner
+            .current
+            .load_full()
+            .version
+            .levels
+            .iter()
+            .map(Vec::len)
+            .collect()
+    };
+    assert_eq!(
+        tables(&db),
+        vec![0, 0, 0, 1],
+        "the L0 trigger's pick, into L3"
+    );
+    let installs = db.inner.installs.load(Ordering::Acquire);
+    assert_eq!(
+        db.inner.no_deletion_pick_at.load(Ordering::Acquire),
+        installs
+    );
+    let before = db.snapshot();
+    for i in 50..54 {
+        db.delete(format!("k{i:02}").as_bytes()).unwrap();
+    }
+    flush(&db);
+    let deleted = db.snapshot();
+    db.put(b"k50", b"back").unwrap();
+    db.put(b"k51", b"back").unwrap();
+    flush(&db);
+    assert_eq!(tables(&db), vec![2, 0, 0, 1], "no candidate yet");
+    let rewritten = db.snapshot();
+    for i in [1, 3, 5] {
+        db.delete(format!("k{i:02}").as_bytes()).unwrap();
+    }
+    db.put(b"k02", b"new").unwrap();
+    flush(&db);
+    assert_eq!(db.stats().deletion_compactions, 1);
+    let t = tables(&db);
+    assert_eq!((t[0], t[1], t[2]), (0, 0, 0), "all of L0 into L3: {t:?}");
+    let get = |s: Option<&crate::Snapshot>, k: &str| {
+        match s {
+            Some(s) => s.get(k.as_bytes()),
+            None => db.get(k.as_bytes()),
+        }
+        .unwrap()
+        .map(|v| String::from_utf8(v).unwrap())
+    };
+    for (k, head, at_rewritten, at_deleted, at_before) in [
+        ("k01", None, Some("v3"), Some("v3"), Some("v3")),
+        ("k02", Some("new"), Some("v3"), Some("v3"), Some("v3")),
+        ("k04", Some("v3"), Some("v3"), Some("v3"), Some("v3")),
+        ("k50", Some("back"), Some("back"), None, None),
+        ("k52", None, None, None, None),
+    ] {
+        assert_eq!(get(None, k).as_deref(), head, "{k}");
+        assert_eq!(get(Some(&rewritten), k).as_deref(), at_rewritten, "{k}");
+        assert_eq!(get(Some(&deleted), k).as_deref(), at_deleted, "{k}");
+        assert_eq!(get(Some(&before), k).as_deref(), at_before, "{k}");
+    }
+    db.inner.compact_while_needed().unwrap();
+    assert_eq!(db.stats().deletion_compactions, 1, "the picks ended");
+    drop((before, deleted, rewritten));
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_eq!(db.get(b"k50").unwrap().as_deref(), Some(&b"back"[..]));
+    assert_eq!(db.get(b"k01").unwrap(), None);
+    assert_eq!(db.get(b"k53").unwrap(), None);
 }
