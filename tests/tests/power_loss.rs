@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, Options, SyncMode, WalRecovery};
+use bloomlsm_tests::crash_workload::synced_inline_options;
 use bloomlsm_tests::{
     apply_history_model, apply_history_write, contents, history_prefix, history_write, key,
     recovered_history, recovered_prefix, table_files, value, wal_files,
@@ -24,16 +25,10 @@ const WRITES: u64 = 150;
 
 fn options() -> Options {
     Options {
-        sync: SyncMode::Always,
-        memtable_bytes: 1024,
-        l0_compaction_trigger: 2,
-        l0_slowdown_trigger: 3,
-        l0_stop_trigger: 6,
         l1_bytes: 4096,
         target_file_bytes: 1024,
         block_size: 256,
-        background_work: false,
-        ..Options::default()
+        ..synced_inline_options()
     }
 }
 
