@@ -210,6 +210,14 @@ impl DbInner {
         }
     }
 
+    /// Replaces the view with what `next` makes of the current one, under
+    /// `view_swap`, so each replacement is made from the one before it.
+    pub(crate) fn replace_view(&self, next: impl FnOnce(&SuperVersion) -> SuperVersion) {
+        let _swap = self.view_swap.lock();
+        let current = self.current.load_full();
+        self.current.store(Arc::new(next(&current)));
+    }
+
     /// Refuses a change to a read-only store (after `Closed`).
     pub(crate) fn check_not_read_only(&self) -> Result<()> {
         self.check_open()?;

@@ -71,21 +71,16 @@ impl DbInner {
             self.stop_writes(format!("manifest write failed: {e}"));
             return Err(e);
         }
-        {
-            let _swap = self.view_swap.lock();
-            let current = self.current.load_full();
-            let imm = current
+        self.replace_view(|current| SuperVersion {
+            mem: Arc::clone(&current.mem),
+            imm: current
                 .imm
                 .iter()
                 .filter(|m| !flushed(m))
                 .cloned()
-                .collect();
-            self.current.store(Arc::new(SuperVersion {
-                mem: Arc::clone(&current.mem),
-                imm,
-                version: Arc::new(version),
-            }));
-        }
+                .collect(),
+            version: Arc::new(version),
+        });
         self.installs.fetch_add(1, Ordering::AcqRel);
         #[cfg(test)]
         self.install_hook.call(|| {

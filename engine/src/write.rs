@@ -155,28 +155,27 @@ impl DbInner {
             }
         };
         let frozen = w.wal.replace(WalWriter::new(file, path));
-        let _swap = self.view_swap.lock();
-        let current = self.current.load_full();
-        if let Some(frozen) = frozen {
-            w.frozen_wals.push((current.mem.wal_number, frozen));
-        }
-        // WALs older than every memtable still in the view are flushed.
-        let oldest_live = current
-            .imm
-            .iter()
-            .map(|m| m.wal_number)
-            .chain(std::iter::once(current.mem.wal_number))
-            .min()
-            .unwrap_or(number);
-        w.frozen_wals.retain(|(n, _)| *n >= oldest_live);
-        let mut imm = vec![Arc::clone(&current.mem)];
-        imm.extend(current.imm.iter().cloned());
-        self.current.store(Arc::new(SuperVersion {
-            mem: Arc::new(MemTable::new(number)),
-            imm,
-            version: Arc::clone(&current.version),
-        }));
-        drop(_swap);
+        self.replace_view(|current| {
+            if let Some(frozen) = frozen {
+                w.frozen_wals.push((current.mem.wal_number, frozen));
+            }
+            // WALs older than every memtable still in the view are flushed.
+            let oldest_live = current
+                .imm
+                .iter()
+                .map(|m| m.wal_number)
+                .chain(std::iter::once(current.mem.wal_number))
+                .min()
+                .unwrap_or(number);
+            w.frozen_wals.retain(|(n, _)| *n >= oldest_live);
+            let mut imm = vec![Arc::clone(&current.mem)];
+            imm.extend(current.imm.iter().cloned());
+            SuperVersion {
+                mem: Arc::new(MemTable::new(number)),
+                imm,
+                version: Arc::clone(&current.version),
+            }
+        });
         self.schedule_work();
         Ok(())
     }
