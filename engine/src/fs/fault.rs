@@ -253,13 +253,8 @@ impl FaultFs {
                     }
                     if let Some(st) = s.files.remove(to) {
                         let entry_synced = *from_entry_synced;
-                        s.files.insert(
-                            from.clone(),
-                            FileState {
-                                entry_synced,
-                                ..st
-                            },
-                        );
+                        s.files
+                            .insert(from.clone(), FileState { entry_synced, ..st });
                     }
                 }
                 Pending::Unlink {

@@ -128,7 +128,13 @@ fn a_seeded_revival_brings_back_some_unlinks_and_the_same_ones_each_time() {
         let fs = FaultFs::new();
         fs.set_revival(Revival::Seeded(seed));
         for n in 0..64 {
-            file(&fs, &dir.path().join(format!("{n:06}.sst")), b"t", b"", true);
+            file(
+                &fs,
+                &dir.path().join(format!("{n:06}.sst")),
+                b"t",
+                b"",
+                true,
+            );
         }
         for n in 0..64 {
             fs.remove(&dir.path().join(format!("{n:06}.sst"))).unwrap();
