@@ -2,7 +2,11 @@
 //! real file system while tracking what is durable, so a test can fail the
 //! N-th write or sync, return short reads, and simulate a power loss that
 //! drops everything never synced (file data past the last fsync, files
-//! whose directory entry was never synced, renames never made durable).
+//! whose directory entry was never synced, renames never made durable) and
+//! undoes unlinks never made durable: as on ext4 or xfs, a file removed
+//! without a later fsync of its directory may come back after a power cut,
+//! with the bytes it had synced. Which of those unlinks come back is a
+//! seeded choice ([`Revival`]), since a real crash may keep any subset.
 
 use std::collections::HashMap;
 use std::fs;
@@ -15,7 +19,7 @@ use parking_lot::Mutex;
 
 use super::{AtPath, DirLock, FileSystem, FsResult, RealFs};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 struct FileState {
     /// Bytes of the file known to be on stable storage.
     synced_len: u64,
@@ -23,11 +27,83 @@ struct FileState {
     entry_synced: bool,
 }
 
+/// Which unlinks not yet made durable a power loss undoes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revival {
+    /// Every one comes back.
+    All,
+    /// None comes back: every unlink is durable at once.
+    Nothing,
+    /// Each comes back or not by a coin flip drawn from the seed, the
+    /// number of the unlink's operation and the number of operations at
+    /// the power loss: the same run makes the same choice, and a crash
+    /// at another point makes another.
+    Seeded(u64),
+}
+
+impl Default for Revival {
+    fn default() -> Self {
+        Self::Seeded(0)
+    }
+}
+
+impl Revival {
+    /// Whether the unlink that was operation `op` comes back at a power
+    /// loss after `at` operations.
+    fn revives(self, op: u64, at: u64) -> bool {
+        match self {
+            Self::All => true,
+            Self::Nothing => false,
+            Self::Seeded(seed) => mix(seed ^ mix(op ^ mix(at))) & 1 == 1,
+        }
+    }
+}
+
+/// The splitmix64 finalizer: a cheap, well-spread hash of a `u64`.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A change to a directory not yet made durable by a fsync of it.
+#[derive(Debug)]
+enum Pending {
+    /// `from` (its entry durable when `from_entry_synced`) was renamed to
+    /// `to`, which held `before` (if it existed).
+    Rename {
+        to: PathBuf,
+        before: Option<Vec<u8>>,
+        from: PathBuf,
+        from_entry_synced: bool,
+    },
+    /// `path` was unlinked by operation `op`; undone, it is back with
+    /// `bytes` (what of it was synced) and its entry as durable as it was.
+    Unlink {
+        path: PathBuf,
+        bytes: Vec<u8>,
+        entry_synced: bool,
+        op: u64,
+    },
+}
+
+impl Pending {
+    fn path(&self) -> &Path {
+        match self {
+            Self::Rename { to, .. } => to,
+            Self::Unlink { path, .. } => path,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     files: HashMap<PathBuf, FileState>,
-    /// Renames not yet made durable: (to, content `to` had before, if any, from).
-    pending_renames: Vec<(PathBuf, Option<Vec<u8>>, PathBuf)>,
+    /// Directory changes not yet made durable, oldest first.
+    pending: Vec<Pending>,
+    /// Which pending unlinks a power loss undoes.
+    revival: Revival,
     /// Mutating operations (writes and syncs) so far.
     ops: u64,
     /// Fail every mutating operation once `ops` reaches this.
@@ -68,6 +144,12 @@ impl FaultFs {
     /// caller's clean-up after the failure reaches the disk).
     pub fn fail_only_op(&self, n: u64) {
         self.state.lock().fail_only_op = Some(n);
+    }
+
+    /// Which unlinks never made durable come back at a power loss
+    /// (by default `Revival::Seeded(0)`).
+    pub fn set_revival(&self, revival: Revival) {
+        self.state.lock().revival = revival;
     }
 
     /// Stops injecting failures.
@@ -132,21 +214,71 @@ impl FaultFs {
         self.state.lock().faults_injected
     }
 
-    /// Makes the real files look as they would after a power cut: unsynced
-    /// renames are undone, files whose entry was never synced vanish, and
-    /// every other file is cut back to its last synced length.
+    /// Makes the real files look as they would after a power cut: directory
+    /// changes never made durable are undone, newest first (every rename;
+    /// the unlinks [`Revival`] chooses, each file back with its synced
+    /// bytes, and every unlink made after an undone rename in the same
+    /// directory, as a journal keeps a directory's changes in order), files
+    /// whose entry was never synced vanish, and every other file is cut
+    /// back to its last synced length.
     /// REQUIRES: the store using this file system has been dropped or leaked.
     pub fn simulate_power_loss(&self) -> io::Result<()> {
         let mut s = self.state.lock();
-        for (to, before, from) in std::mem::take(&mut s.pending_renames).into_iter().rev() {
-            if to.exists() {
-                fs::rename(&to, &from)?;
+        let at = s.ops;
+        let revival = s.revival;
+        let pending = std::mem::take(&mut s.pending);
+        // Directories in which a rename (always undone) comes before an unlink.
+        let mut renamed_in: Vec<&Path> = Vec::new();
+        let mut forced = vec![false; pending.len()];
+        for (i, p) in pending.iter().enumerate() {
+            let dir = p.path().parent();
+            match p {
+                Pending::Rename { .. } => renamed_in.extend(dir),
+                Pending::Unlink { .. } => forced[i] = dir.is_some_and(|d| renamed_in.contains(&d)),
             }
-            if let Some(bytes) = before {
-                fs::write(&to, bytes)?;
-            }
-            if let Some(st) = s.files.remove(&to) {
-                s.files.insert(from, st);
+        }
+        for (p, forced) in pending.iter().zip(forced).rev() {
+            match p {
+                Pending::Rename {
+                    to,
+                    before,
+                    from,
+                    from_entry_synced,
+                } => {
+                    if to.exists() {
+                        fs::rename(to, from)?;
+                    }
+                    if let Some(bytes) = before {
+                        fs::write(to, bytes)?;
+                    }
+                    if let Some(st) = s.files.remove(to) {
+                        let entry_synced = *from_entry_synced;
+                        s.files
+                            .insert(from.clone(), FileState { entry_synced, ..st });
+                    }
+                }
+                Pending::Unlink {
+                    path,
+                    bytes,
+                    entry_synced,
+                    op,
+                } => {
+                    // A removed directory took its entries with it.
+                    let parent_there = path.parent().is_some_and(Path::is_dir);
+                    if !parent_there || !(forced || revival.revives(*op, at)) {
+                        continue;
+                    }
+                    // Over any file created here since: its entry, newer
+                    // than the unlink, is not durable either.
+                    fs::write(path, bytes)?;
+                    s.files.insert(
+                        path.clone(),
+                        FileState {
+                            synced_len: bytes.len() as u64,
+                            entry_synced: *entry_synced,
+                        },
+                    );
+                }
             }
         }
         for (path, st) in s.files.drain() {
@@ -165,7 +297,9 @@ impl FaultFs {
         Ok(())
     }
 
-    fn mutate(&self) -> io::Result<()> {
+    /// Counts a mutating operation and returns its number, or fails it
+    /// as armed.
+    fn mutate(&self) -> io::Result<u64> {
         let mut s = self.state.lock();
         let op = s.ops;
         s.ops += 1;
@@ -175,7 +309,7 @@ impl FaultFs {
                 "injected fault at operation {op}"
             )));
         }
-        Ok(())
+        Ok(op)
     }
 }
 
@@ -308,7 +442,9 @@ impl FileSystem for FaultFs {
         let before = fs::read(to).ok();
         fs::rename(from, to).at(to)?;
         let mut s = self.state.lock();
+        let mut from_entry_synced = true;
         if let Some(st) = s.files.remove(from) {
+            from_entry_synced = st.entry_synced;
             s.files.insert(
                 to.to_path_buf(),
                 FileState {
@@ -317,15 +453,41 @@ impl FileSystem for FaultFs {
                 },
             );
         }
-        s.pending_renames
-            .push((to.to_path_buf(), before, from.to_path_buf()));
+        s.pending.push(Pending::Rename {
+            to: to.to_path_buf(),
+            before,
+            from: from.to_path_buf(),
+            from_entry_synced,
+        });
         Ok(())
     }
 
     fn remove(&self, path: &Path) -> FsResult<()> {
-        self.mutate().at(path)?;
-        self.state.lock().files.remove(path);
-        fs::remove_file(path).at(path)
+        let op = self.mutate().at(path)?;
+        // What an undone unlink brings back: the synced bytes, or the
+        // whole of a file this file system did not create (it was there,
+        // durable, before: a file that survived a power loss, say).
+        let tracked = self.state.lock().files.get(path).copied();
+        let durable = match tracked {
+            Some(st) if st.synced_len == 0 => Some((Vec::new(), st.entry_synced)),
+            Some(st) => fs::read(path).ok().map(|mut bytes| {
+                bytes.truncate(usize::try_from(st.synced_len).unwrap_or(usize::MAX));
+                (bytes, st.entry_synced)
+            }),
+            None => fs::read(path).ok().map(|bytes| (bytes, true)),
+        };
+        fs::remove_file(path).at(path)?;
+        let mut s = self.state.lock();
+        s.files.remove(path);
+        if let Some((bytes, entry_synced)) = durable {
+            s.pending.push(Pending::Unlink {
+                path: path.to_path_buf(),
+                bytes,
+                entry_synced,
+                op,
+            });
+        }
+        Ok(())
     }
 
     fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
@@ -350,8 +512,7 @@ impl FileSystem for FaultFs {
                 st.entry_synced = true;
             }
         }
-        s.pending_renames
-            .retain(|(to, _, _)| to.parent() != Some(dir));
+        s.pending.retain(|p| p.path().parent() != Some(dir));
         Ok(())
     }
 
@@ -367,3 +528,6 @@ impl FileSystem for FaultFs {
         RealFs.lock_shared(path)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,120 @@
+//! Power loss twice: a crash while a store runs, then another while the
+//! open recovering it runs (the replayed WALs flushed to a table, the new
+//! manifest, the orphans removed: the files the first crash left,
+//! obsolete WALs and tables whose unlinks it undid among them). After the
+//! second: the store answers exactly as a clean open of the first crash's
+//! leftovers does, and holds no orphan.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use bloomlsm::fs::fault::{FaultFs, Revival};
+use bloomlsm::{Db, Options};
+use bloomlsm_tests::crash_workload::{self, Write, synced_inline_options};
+use bloomlsm_tests::{contents, history_write, scratch_dir, table_files};
+
+const WRITES: u64 = 120;
+
+/// First crashes tried: every `STEP`-th operation of the run.
+const STEP: u64 = 5;
+
+fn options() -> Options {
+    Options {
+        l1_bytes: 4096,
+        target_file_bytes: 1024,
+        block_size: 256,
+        ..synced_inline_options()
+    }
+}
+
+fn workload() -> Vec<Write> {
+    (0..WRITES).map(history_write).collect()
+}
+
+/// Runs the history with deletes, flushing every 25 writes, until the
+/// injected crash.
+fn run_until_crash(dir: &Path, fs: &FaultFs) {
+    crash_workload::run_until_crash(dir, fs, options(), &workload(), 25, 0);
+}
+
+/// A copy of a store directory (files only).
+fn copy_dir(from: &Path) -> tempfile::TempDir {
+    let to = scratch_dir();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.path().join(entry.file_name())).unwrap();
+    }
+    to
+}
+
+/// Every pair and the last sequence number of the store in `dir`, opened
+/// on the real file system, and whether its tables are exactly its files.
+fn answers(dir: &Path, what: &str) -> (BTreeMap<Vec<u8>, Vec<u8>>, u64) {
+    let db = Db::open(dir, options()).unwrap_or_else(|e| panic!("{what}: open failed: {e}"));
+    let got = (contents(&db), db.last_sequence());
+    let live = db.stats().total.tables;
+    drop(db);
+    assert_eq!(
+        table_files(dir) as u64,
+        live,
+        "{what}: orphan or missing table"
+    );
+    got
+}
+
+#[test]
+fn a_power_loss_while_recovering_from_one_changes_no_answer() {
+    let fs = FaultFs::new();
+    run_until_crash(scratch_dir().path(), &fs);
+    let total_ops = fs.ops();
+    let mut second_crashes = 0;
+    for first in (0..total_ops).step_by(STEP as usize) {
+        let crashed = scratch_dir();
+        let fs = FaultFs::new();
+        // Every undone unlink back, or a seeded half of them.
+        fs.set_revival(if first % 2 == 0 {
+            Revival::All
+        } else {
+            Revival::Seeded(first)
+        });
+        fs.fail_from_op(first);
+        run_until_crash(crashed.path(), &fs);
+        fs.simulate_power_loss().unwrap();
+        let reference = answers(
+            copy_dir(crashed.path()).path(),
+            &format!("first crash at {first}"),
+        );
+        // The operations of an open of the crashed store.
+        let probe = copy_dir(crashed.path());
+        let fs = FaultFs::new();
+        drop(Db::open_with_fs(probe.path(), options(), Arc::new(fs.clone())).unwrap());
+        let open_ops = fs.ops();
+        for second in 0..open_ops {
+            let dir = copy_dir(crashed.path());
+            let fs = FaultFs::new();
+            fs.set_revival(Revival::Seeded(second));
+            fs.fail_from_op(second);
+            let _ = Db::open_with_fs(dir.path(), options(), Arc::new(fs.clone()));
+            fs.simulate_power_loss().unwrap();
+            let what = format!("crash at {first}, then at {second} of the {open_ops} of the open");
+            let got = answers(dir.path(), &what);
+            assert!(
+                got == reference,
+                "{what}: the store answers otherwise than a clean open ({} keys, last sequence {}; \
+                 a clean open: {} keys, last sequence {})",
+                got.0.len(),
+                got.1,
+                reference.0.len(),
+                reference.1
+            );
+            second_crashes += 1;
+        }
+    }
+    println!(
+        "{} first crashes of {total_ops} operations, {second_crashes} second crashes in the open after them: \
+         every store answers as a clean open of the first crash's leftovers",
+        total_ops.div_ceil(STEP)
+    );
+}
