@@ -61,6 +61,8 @@ mod read_view_tests;
 mod rebalance;
 #[cfg(test)]
 mod rebalance_tests;
+#[cfg(test)]
+mod rebalance_starvation_tests;
 mod rebuild;
 mod recovery;
 mod replay;
