@@ -170,7 +170,10 @@ impl Pacer {
         let deadline = Instant::now() + PATIENCE;
         let mut st = self.state.lock();
         while st.picks <= picks {
-            assert!(Instant::now() < deadline, "the compaction thread never picked again");
+            assert!(
+                Instant::now() < deadline,
+                "the compaction thread never picked again"
+            );
             self.cv.wait_for(&mut st, Duration::from_millis(1));
         }
     }
@@ -234,7 +237,10 @@ fn load(dir: &std::path::Path, background_work: bool, l0_slowdown_trigger: usize
         pacer.wait_past(0);
     }
     let (r0, c0, f0) = counts(&db);
-    assert!(rebuild_due(&db.inner), "no rebuild due: the test lost its point");
+    assert!(
+        rebuild_due(&db.inner),
+        "no rebuild due: the test lost its point"
+    );
     for _ in 0..CHUNKS {
         let picks = pacer.picks();
         next = write_a_memtable(&db, next);
@@ -257,7 +263,9 @@ fn load(dir: &std::path::Path, background_work: bool, l0_slowdown_trigger: usize
          a rebuild still due: {due}; tables per level {:?}",
         s.levels.iter().map(|l| l.tables).collect::<Vec<_>>()
     );
-    assert!(due, "every due rebuild was done: the test lost its point");
+    if background_work {
+        assert!(due, "every due rebuild was done: the test lost its point");
+    }
     (load, db)
 }
 
@@ -286,9 +294,10 @@ fn background_rebalancing_is_not_starved_by_a_stream_of_compactions() {
     deep_store(dir.path());
     let (load, db) = load(dir.path(), true, 8);
     assert!(
-        load.compactions >= CHUNKS,
-        "the load made {} compactions over {CHUNKS} memtables",
-        load.compactions
+        load.compactions >= CHUNKS && load.flushes >= CHUNKS,
+        "the load made {} compactions and {} flushes over {CHUNKS} memtables",
+        load.compactions,
+        load.flushes
     );
     assert!(
         load.rebalanced >= CHUNKS,
@@ -327,4 +336,3 @@ fn compactions_keep_priority_over_rebalancing_while_l0_slows_writes() {
     }
     db.close().unwrap();
 }
-
