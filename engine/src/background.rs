@@ -94,14 +94,22 @@ impl DbInner {
             self.rebuild_damaged_filters()?;
         }
         while self.compact_once()? {
+            if self.shutting_down() {
+                return Ok(false);
+            }
             if !self.l0_slows_writes() && self.rebalance_filters_step(BACKGROUND_TOLERANCE)? {
                 return Ok(true);
             }
         }
-        if self.bg.lock().shutdown {
+        if self.shutting_down() {
             return Ok(false);
         }
         self.rebalance_filters_step(BACKGROUND_TOLERANCE)
+    }
+
+    /// `Db::close` (or drop) asked the background threads to stop.
+    fn shutting_down(&self) -> bool {
+        self.bg.lock().shutdown
     }
 
     /// Whether L0 holds `l0_slowdown_trigger` tables: each write is delayed
@@ -114,7 +122,8 @@ impl DbInner {
     /// The inline counterpart of [`Self::compaction_cycle`] (each write's
     /// work without background threads, and `Db::wait_for_background_work`):
     /// rebuilds damaged filters (when asked to), compacts while any level
-    /// needs it (no write comes meanwhile in the calling thread), then
+    /// needs it (inline, each writer does this work before its write
+    /// returns, so a stream of writes cannot keep the loop going), then
     /// rebuilds at most one filter whose level's budget moved; returns
     /// whether it did.
     pub(crate) fn compact_and_repair(&self) -> Result<bool> {

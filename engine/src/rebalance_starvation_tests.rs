@@ -8,9 +8,10 @@
 //! stopped at a pick, goes on only once a new L0 table is in the tree
 //! (with `l0_compaction_trigger` 1, that table makes the next compaction
 //! due as soon as this one is installed), and the writer writes one more
-//! memtable only once the compaction thread has reached its next pick. So
-//! every chunk of the load is exactly one pass of the compaction thread
-//! from one pick to the next, and a compaction is always due: the stream
+//! memtable only once that one is flushed and the compaction thread waits
+//! at a pick for the next. So every memtable of the load lets the
+//! compaction thread make one pass from a pick to the next (two if the
+//! memtable rotated twice), and a compaction is always due: the stream
 //! of compactions a sustained load makes, without the scheduler's luck.
 //! What a pass does besides its compaction is what is measured.
 
@@ -119,8 +120,8 @@ fn l0_numbers(inner: &DbInner) -> Vec<u64> {
 
 #[derive(Default)]
 struct PaceState {
-    /// Picks the compaction thread reached.
-    picks: u64,
+    /// L0's tables at the pick where the compaction thread waits now.
+    waiting_on: Option<HashSet<u64>>,
     /// The load is over: picks no longer wait.
     done: bool,
     timed_out: bool,
@@ -146,40 +147,50 @@ impl Pacer {
             let before: HashSet<u64> = l0_numbers(&inner).into_iter().collect();
             let deadline = Instant::now() + PATIENCE;
             let mut st = pacer.state.lock();
-            st.picks += 1;
-            pacer.cv.notify_all();
+            st.waiting_on = Some(before.clone());
             while !st.done {
                 let now = l0_numbers(&inner);
                 if now.iter().any(|n| !before.contains(n))
                     || now.len() >= inner.options.l0_stop_trigger
                 {
-                    return;
+                    break;
                 }
                 if Instant::now() > deadline {
                     st.timed_out = true;
-                    return;
+                    break;
                 }
                 pacer.cv.wait_for(&mut st, Duration::from_millis(1));
             }
+            st.waiting_on = None;
         })));
     }
 
-    /// Waits until the compaction thread reached a pick after the
-    /// `picks`-th.
-    fn wait_past(&self, picks: u64) {
+    /// Waits until the memtables written are flushed and the compaction
+    /// thread waits at a pick for an L0 table newer than all of them
+    /// (returns `true`), or L0 is empty (no compaction is due from it: the
+    /// pace is not set up yet; returns `false`).
+    fn wait_for_the_next_memtable(&self, db: &Db) -> bool {
         let deadline = Instant::now() + PATIENCE;
         let mut st = self.state.lock();
-        while st.picks <= picks {
+        loop {
+            let sv = db.inner.current.load_full();
+            if sv.imm.is_empty() {
+                let l0 = l0_numbers(&db.inner);
+                if l0.is_empty() {
+                    return false;
+                }
+                if let Some(at_pick) = &st.waiting_on
+                    && l0.iter().all(|n| at_pick.contains(n))
+                {
+                    return true;
+                }
+            }
             assert!(
                 Instant::now() < deadline,
-                "the compaction thread never picked again"
+                "the compaction thread never waited for the next memtable"
             );
             self.cv.wait_for(&mut st, Duration::from_millis(1));
         }
-    }
-
-    fn picks(&self) -> u64 {
-        self.state.lock().picks
     }
 
     fn finish(&self) {
@@ -196,7 +207,11 @@ fn write_a_memtable(db: &Db, mut next: u64) -> u64 {
     let wal = db.inner.current.load().mem.wal_number;
     while db.inner.current.load().mem.wal_number == wal {
         // Two new keys, one overwrite of the loaded ones.
-        let i = if next % 3 == 0 { next % LOADED } else { next };
+        let i = if next.is_multiple_of(3) {
+            next % LOADED
+        } else {
+            next
+        };
         db.put(&key(i), &value(i + next)).unwrap();
         next += 1;
     }
@@ -230,11 +245,13 @@ fn load(dir: &std::path::Path, background_work: bool, l0_slowdown_trigger: usize
         pacer.arm(&db);
     }
     let mut next = LOADED + 5;
-    // The first memtable sets the pace up: from its pick on, the
-    // compaction thread is at a pick whenever the writer starts a chunk.
-    next = write_a_memtable(&db, next);
-    if background_work {
-        pacer.wait_past(0);
+    // Memtables until the pace is set up: from then on the compaction
+    // thread waits at a pick whenever the writer starts a memtable.
+    loop {
+        next = write_a_memtable(&db, next);
+        if !background_work || pacer.wait_for_the_next_memtable(&db) {
+            break;
+        }
     }
     let (r0, c0, f0) = counts(&db);
     assert!(
@@ -242,10 +259,9 @@ fn load(dir: &std::path::Path, background_work: bool, l0_slowdown_trigger: usize
         "no rebuild due: the test lost its point"
     );
     for _ in 0..CHUNKS {
-        let picks = pacer.picks();
         next = write_a_memtable(&db, next);
         if background_work {
-            pacer.wait_past(picks);
+            assert!(pacer.wait_for_the_next_memtable(&db), "L0 emptied");
         }
     }
     // The compaction thread is stopped at a pick: nothing is in flight.
@@ -306,8 +322,10 @@ fn background_rebalancing_is_not_starved_by_a_stream_of_compactions() {
         load.rebalanced,
         load.compactions
     );
-    // Closing stops the background work between two steps: it does not
-    // wait for the rebuilds still due.
+    // `wait_for_background_work` still settles every filter (the
+    // compaction thread rebalances meanwhile too).
+    db.wait_for_background_work().unwrap();
+    assert!(!rebuild_due(&db.inner), "a rebuild due after the settle");
     db.close().unwrap();
 }
 
