@@ -123,7 +123,8 @@ impl DbInner {
     /// work without background threads, and `Db::wait_for_background_work`):
     /// rebuilds damaged filters (when asked to), compacts while any level
     /// needs it (inline, each writer does this work before its write
-    /// returns, so a stream of writes cannot keep the loop going), then
+    /// returns, so a stream of writes cannot keep the loop going; for
+    /// `wait_for_background_work`, "nothing left to do" is the point), then
     /// rebuilds at most one filter whose level's budget moved; returns
     /// whether it did.
     pub(crate) fn compact_and_repair(&self) -> Result<bool> {
