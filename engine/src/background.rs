@@ -62,7 +62,7 @@ impl DbInner {
                     self.bg.lock().compaction_pending = true;
                     self.bg_cv.notify_all();
                 }),
-                Worker::Compaction => self.compact_and_repair().map(|more| {
+                Worker::Compaction => self.compaction_cycle().map(|more| {
                     // One rebalancing rebuild per cycle: compactions and
                     // shutdown are looked at between any two.
                     if more {
@@ -75,9 +75,58 @@ impl DbInner {
         }
     }
 
-    /// Rebuilds damaged filters (when asked to), compacts while any level
-    /// needs it, then rebuilds at most one filter whose level's budget
-    /// moved; returns whether it did (more may be due).
+    /// One cycle of the compaction thread: rebuilds damaged filters (when
+    /// asked to), compacts, and rebuilds at most one filter whose level's
+    /// budget moved; returns whether it did (more may be due: the thread
+    /// then runs another cycle).
+    ///
+    /// While writes go on, some level may need a compaction after every
+    /// compaction, so "compact until none is needed, then rebalance" would
+    /// postpone a due rebuild for as long as the writes last. So the
+    /// rebuild is looked for after each compaction, and a rebuild ends the
+    /// cycle (the compactions still needed run in the next one), unless L0
+    /// is at its slowdown trigger: writes are being delayed, and
+    /// compactions go first until L0 is under it again. Without a due
+    /// rebuild (the step finds none, or its memo says the tree has not
+    /// changed since it last found none) compactions go on in this cycle.
+    pub(crate) fn compaction_cycle(&self) -> Result<bool> {
+        if self.options.on_corrupt_filter == CorruptFilterPolicy::Rebuild {
+            self.rebuild_damaged_filters()?;
+        }
+        while self.compact_once()? {
+            if self.shutting_down() {
+                return Ok(false);
+            }
+            if !self.l0_slows_writes() && self.rebalance_filters_step(BACKGROUND_TOLERANCE)? {
+                return Ok(true);
+            }
+        }
+        if self.shutting_down() {
+            return Ok(false);
+        }
+        self.rebalance_filters_step(BACKGROUND_TOLERANCE)
+    }
+
+    /// `Db::close` (or drop) asked the background threads to stop.
+    fn shutting_down(&self) -> bool {
+        self.bg.lock().shutdown
+    }
+
+    /// Whether L0 holds `l0_slowdown_trigger` tables: each write is delayed
+    /// (or stopped, further up), and compactions take priority over
+    /// rebalancing rebuilds.
+    fn l0_slows_writes(&self) -> bool {
+        self.current.load().version.levels[0].len() >= self.options.l0_slowdown_trigger
+    }
+
+    /// The inline counterpart of [`Self::compaction_cycle`] (each write's
+    /// work without background threads, and `Db::wait_for_background_work`):
+    /// rebuilds damaged filters (when asked to), compacts while any level
+    /// needs it (inline, each writer does this work before its write
+    /// returns, so a stream of writes cannot keep the loop going; for
+    /// `wait_for_background_work`, "nothing left to do" is the point), then
+    /// rebuilds at most one filter whose level's budget moved; returns
+    /// whether it did.
     pub(crate) fn compact_and_repair(&self) -> Result<bool> {
         if self.options.on_corrupt_filter == CorruptFilterPolicy::Rebuild {
             self.rebuild_damaged_filters()?;

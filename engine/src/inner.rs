@@ -140,6 +140,11 @@ pub(crate) struct DbInner {
     /// snapshots and its merge (see `compaction/mod.rs`).
     #[cfg(test)]
     pub(crate) merge_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point after every pick of `compact_once` (trivial
+    /// moves and merges alike), under the compaction lock, before the
+    /// tree is touched (see `compaction/mod.rs`).
+    #[cfg(test)]
+    pub(crate) pick_pause: crate::test_hooks::ReadPause,
     /// Test-only observer of every install (see `install.rs`).
     #[cfg(test)]
     pub(crate) install_hook: crate::test_hooks::InstallHook,
@@ -197,6 +202,8 @@ impl DbInner {
             rebuild_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             merge_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            pick_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             install_hook: crate::test_hooks::InstallHook::default(),
         }

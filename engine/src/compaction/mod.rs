@@ -54,38 +54,47 @@ use retain::Retain;
 
 impl DbInner {
     /// Runs compactions until no level needs one, the store shuts down, or
-    /// writes stop. Picks under the compaction lock, so the input set is
-    /// exactly the tables live when the merge starts.
+    /// writes stop.
     pub(crate) fn compact_while_needed(&self) -> Result<()> {
-        loop {
-            if self.bg.lock().shutdown {
-                return Ok(());
-            }
-            let _compaction = self.compaction_lock.lock();
-            self.check_writable()?;
-            let installs = self.installs.load(Ordering::Acquire);
-            let sv = self.current.load_full();
-            let picked = {
-                let mut pointers = self.compact_pointer.lock();
-                let picked = pick::pick(&sv.version.levels, &self.options, &pointers);
-                if let Some(c) = &picked
-                    && let Some(p) = &c.next_pointer
-                {
-                    pointers[c.level] = p.clone();
-                }
-                picked
-            };
-            // Only when no level needs a compaction: tombstones over older
-            // data go down, then the bottom is cleaned.
-            let Some(c) = picked
-                .or_else(|| self.pick_deletion_compaction(installs, &sv.version.levels))
-                .or_else(|| self.pick_bottom_cleanup(installs, &sv.version.levels))
-            else {
-                return Ok(());
-            };
-            self.merge(&c)?;
-            self.stall_cv.notify_all();
+        while self.compact_once()? {}
+        Ok(())
+    }
+
+    /// Runs one compaction if any level needs one; returns whether it did
+    /// (`false` too once the store shuts down). Picks under the compaction
+    /// lock, so the input set is exactly the tables live when the merge
+    /// starts.
+    pub(crate) fn compact_once(&self) -> Result<bool> {
+        if self.bg.lock().shutdown {
+            return Ok(false);
         }
+        let _compaction = self.compaction_lock.lock();
+        self.check_writable()?;
+        let installs = self.installs.load(Ordering::Acquire);
+        let sv = self.current.load_full();
+        let picked = {
+            let mut pointers = self.compact_pointer.lock();
+            let picked = pick::pick(&sv.version.levels, &self.options, &pointers);
+            if let Some(c) = &picked
+                && let Some(p) = &c.next_pointer
+            {
+                pointers[c.level] = p.clone();
+            }
+            picked
+        };
+        // Only when no level needs a compaction: tombstones over older
+        // data go down, then the bottom is cleaned.
+        let Some(c) = picked
+            .or_else(|| self.pick_deletion_compaction(installs, &sv.version.levels))
+            .or_else(|| self.pick_bottom_cleanup(installs, &sv.version.levels))
+        else {
+            return Ok(false);
+        };
+        #[cfg(test)]
+        self.pick_pause.pause();
+        self.merge(&c)?;
+        self.stall_cv.notify_all();
+        Ok(true)
     }
 
     /// Merges every table of every level into the deepest level in use.
