@@ -71,6 +71,21 @@ fn place(db: &Db, level: usize, keys: &[Vec<u8>], first_seq: u64, bits: f64) -> 
     Arc::clone(&tables[0])
 }
 
+/// Installs a compaction's outputs in place of its inputs.
+fn install_compaction(
+    inner: &crate::inner::DbInner,
+    outputs: &[Arc<TableHandle>],
+    inputs: &[Arc<TableHandle>],
+) {
+    inner
+        .install(VersionEdit {
+            added: outputs,
+            removed: inputs,
+            flushed: None,
+        })
+        .unwrap();
+}
+
 /// Makes sequences up to `seq` visible, and new writes start after it.
 fn advance_sequence(db: &Db, seq: u64) {
     db.inner.last_visible.store(seq, Ordering::Release);
@@ -201,13 +216,7 @@ fn flushes_during_a_compaction_keep_the_tree_within_uniform_memory() {
             },
         )
         .unwrap();
-    db.inner
-        .install(VersionEdit {
-            added: &outputs,
-            removed: &inputs,
-            flushed: None,
-        })
-        .unwrap();
+    install_compaction(db.inner.as_ref(), &outputs, &inputs);
     drop(claim);
     assert_eq!(db.get(&key("k", 7)).unwrap(), Some(b"v".to_vec()));
     assert_within(&db, "after the compaction installs");
@@ -280,13 +289,7 @@ fn a_compaction_cut_into_narrow_ribbon_tables_stays_within_its_plan() {
         outputs.iter().all(|t| t.table.filter().is_some()),
         "every table keeps a filter"
     );
-    db.inner
-        .install(VersionEdit {
-            added: &outputs,
-            removed: &inputs,
-            flushed: None,
-        })
-        .unwrap();
+    install_compaction(db.inner.as_ref(), &outputs, &inputs);
     drop(claim);
     for k in &l1 {
         assert_eq!(db.get(k).unwrap(), Some(b"v".to_vec()));
