@@ -339,3 +339,57 @@ fn a_narrow_compaction_after_a_kind_change_keeps_its_filter() {
         assert_eq!(db.get(k).unwrap(), Some(b"v".to_vec()));
     }
 }
+
+/// As above, but the tables that stay are a little over their uniform
+/// share (a deep Standard table at 10.3 bits: 152 bytes over, past the Ribbon table's unused share of 64), as the
+/// mixed-kind loads leave them at level 6. The output's own share less the
+/// removed Ribbon table's unused share is under the smallest filter, and
+/// the tree has no headroom: the plan gives 0 bits. Keeping the smallest
+/// filter would raise the tree's excess by the removed table's unused
+/// share (64 bytes here, about 1% of the tree), so the equal-memory bound and
+/// "every table keeps a filter" conflict here; open, a design decision
+/// (e.g. let a write keep the smallest filter within a tolerance).
+#[test]
+#[ignore = "open: no headroom and a removed foreign-kind table's unused share leave a narrow write 0 bits"]
+fn a_narrow_compaction_after_a_kind_change_keeps_its_filter_without_headroom() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    let a: Vec<_> = (0..21).map(|i| key("k", 2 * i)).collect();
+    let b: Vec<_> = (0..23).map(|i| key("k", 2 * i + 1)).collect();
+    for _ in 0..100 {
+        db.put(b"zz", b"v").unwrap();
+    }
+    db.flush().unwrap();
+    place(&db, 2, &b, 1, 8.0);
+    place(&db, 1, &a, 30, BITS);
+    db.close().unwrap();
+
+    let db = Db::open(dir.path(), options(FilterKind::Standard)).unwrap();
+    // 4,000 Standard keys at 10.3 bits: 5,152 bytes where uniform's
+    // 5,000 (the tree a little over, as the loads leave it).
+    let deep: Vec<_> = (0..4_000).map(|i| key("d", i)).collect();
+    place(&db, 3, &deep, 1, 10.3);
+    let (filters, uniform) = memory(&db);
+    assert!(filters > uniform, "{filters} <= {uniform}");
+    db.inner.compact_while_needed().unwrap();
+    let sv = db.inner.current.load_full();
+    let tables: Vec<(usize, u64, f64, u64)> = sv
+        .version
+        .levels
+        .iter()
+        .flatten()
+        .map(|t| {
+            (
+                t.meta.level,
+                table_keys(t),
+                t.table.properties().bits_per_key,
+                table_filter_bytes(t),
+            )
+        })
+        .collect();
+    assert_eq!(sv.version.levels[1].len(), 0, "{tables:?}");
+    assert!(
+        tables.iter().all(|t| t.3 > 0),
+        "(level, keys, bits, filter bytes) {tables:?}"
+    );
+}
