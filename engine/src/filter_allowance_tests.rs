@@ -340,15 +340,16 @@ fn a_narrow_compaction_after_a_kind_change_keeps_its_filter() {
     }
 }
 
-/// As above, but the tables that stay are a little over their uniform
-/// share (a deep Standard table at 10.3 bits: 152 bytes over, past the Ribbon table's unused share of 64), as the
-/// mixed-kind loads leave them at level 6. The output's own share less the
-/// removed Ribbon table's unused share is under the smallest filter, and
-/// the tree has no headroom: the plan gives 0 bits. Keeping the smallest
-/// filter would raise the tree's excess by the removed table's unused
-/// share (64 bytes here, about 1% of the tree), so the equal-memory bound and
-/// "every table keeps a filter" conflict here; open, a design decision
-/// (e.g. let a write keep the smallest filter within a tolerance).
+/// As above, but the tables that stay are over their uniform share (a
+/// deep Standard table at 10.3 bits: 152 bytes over, past the removed
+/// Ribbon table's unused share of 64), as the mixed-kind loads leave them
+/// at level 6. The output's own share less that unused share is under the
+/// smallest filter, and the tree has no headroom: the plan gives 0 bits.
+/// Keeping the smallest filter would raise the tree's excess by the
+/// removed table's unused share (64 bytes, about 1% of the tree), so the
+/// equal-memory bound and "every table keeps a filter" conflict here;
+/// open, a design decision (e.g. let a write keep the smallest filter
+/// within a tolerance).
 #[test]
 #[ignore = "open: no headroom and a removed foreign-kind table's unused share leave a narrow write 0 bits"]
 fn a_narrow_compaction_after_a_kind_change_keeps_its_filter_without_headroom() {
