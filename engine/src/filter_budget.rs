@@ -249,7 +249,11 @@ pub(crate) fn plan_write(
     }
     let own_share = uniform_bytes(kind, write.keys, bits_per_key);
     budget += own_share;
-    let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0 - ROUNDING_BITS;
+    // No rounding reserve here: `planned` below is the exact bytes of the
+    // plan, and the write's tables keep within it (`FilterAllowance`);
+    // a reserve only left a narrow write whose own share is the smallest
+    // filter without one.
+    let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0;
     let cap = free_bits / write.keys.max(1) as f64;
     let bits = target.min(cap).clamp(0.0, 100.0);
     // The removed tables' uniform share their filters leave unused: writes

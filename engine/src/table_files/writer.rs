@@ -36,9 +36,17 @@ pub(super) struct OutputSpec {
 }
 
 /// The filter bytes a write's finished tables were allowed and took.
-/// Invariant: `spent <= allowed`, each table's filter fitted (at fewer
-/// bits per key if need be) into what its own share and the earlier
-/// tables' leftovers make.
+/// Invariant: `spent <= allowed` plus what the smallest filters took
+/// beyond it: each table's filter fitted (at fewer bits per key if need
+/// be) into what its own share and the earlier tables' leftovers make, but
+/// never dropped for the allowance: a table that fits no filter there gets
+/// the smallest one (at most its own uniform share, since the policy's
+/// bits are at least `MIN_FILTER_BITS_PER_KEY`), and the tables after it
+/// pay that back out of their shares. A table whose uniform share is
+/// already the smallest filter (512 bits, one block) cannot take less at
+/// any bits, and its part of a plan below uniform (negative excess) would
+/// otherwise leave it, the first of a narrow compaction or a flush of
+/// overwrites, without a filter.
 #[derive(Clone, Copy, Debug)]
 struct FilterSpend {
     allowance: FilterAllowance,
@@ -49,17 +57,22 @@ struct FilterSpend {
 impl FilterSpend {
     /// Bits per key for a table of `keys` keys asked `bits_per_key`: the
     /// most, at most those, whose filter fits what is left once this
-    /// table's share is added (none below the smallest filter worth
-    /// building).
+    /// table's share is added, or else fits the smallest filter worth
+    /// building (none only when `bits_per_key` asks for none).
     fn admit(&mut self, keys: u64, bits_per_key: f64) -> f64 {
+        if bits_per_key < MIN_FILTER_BITS_PER_KEY {
+            return 0.0;
+        }
+        let kind = self.allowance.kind();
         self.allowed += self.allowance.bytes_for(keys);
         let left = (self.allowed - self.spent as f64).max(0.0);
-        let bits = planning::fit_bits_per_key(self.allowance.kind(), keys, bits_per_key, left);
+        let bits = planning::fit_bits_per_key(kind, keys, bits_per_key, left);
         if bits >= MIN_FILTER_BITS_PER_KEY {
-            bits
-        } else {
-            0.0
+            return bits;
         }
+        let smallest = planning::planned_memory_bytes(kind, keys, MIN_FILTER_BITS_PER_KEY);
+        planning::fit_bits_per_key(kind, keys, bits_per_key, smallest as f64)
+            .max(MIN_FILTER_BITS_PER_KEY)
     }
 }
 
