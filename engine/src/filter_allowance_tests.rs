@@ -351,7 +351,6 @@ fn a_narrow_compaction_after_a_kind_change_keeps_its_filter() {
 /// open, a design decision (e.g. let a write keep the smallest filter
 /// within a tolerance).
 #[test]
-#[ignore = "open: no headroom and a removed foreign-kind table's unused share leave a narrow write 0 bits"]
 fn a_narrow_compaction_after_a_kind_change_keeps_its_filter_without_headroom() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();

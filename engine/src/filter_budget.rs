@@ -13,7 +13,9 @@
 //! would take for the same tables (`planned_memory_bytes` of each, in the
 //! kind of its filter: a store reopened with another filter kind keeps its
 //! tables' old filters until they are rewritten), plus
-//! the bytes by which a write's key estimate exceeded the keys it wrote.
+//! the bytes by which a write's key estimate exceeded the keys it wrote,
+//! plus the smallest filters that narrow tables keep where the budget
+//! could not pay for them (no table loses its filter to the budget).
 //! A write is planned as one filter over all its keys; its tables'
 //! filters together stay within what that plan spends
 //! ([`FilterAllowance`], kept by the table writer), however many narrow
@@ -278,6 +280,17 @@ pub(crate) fn plan_write(
     let bits = floor_to_filter(
         planning::fit_bits_per_key(kind, write.keys, bits, free_bits / 8.0).max(own_bits),
     );
+    // A run the optimum gives a filter never goes without one for the
+    // budget: a table without a filter costs a block read per get that
+    // reaches it. Only where the budget cannot pay even the smallest
+    // filter (a narrow write whose removed tables' filters were far under
+    // their share, in a tree without headroom) does this raise the tree's
+    // excess, by at most one bit per key of the write.
+    let bits = if bits == 0.0 && target >= MIN_FILTER_BITS_PER_KEY {
+        MIN_FILTER_BITS_PER_KEY
+    } else {
+        bits
+    };
     let planned = if bits > 0.0 {
         planning::planned_memory_bytes(kind, write.keys, bits)
     } else {
@@ -290,7 +303,12 @@ pub(crate) fn plan_write(
         allowance: Some(FilterAllowance {
             kind,
             uniform_bits: bits_per_key,
-            excess_bytes_per_key: (planned as f64 - own_share as f64) / write.keys.max(1) as f64,
+            // Below its own share, a write need give back only what its
+            // removed tables left unused (its claim is then 0): the rest
+            // of its tables' uniform shares is theirs, so a plan below
+            // uniform never squeezes a narrow table under its share.
+            excess_bytes_per_key: (planned as f64 - own_share as f64).max(-(removed_unused as f64))
+                / write.keys.max(1) as f64,
         }),
     }
 }

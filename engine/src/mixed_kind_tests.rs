@@ -79,6 +79,8 @@ fn sample(inner: &DbInner, s: &Stats) -> Sample {
         out.current += planned_memory_bytes(kind, keys, BITS);
         out.tables += 1;
         out.foreign += usize::from(own != kind);
+        // A filter dropped when written (bits 0) is not "unusable".
+        out.unfiltered += u64::from(t.table.filter().is_none());
     }
     out
 }
