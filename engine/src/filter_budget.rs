@@ -40,8 +40,9 @@ use parking_lot::Mutex;
 use crate::options::{FilterPolicy, MIN_FILTER_BITS_PER_KEY};
 use crate::version::TableHandle;
 
-/// Bits a table's filter may round up beyond keys x bits (one 512-bit
-/// block of the blocked kind; the other kinds round less).
+/// Bits a rebalancing raise leaves free (one 512-bit block of the blocked
+/// kind): a raise is planned in bits per key, and the bytes of its filter
+/// round up to whole blocks.
 const ROUNDING_BITS: f64 = 512.0;
 
 /// Distinct keys of a table: what its filter is built from.
