@@ -14,9 +14,12 @@
 //! kind of its filter: a store reopened with another filter kind keeps its
 //! tables' old filters until they are rewritten), plus
 //! the bytes by which a write's key estimate exceeded the keys it wrote,
-//! plus up to one filter block of rounding for each table of a write past
-//! its first (a write is planned as one filter over all its keys; each of
-//! its tables rounds its own filter up).
+//! plus the smallest filters that narrow tables keep where the budget
+//! could not pay for them (no table loses its filter to the budget).
+//! A write is planned as one filter over all its keys; its tables'
+//! filters together stay within what that plan spends
+//! ([`FilterAllowance`], kept by the table writer), however many narrow
+//! tables it cuts.
 //! A write gets the optimum's bits for its run, capped by what the budget
 //! has left: uniform's bytes for the tree after the edit, minus the filters
 //! of the tables that stay, minus what writes in flight have claimed
@@ -37,8 +40,9 @@ use parking_lot::Mutex;
 use crate::options::{FilterPolicy, MIN_FILTER_BITS_PER_KEY};
 use crate::version::TableHandle;
 
-/// Bits a table's filter may round up beyond keys x bits (one 512-bit
-/// block of the blocked kind; the other kinds round less).
+/// Bits a rebalancing raise leaves free (one 512-bit block of the blocked
+/// kind): a raise is planned in bits per key, and the bytes of its filter
+/// round up to whole blocks.
 const ROUNDING_BITS: f64 = 512.0;
 
 /// Distinct keys of a table: what its filter is built from.
@@ -94,6 +98,52 @@ pub(crate) struct PlannedWrite<'a> {
 pub(crate) struct Plan {
     pub(crate) bits_per_key: f64,
     pub(crate) claim_bytes: u64,
+    /// What the write's tables may spend on filters in all (`Optimized`
+    /// only; other policies keep no budget).
+    pub(crate) allowance: Option<FilterAllowance>,
+}
+
+impl Plan {
+    /// Bits per key and nothing claimed or bounded.
+    pub(crate) fn unbounded(bits_per_key: f64) -> Self {
+        Self {
+            bits_per_key,
+            claim_bytes: 0,
+            allowance: None,
+        }
+    }
+}
+
+/// The filter bytes a write's tables may take, table by table as their
+/// keys become known: each its uniform share at the policy's average
+/// (what uniform filters take for that table, and what the budget counts
+/// for it once installed) plus its keys' part of what the plan spends
+/// beyond the write's own uniform share (negative when the plan gives
+/// fewer bits than uniform). The plan prices a write as one filter over
+/// all its keys, and its claim covers that; without the allowance each of
+/// many narrow tables would round its own filter up (whole blocks, and a
+/// small Ribbon table sized for a large one's rate), past the claim.
+/// Invariant kept by the table writer: the filters of a write's first j
+/// tables take at most the sum of `bytes_for` over those j tables.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct FilterAllowance {
+    kind: FilterKind,
+    uniform_bits: f64,
+    excess_bytes_per_key: f64,
+}
+
+impl FilterAllowance {
+    /// Filter bytes a table of `keys` distinct keys of the write adds to
+    /// the allowance.
+    pub(crate) fn bytes_for(&self, keys: u64) -> f64 {
+        uniform_bytes(self.kind, keys, self.uniform_bits) as f64
+            + self.excess_bytes_per_key * keys as f64
+    }
+
+    /// The filter kind the write builds.
+    pub(crate) fn kind(&self) -> FilterKind {
+        self.kind
+    }
 }
 
 /// One run of the tree: the tables it is made of and its keys.
@@ -158,29 +208,6 @@ fn floor_to_filter(bits: f64) -> f64 {
     }
 }
 
-/// The most bits per key, at most `bits`, whose filter for `keys` keys
-/// takes at most `free_bytes` (0 if none does). Bits per key alone do not
-/// bound the bytes: a small Ribbon table takes the bytes of a large one's
-/// rate at its bits (`table_sizing`), up to a sixth more than keys x bits.
-fn fit_bits(kind: FilterKind, keys: u64, bits: f64, free_bytes: f64) -> f64 {
-    let fits =
-        |b: f64| b <= 0.0 || planning::planned_memory_bytes(kind, keys, b) as f64 <= free_bytes;
-    if fits(bits) {
-        return bits;
-    }
-    // Invariant: `lo` fits, `hi` does not.
-    let (mut lo, mut hi) = (0.0, bits);
-    while hi - lo > 0.01 {
-        let mid = (lo + hi) / 2.0;
-        if fits(mid) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
 /// Bits per key for the tables of `write` into the tree `levels` under
 /// `policy`; `claimed` is what other writes in flight have claimed.
 pub(crate) fn plan_write(
@@ -191,10 +218,7 @@ pub(crate) fn plan_write(
     claimed: u64,
 ) -> Plan {
     let FilterPolicy::Optimized { bits_per_key } = *policy else {
-        return Plan {
-            bits_per_key: policy.bits_per_key(write.level, &[], &[]),
-            claim_bytes: 0,
-        };
+        return Plan::unbounded(policy.bits_per_key(write.level, &[], &[]));
     };
     let runs = live_runs(levels, write.removed);
     // The tree after the edit: the new tables are an L0 run of their own,
@@ -228,7 +252,11 @@ pub(crate) fn plan_write(
     }
     let own_share = uniform_bytes(kind, write.keys, bits_per_key);
     budget += own_share;
-    let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0 - ROUNDING_BITS;
+    // No rounding reserve here: `planned` below is the exact bytes of the
+    // plan, and the write's tables keep within it (`FilterAllowance`);
+    // a reserve only left a narrow write whose own share is the smallest
+    // filter without one.
+    let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0;
     let cap = free_bits / write.keys.max(1) as f64;
     let bits = target.min(cap).clamp(0.0, 100.0);
     // The removed tables' uniform share their filters leave unused: writes
@@ -244,13 +272,26 @@ pub(crate) fn plan_write(
     // a write raises neither the tree's excess over uniform nor the claims:
     // that much is its own whatever others claimed (a flush, which removes
     // nothing, always gets its whole share).
-    let own_bits = fit_bits(
+    let own_bits = planning::fit_bits_per_key(
         kind,
         write.keys,
         target.min(bits_per_key),
         own_share.saturating_sub(removed_unused) as f64,
     );
-    let bits = floor_to_filter(fit_bits(kind, write.keys, bits, free_bits / 8.0).max(own_bits));
+    let bits = floor_to_filter(
+        planning::fit_bits_per_key(kind, write.keys, bits, free_bits / 8.0).max(own_bits),
+    );
+    // A run the optimum gives a filter never goes without one for the
+    // budget: a table without a filter costs a block read per get that
+    // reaches it. Only where the budget cannot pay even the smallest
+    // filter (a narrow write whose removed tables' filters were far under
+    // their share, in a tree without headroom) does this raise the tree's
+    // excess, by at most one bit per key of the write.
+    let bits = if bits == 0.0 && target >= MIN_FILTER_BITS_PER_KEY {
+        MIN_FILTER_BITS_PER_KEY
+    } else {
+        bits
+    };
     let planned = if bits > 0.0 {
         planning::planned_memory_bytes(kind, write.keys, bits)
     } else {
@@ -260,6 +301,16 @@ pub(crate) fn plan_write(
         bits_per_key: bits,
         // What the install adds to the tree's excess over uniform.
         claim_bytes: (planned + removed_unused).saturating_sub(own_share),
+        allowance: Some(FilterAllowance {
+            kind,
+            uniform_bits: bits_per_key,
+            // Below its own share, a write need give back only what its
+            // removed tables left unused (its claim is then 0): the rest
+            // of its tables' uniform shares is theirs, so a plan below
+            // uniform never squeezes a narrow table under its share.
+            excess_bytes_per_key: (planned as f64 - own_share as f64).max(-(removed_unused as f64))
+                / write.keys.max(1) as f64,
+        }),
     }
 }
 
@@ -331,9 +382,11 @@ pub(crate) fn rebalance_pick(
             (planned + share_now(t)).saturating_sub(table_filter_bytes(t) + share_after(t));
         (
             Arc::clone(t),
+            // One table rebuilt for its exact keys: built as planned.
             Plan {
                 bits_per_key: bits,
                 claim_bytes,
+                allowance: None,
             },
         )
     };
@@ -381,7 +434,7 @@ pub(crate) fn rebalance_pick(
             }
             let now = actual(t);
             let raised = target.min(now + free_bits / keys as f64);
-            let raised = fit_bits(
+            let raised = planning::fit_bits_per_key(
                 kind,
                 keys,
                 raised,

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use bloomlsm_filter::planning::planned_memory_bytes;
 use bloomlsm_sstable::EntryKind;
 
-use crate::filter_budget::{PlannedWrite, table_filter_bytes, table_keys};
+use crate::filter_budget::{Plan, PlannedWrite, table_filter_bytes, table_keys};
 use crate::install::VersionEdit;
 use crate::table_files::OutputCuts;
 use crate::version::TableHandle;
@@ -52,7 +52,7 @@ fn place(db: &Db, level: usize, keys: &[Vec<u8>], first_seq: u64, bits: f64) -> 
         .write(
             level,
             OutputCuts::one_table(),
-            bits,
+            &Plan::unbounded(bits),
             &inner.counters,
             &mut |out| {
                 for (i, k) in keys.iter().enumerate() {
@@ -71,20 +71,36 @@ fn place(db: &Db, level: usize, keys: &[Vec<u8>], first_seq: u64, bits: f64) -> 
     Arc::clone(&tables[0])
 }
 
+/// Installs a compaction's outputs in place of its inputs.
+fn install_compaction(
+    inner: &crate::inner::DbInner,
+    outputs: &[Arc<TableHandle>],
+    inputs: &[Arc<TableHandle>],
+) {
+    inner
+        .install(VersionEdit {
+            added: outputs,
+            removed: inputs,
+            flushed: None,
+        })
+        .unwrap();
+}
+
 /// Makes sequences up to `seq` visible, and new writes start after it.
 fn advance_sequence(db: &Db, seq: u64) {
     db.inner.last_visible.store(seq, Ordering::Release);
     db.inner.write.lock().next_seq = seq + 1;
 }
 
-/// (filter bytes of the live tables, uniform's bytes for them).
+/// (filter bytes of the live tables, uniform's bytes for them in the
+/// store's kind).
 fn memory(db: &Db) -> (u64, u64) {
     let sv = db.inner.current.load_full();
     let tables = sv.version.levels.iter().flatten();
     tables.fold((0, 0), |(f, u), t| {
         (
             f + table_filter_bytes(t),
-            u + planned_memory_bytes(KIND, table_keys(t), BITS),
+            u + planned_memory_bytes(db.inner.options.filter_kind, table_keys(t), BITS),
         )
     })
 }
@@ -190,7 +206,7 @@ fn flushes_during_a_compaction_keep_the_tree_within_uniform_memory() {
         .write(
             2,
             OutputCuts::one_table(),
-            plan.bits_per_key,
+            &plan,
             &db.inner.counters,
             &mut |out| {
                 for (k, seq) in &merged {
@@ -200,14 +216,83 @@ fn flushes_during_a_compaction_keep_the_tree_within_uniform_memory() {
             },
         )
         .unwrap();
-    db.inner
-        .install(VersionEdit {
-            added: &outputs,
-            removed: &inputs,
-            flushed: None,
-        })
-        .unwrap();
+    install_compaction(db.inner.as_ref(), &outputs, &inputs);
     drop(claim);
     assert_eq!(db.get(&key("k", 7)).unwrap(), Some(b"v".to_vec()));
+    assert_within(&db, "after the compaction installs");
+}
+
+/// A compaction of narrow Ribbon tables planned above `BITS`: a 600-key
+/// L1 table over a large L3 filtered below its share (which leaves
+/// headroom) goes into L2, cut into tables of about 20 keys. The plan
+/// prices one filter over the 600 keys; each 20-key Ribbon table is at
+/// least two 128-slot blocks, sized for a large filter's rate, so at the
+/// planned bits each would take 40% more than its uniform share, which
+/// no claim covers. The tables together must stay within the plan.
+#[test]
+fn a_compaction_cut_into_narrow_ribbon_tables_stays_within_its_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            filter_kind: FilterKind::Ribbon,
+            ..options()
+        },
+    )
+    .unwrap();
+    let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
+    place(&db, 3, &deep, 1, 7.0);
+    let l1: Vec<_> = (0..600).map(|i| key("k", i)).collect();
+    let input = place(&db, 1, &l1, 30_000, BITS);
+    advance_sequence(&db, 40_000);
+    assert_within(&db, "before");
+
+    let inputs = vec![input];
+    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
+        level: 2,
+        keys: 600,
+        removed: &inputs,
+    });
+    assert!(
+        plan.bits_per_key > BITS + 2.0,
+        "the optimum gives the small level more: {plan:?}"
+    );
+    let outputs = db
+        .inner
+        .tables
+        .write(
+            2,
+            OutputCuts::new(256, Vec::new()),
+            &plan,
+            &db.inner.counters,
+            &mut |out| {
+                for (i, k) in l1.iter().enumerate() {
+                    out.add(k, 30_000 + i as u64, EntryKind::Put, b"v")?;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert!(outputs.len() >= 20, "{} tables", outputs.len());
+    let filters: u64 = outputs.iter().map(|t| table_filter_bytes(t)).sum();
+    let allowance = plan.allowance.unwrap();
+    let allowed: f64 = outputs
+        .iter()
+        .map(|t| allowance.bytes_for(table_keys(t)))
+        .sum();
+    assert!(
+        filters as f64 <= allowed,
+        "{} tables take {filters} filter bytes, the plan allows {allowed:.0}",
+        outputs.len()
+    );
+    assert!(
+        outputs.iter().all(|t| t.table.filter().is_some()),
+        "every table keeps a filter"
+    );
+    install_compaction(db.inner.as_ref(), &outputs, &inputs);
+    drop(claim);
+    for k in &l1 {
+        assert_eq!(db.get(k).unwrap(), Some(b"v".to_vec()));
+    }
     assert_within(&db, "after the compaction installs");
 }

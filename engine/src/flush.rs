@@ -28,7 +28,7 @@ impl DbInner {
             let tables = self.tables.write(
                 0,
                 OutputCuts::one_table(),
-                plan.bits_per_key,
+                &plan,
                 &self.counters,
                 &mut |out| oldest.write_to(out),
             )?;

@@ -34,6 +34,8 @@ mod cursor;
 mod damage;
 mod db;
 mod error;
+#[cfg(test)]
+mod filter_allowance_tests;
 mod filter_budget;
 #[cfg(test)]
 mod filter_memory_tests;

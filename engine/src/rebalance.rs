@@ -67,10 +67,7 @@ impl DbInner {
                     chosen = Some(table);
                     plan
                 }
-                None => Plan {
-                    bits_per_key: 0.0,
-                    claim_bytes: 0,
-                },
+                None => Plan::unbounded(0.0),
             }
         });
         let Some(table) = chosen else {

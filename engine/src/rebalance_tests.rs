@@ -7,10 +7,11 @@
 //! no state of the tree is missed.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
+use crate::inner::DbInner;
 use crate::{Db, FilterKind, FilterPolicy, Options, Stats};
 
 const BITS: f64 = 10.0;
@@ -85,13 +86,24 @@ fn sample(kind: FilterKind, s: &Stats, keys: &[Vec<u64>]) -> Sample {
     }
 }
 
+/// Live tables written without a filter (bits 0): not counted by
+/// `tables_without_usable_filter`, which counts damaged filters only.
+fn without_filter(inner: &DbInner) -> u64 {
+    let sv = inner.current.load_full();
+    let tables = sv.version.levels.iter().flatten();
+    tables.filter(|t| t.table.filter().is_none()).count() as u64
+}
+
 fn watch(db: &Db, kind: FilterKind) -> Arc<Mutex<Vec<Sample>>> {
     let samples = Arc::new(Mutex::new(Vec::new()));
     let into = Arc::clone(&samples);
+    let inner: Weak<DbInner> = Arc::downgrade(&db.inner);
     db.inner
         .install_hook
         .set(Some(Arc::new(move |s: &Stats, keys: &[Vec<u64>]| {
-            into.lock().push(sample(kind, s, keys))
+            let mut sample = sample(kind, s, keys);
+            sample.unfiltered += inner.upgrade().map_or(0, |i| without_filter(&i));
+            into.lock().push(sample)
         })));
     samples
 }
@@ -99,7 +111,9 @@ fn watch(db: &Db, kind: FilterKind) -> Arc<Mutex<Vec<Sample>>> {
 /// The sample of the store as it is now.
 fn sample_now(db: &Db, kind: FilterKind) -> Sample {
     let keys = crate::filter_budget::keys_per_level(&db.inner.current.load().version.levels);
-    sample(kind, &db.stats(), &keys)
+    let mut sample = sample(kind, &db.stats(), &keys);
+    sample.unfiltered += without_filter(&db.inner);
+    sample
 }
 
 fn check_memory(samples: &[Sample], what: &str) {

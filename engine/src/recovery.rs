@@ -327,13 +327,9 @@ fn recover_into(
             write,
             0,
         );
-        let flushed = tables.write(
-            0,
-            OutputCuts::one_table(),
-            plan.bits_per_key,
-            &counters,
-            &mut |out| replayed.write_to(out),
-        )?;
+        let flushed = tables.write(0, OutputCuts::one_table(), &plan, &counters, &mut |out| {
+            replayed.write_to(out)
+        })?;
         replay_tables.extend(flushed.iter().map(|t| names::table(dir, t.meta.number)));
         undo.files.extend(replay_tables.iter().cloned());
         version = version

@@ -21,6 +21,7 @@ use crate::counters::Counters;
 use crate::cursor::EntrySink;
 use crate::damage::{Damage, TableRecordField};
 use crate::error::{Error, Result};
+use crate::filter_budget::Plan;
 use crate::fs::{FileSystem, names};
 use crate::manifest::TableMeta;
 use crate::options::{CorruptFilterPolicy, Options};
@@ -93,13 +94,14 @@ impl TableFiles {
         &self,
         level: usize,
         cuts: OutputCuts,
-        bits_per_key: f64,
+        filters: &Plan,
         counters: &Counters,
         fill: &mut dyn FnMut(&mut dyn EntrySink) -> Result<()>,
     ) -> Result<Vec<Arc<TableHandle>>> {
         let spec = OutputSpec {
             level,
-            bits_per_key,
+            bits_per_key: filters.bits_per_key,
+            allowance: filters.allowance,
         };
         let mut writer = TableWriter::new(self, spec, cuts, counters);
         let written = fill(&mut writer).and_then(|()| writer.finish());

@@ -33,6 +33,18 @@ impl FilterBuilder {
         self.hashes.push(hash);
     }
 
+    /// Changes the bits per key the filter is built with: a table writer
+    /// learns how many keys a table holds only at its end, and may then
+    /// have to fit its filter into fewer bytes than the bits first asked.
+    pub fn set_bits_per_key(&mut self, bits_per_key: f64) {
+        self.bits_per_key = bits_per_key;
+    }
+
+    /// Bits per key the filter will be built with.
+    pub fn bits_per_key(&self) -> f64 {
+        self.bits_per_key
+    }
+
     /// Keys added so far.
     pub fn len(&self) -> usize {
         self.hashes.len()

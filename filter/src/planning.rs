@@ -58,6 +58,31 @@ pub fn expected_fpr(kind: FilterKind, items: u64, bits_per_key: f64) -> f64 {
     }
 }
 
+/// The most bits per key, at most `bits_per_key`, whose table filter of
+/// `kind` over `items` keys takes at most `max_bytes` of memory
+/// ([`planned_memory_bytes`]); 0 if none does. Bits per key alone do not
+/// bound the bytes: blocks round up, and a small Ribbon table takes the
+/// bytes of a large one's rate at its bits (`table_sizing`), up to a sixth
+/// more than keys x bits. Found to 0.01 bits per key (the bytes grow with
+/// the bits).
+pub fn fit_bits_per_key(kind: FilterKind, items: u64, bits_per_key: f64, max_bytes: f64) -> f64 {
+    let fits = |b: f64| b <= 0.0 || planned_memory_bytes(kind, items, b) as f64 <= max_bytes;
+    if fits(bits_per_key) {
+        return bits_per_key;
+    }
+    // Invariant: `lo` fits, `hi` does not.
+    let (mut lo, mut hi) = (0.0, bits_per_key);
+    while hi - lo > 0.01 {
+        let mid = (lo + hi) / 2.0;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// How fast the rate of `kind` falls per extra bit per key around
 /// `bits_per_key`: -d ln(fpr) / d(bits), measured over +-2 bits (so the
 /// rate is modelled as a e^(-slope b) there). A standard Bloom filter gives
@@ -176,6 +201,33 @@ pub fn monkey_predicted_reduction_on_curve(
 mod tests {
     use super::*;
     use crate::{AnyFilter, Filter, KeyHash};
+
+    proptest::proptest! {
+        /// The fitted bits fit, and 0.01 more would not (unless the bits
+        /// asked already fit).
+        #[test]
+        fn fitted_bits_fit_and_are_the_most_that_do(
+            kind in proptest::sample::select(vec![
+                FilterKind::Standard, FilterKind::Blocked, FilterKind::Ribbon,
+            ]),
+            items in 1u64..100_000,
+            bits in 0.5f64..24.0,
+            share in 0.0f64..1.5,
+        ) {
+            let max = planned_memory_bytes(kind, items, bits) as f64 * share;
+            let fitted = fit_bits_per_key(kind, items, bits, max);
+            proptest::prop_assert!((0.0..=bits).contains(&fitted));
+            if fitted > 0.0 {
+                proptest::prop_assert!(planned_memory_bytes(kind, items, fitted) as f64 <= max);
+            }
+            if fitted < bits {
+                proptest::prop_assert!(
+                    planned_memory_bytes(kind, items, (fitted + 0.011).min(bits)) as f64 > max
+                        || fitted + 0.011 >= bits
+                );
+            }
+        }
+    }
 
     #[test]
     fn planned_bytes_are_what_the_builders_allocate() {

@@ -209,6 +209,25 @@ impl<W: WritableFile> TableBuilder<W> {
         self.props.entries
     }
 
+    /// Distinct user keys added so far: the keys the filter is built from.
+    pub fn distinct_keys(&self) -> u64 {
+        self.props.distinct_keys
+    }
+
+    /// Changes the filter's bits per key before `finish` (a writer that
+    /// spreads a filter budget over several tables learns each table's keys
+    /// only at its end); 0 or less writes no filter block. A table begun
+    /// without a filter stays without one.
+    pub fn set_filter_bits_per_key(&mut self, bits_per_key: f64) {
+        if !(bits_per_key.is_finite() && bits_per_key > 0.0) {
+            self.filter = None;
+            self.props.bits_per_key = 0.0;
+        } else if let Some(filter) = &mut self.filter {
+            filter.set_bits_per_key(bits_per_key);
+            self.props.bits_per_key = bits_per_key;
+        }
+    }
+
     /// Bytes written so far plus the open data block: the file size if it
     /// were finished now, less filter, index and properties.
     pub fn estimated_file_size(&self) -> u64 {

@@ -32,7 +32,8 @@ pub struct TableProperties {
     pub filter_hashes: u32,
     /// m.
     pub filter_bits: u64,
-    /// Bits per key the builder was asked for.
+    /// Bits per key the builder was asked for (as last set before
+    /// `finish`).
     pub bits_per_key: f64,
     /// Bytes of the filter block, trailer excluded.
     pub filter_bytes: u64,

@@ -144,7 +144,7 @@ impl DbInner {
         let outputs = self.tables.write(
             c.output_level,
             OutputCuts::new(self.options.target_file_bytes, c.grandparents.clone()),
-            plan.bits_per_key,
+            &plan,
             &self.counters,
             &mut |out| retain.run(&mut merged, out),
         )?;

@@ -314,7 +314,7 @@ pub(super) mod in_a_store {
             .write(
                 level,
                 crate::table_files::OutputCuts::one_table(),
-                10.0,
+                &crate::filter_budget::Plan::unbounded(10.0),
                 &inner.counters,
                 &mut |out| {
                     for e in &entries {

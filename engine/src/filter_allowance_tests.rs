@@ -1,0 +1,395 @@
+//! The write's filter allowance (`FilterAllowance`, kept by the table
+//! writer) on the shapes that stress it: a write planned below uniform's
+//! bits (the deepest level under the optimum) cut into narrow tables,
+//! whose own uniform shares round up to whole blocks while the allowance
+//! takes its keys' part of the plan's (negative) excess. Every table of
+//! such a write must keep a filter, and every key must be found.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bloomlsm_filter::planning::planned_memory_bytes;
+use bloomlsm_sstable::EntryKind;
+
+use crate::filter_budget::{Plan, PlannedWrite, table_filter_bytes, table_keys};
+use crate::install::VersionEdit;
+use crate::table_files::OutputCuts;
+use crate::version::TableHandle;
+use crate::{Db, FilterKind, FilterPolicy, Options};
+
+const BITS: f64 = 10.0;
+
+/// Static budgets, no background work (as `filter_memory_tests.rs`).
+fn options(kind: FilterKind) -> Options {
+    Options {
+        filter_policy: FilterPolicy::Optimized { bits_per_key: BITS },
+        filter_kind: kind,
+        background_work: false,
+        num_levels: 4,
+        l1_bytes: 64,
+        level_size_ratio: 1 << 20,
+        dynamic_level_bytes: false,
+        block_cache_bytes: 0,
+        ..Options::default()
+    }
+}
+
+fn key(prefix: &str, i: u64) -> Vec<u8> {
+    format!("{prefix}{i:06}").into_bytes()
+}
+
+/// Writes `keys` (ascending) as one table at `level` at `bits` per key,
+/// sequences from `first_seq`, and installs it.
+fn place(db: &Db, level: usize, keys: &[Vec<u8>], first_seq: u64, bits: f64) -> Arc<TableHandle> {
+    let inner = &db.inner;
+    let tables = inner
+        .tables
+        .write(
+            level,
+            OutputCuts::one_table(),
+            &Plan::unbounded(bits),
+            &inner.counters,
+            &mut |out| {
+                for (i, k) in keys.iter().enumerate() {
+                    out.add(k, first_seq + i as u64, EntryKind::Put, b"v")?;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    inner
+        .install(VersionEdit {
+            added: &tables,
+            ..Default::default()
+        })
+        .unwrap();
+    Arc::clone(&tables[0])
+}
+
+/// (filter bytes of the live tables, uniform's bytes for them at `BITS`
+/// in the kind of each one's filter).
+fn memory(db: &Db) -> (u64, u64) {
+    let kind = db.inner.options.filter_kind;
+    let sv = db.inner.current.load_full();
+    sv.version
+        .levels
+        .iter()
+        .flatten()
+        .fold((0, 0), |(f, u), t| {
+            let own = t.table.filter().map_or(kind, |f| f.kind());
+            (
+                f + table_filter_bytes(t),
+                u + planned_memory_bytes(own, table_keys(t), BITS),
+            )
+        })
+}
+
+fn advance_sequence(db: &Db, seq: u64) {
+    db.inner.last_visible.store(seq, Ordering::Release);
+    db.inner.write.lock().next_seq = seq + 1;
+}
+
+/// A tree whose deepest level gets fewer bits than uniform from the
+/// optimum (an L0 run and a large L3), and a 600-key L1 table compacted
+/// into L3 in tables of about 20 keys, as a store with a small
+/// `target_file_bytes` cuts them. Returns the outputs and the plan.
+fn narrow_compaction_into_the_deepest_level(
+    db: &Db,
+    input_bits: f64,
+) -> (Vec<Arc<TableHandle>>, Vec<Arc<TableHandle>>, Plan) {
+    let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
+    place(db, 3, &deep, 1, BITS);
+    let l0: Vec<_> = (0..2_000).map(|i| key("z", i)).collect();
+    place(db, 0, &l0, 25_000, BITS);
+    let l1: Vec<_> = (0..600).map(|i| key("k", i)).collect();
+    let input = place(db, 1, &l1, 30_000, input_bits);
+    advance_sequence(db, 40_000);
+
+    let inputs = vec![input];
+    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
+        level: 3,
+        keys: 600,
+        removed: &inputs,
+    });
+    assert!(
+        plan.bits_per_key < BITS && plan.bits_per_key >= 1.0,
+        "the optimum gives the deepest level fewer bits than uniform: {plan:?}"
+    );
+    let outputs = db
+        .inner
+        .tables
+        .write(
+            3,
+            OutputCuts::new(256, Vec::new()),
+            &plan,
+            &db.inner.counters,
+            &mut |out| {
+                for (i, k) in l1.iter().enumerate() {
+                    out.add(k, 30_000 + i as u64, EntryKind::Put, b"v")?;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    db.inner
+        .install(VersionEdit {
+            added: &outputs,
+            removed: &inputs,
+            flushed: None,
+        })
+        .unwrap();
+    drop(claim);
+    (outputs, inputs, plan)
+}
+
+/// Blocked: a table of about 20 keys takes one 64-byte block at any bits
+/// per key, which is exactly its uniform share; its part of a negative
+/// excess leaves its allowance under one block, so no filter fits and the
+/// table is written without one (every other table, as leftovers add up).
+#[test]
+fn narrow_blocked_tables_below_uniform_keep_their_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Blocked)).unwrap();
+    let (outputs, _, plan) = narrow_compaction_into_the_deepest_level(&db, BITS);
+    assert!(outputs.len() >= 20, "{} tables", outputs.len());
+    let unfiltered: Vec<u64> = outputs
+        .iter()
+        .filter(|t| t.table.filter().is_none())
+        .map(|t| table_keys(t))
+        .collect();
+    assert!(
+        unfiltered.is_empty(),
+        "{} of {} tables (keys {unfiltered:?}) written without a filter at plan {plan:?}",
+        unfiltered.len(),
+        outputs.len()
+    );
+    assert_eq!(db.stats().total.tables_without_usable_filter, 0);
+    for i in 0..600 {
+        assert_eq!(db.get(&key("k", i)).unwrap(), Some(b"v".to_vec()));
+    }
+}
+
+/// The same write in every kind, from an input filtered at its share and
+/// from one filtered below it (whose unused share the write must give
+/// back): every table keeps a filter, and the tree stays within uniform's
+/// bytes.
+#[test]
+fn narrow_tables_below_uniform_keep_their_filters_in_every_kind() {
+    let mut failures = Vec::new();
+    for (kind, input_bits) in [
+        (FilterKind::Standard, BITS),
+        (FilterKind::Ribbon, BITS),
+        (FilterKind::Blocked, BITS),
+        (FilterKind::Standard, 6.0),
+        (FilterKind::Ribbon, 6.0),
+        (FilterKind::Blocked, 6.0),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), options(kind)).unwrap();
+        let (outputs, _, plan) = narrow_compaction_into_the_deepest_level(&db, input_bits);
+        let (filters, uniform) = memory(&db);
+        assert!(
+            filters <= uniform + 64,
+            "{kind:?} from {input_bits} bits: filters take {filters} bytes, uniform's {uniform}"
+        );
+        let unfiltered: Vec<(u64, f64)> = outputs
+            .iter()
+            .filter(|t| t.table.filter().is_none())
+            .map(|t| (table_keys(t), t.table.properties().bits_per_key))
+            .collect();
+        if !unfiltered.is_empty() {
+            failures.push(format!(
+                "{kind:?} from {input_bits} bits: {} of {} tables (keys, bits) {unfiltered:?} \
+                 without a filter at plan {plan:?}",
+                unfiltered.len(),
+                outputs.len()
+            ));
+        }
+        for i in 0..600 {
+            assert_eq!(db.get(&key("k", i)).unwrap(), Some(b"v".to_vec()));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A flush of a memtable full of overwrites: its key estimate (the
+/// memtable's entries) is the tree's largest run by far, so the optimum
+/// gives it fewer bits than uniform and the allowance a negative excess
+/// per key, but the table holds a few distinct keys whose uniform share is
+/// already the smallest filter (512 bits; one block): the allowance is
+/// under it, no filter fits, and a fresh L0 table, the run every get
+/// probes first, is written without one. (`tables_without_usable_filter`
+/// counts damaged filters only: a filter the allowance dropped does not
+/// show there.)
+#[test]
+fn a_flush_of_overwrites_keeps_its_filter() {
+    let mut failures = Vec::new();
+    for kind in [
+        FilterKind::Standard,
+        FilterKind::Blocked,
+        FilterKind::Ribbon,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(
+            dir.path(),
+            Options {
+                memtable_bytes: 64 << 20,
+                ..options(kind)
+            },
+        )
+        .unwrap();
+        for i in 0..500 {
+            db.put(&key("a", i), b"v").unwrap();
+        }
+        db.flush().unwrap();
+        for round in 0..2_000u64 {
+            for i in 0..10 {
+                db.put(&key("o", i), &round.to_le_bytes()).unwrap();
+            }
+        }
+        db.flush().unwrap();
+        assert_eq!(db.stats().total.tables_without_usable_filter, 0);
+        let sv = db.inner.current.load_full();
+        let tables: Vec<(usize, u64, f64, u64)> = sv
+            .version
+            .levels
+            .iter()
+            .flatten()
+            .map(|t| {
+                (
+                    t.meta.level,
+                    table_keys(t),
+                    t.table.properties().bits_per_key,
+                    table_filter_bytes(t),
+                )
+            })
+            .collect();
+        if tables.iter().any(|t| t.3 == 0) {
+            failures.push(format!(
+                "{kind:?}: a table without a filter: (level, keys, bits, filter bytes) {tables:?}"
+            ));
+        }
+        for i in 0..10 {
+            assert_eq!(
+                db.get(&key("o", i)).unwrap(),
+                Some(1_999u64.to_le_bytes().to_vec())
+            );
+        }
+        let (filters, uniform) = memory(&db);
+        assert!(filters <= uniform + 64, "{kind:?}: {filters} > {uniform}");
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A store reopened from Ribbon to Standard compacts two narrow Ribbon
+/// tables, one filtered a little below its (Ribbon) share, into one
+/// Standard table of 44 keys, whose uniform share is the smallest
+/// Standard filter (512 bits). The write's own share less the removed
+/// table's unused share is under the smallest filter, and what is free
+/// is its own share less `plan_write`'s one-block reserve
+/// (`ROUNDING_BITS`): the plan gives 0 bits and the table is written
+/// without a filter, though a filter at its own share would leave the
+/// tree exactly as far from uniform as the tables that stay. (Not the
+/// allowance's doing: the plan asks for no filter. The mixed-kind loads
+/// reach it at level 6 once they count tables without a filter.)
+#[test]
+fn a_narrow_compaction_after_a_kind_change_keeps_its_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    let a: Vec<_> = (0..21).map(|i| key("k", 2 * i)).collect();
+    let b: Vec<_> = (0..23).map(|i| key("k", 2 * i + 1)).collect();
+    // Sequences up to 100 made durable by a flush (one L0 table of one
+    // key), then the narrow tables under them.
+    for _ in 0..100 {
+        db.put(b"zz", b"v").unwrap();
+    }
+    db.flush().unwrap();
+    place(&db, 2, &b, 1, 8.0);
+    place(&db, 1, &a, 30, BITS);
+    let before: Vec<(u64, u64)> = db.inner.current.load().version.levels[1..3]
+        .iter()
+        .flatten()
+        .map(|t| (table_keys(t), table_filter_bytes(t)))
+        .collect();
+    db.close().unwrap();
+
+    let db = Db::open(dir.path(), options(FilterKind::Standard)).unwrap();
+    db.inner.compact_while_needed().unwrap();
+    let sv = db.inner.current.load_full();
+    let tables: Vec<(usize, u64, f64, u64)> = sv
+        .version
+        .levels
+        .iter()
+        .flatten()
+        .map(|t| {
+            (
+                t.meta.level,
+                table_keys(t),
+                t.table.properties().bits_per_key,
+                table_filter_bytes(t),
+            )
+        })
+        .collect();
+    assert_eq!(sv.version.levels[1].len(), 0, "{tables:?}");
+    assert!(
+        tables.iter().all(|t| t.3 > 0),
+        "(level, keys, bits, filter bytes) {tables:?} from (keys, Ribbon bytes) {before:?}"
+    );
+    for k in a.iter().chain(&b) {
+        assert_eq!(db.get(k).unwrap(), Some(b"v".to_vec()));
+    }
+}
+
+/// As above, but the tables that stay are over their uniform share (a
+/// deep Standard table at 10.3 bits: 152 bytes over, past the removed
+/// Ribbon table's unused share of 64), as the mixed-kind loads leave them
+/// at level 6. The output's own share less that unused share is under the
+/// smallest filter, and the tree has no headroom: the plan gives 0 bits.
+/// Keeping the smallest filter would raise the tree's excess by the
+/// removed table's unused share (64 bytes, about 1% of the tree), so the
+/// equal-memory bound and "every table keeps a filter" conflict here;
+/// open, a design decision (e.g. let a write keep the smallest filter
+/// within a tolerance).
+#[test]
+fn a_narrow_compaction_after_a_kind_change_keeps_its_filter_without_headroom() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    let a: Vec<_> = (0..21).map(|i| key("k", 2 * i)).collect();
+    let b: Vec<_> = (0..23).map(|i| key("k", 2 * i + 1)).collect();
+    for _ in 0..100 {
+        db.put(b"zz", b"v").unwrap();
+    }
+    db.flush().unwrap();
+    place(&db, 2, &b, 1, 8.0);
+    place(&db, 1, &a, 30, BITS);
+    db.close().unwrap();
+
+    let db = Db::open(dir.path(), options(FilterKind::Standard)).unwrap();
+    // 4,000 Standard keys at 10.3 bits: 5,152 bytes where uniform's
+    // 5,000 (the tree a little over, as the loads leave it).
+    let deep: Vec<_> = (0..4_000).map(|i| key("d", i)).collect();
+    place(&db, 3, &deep, 1, 10.3);
+    let (filters, uniform) = memory(&db);
+    assert!(filters > uniform, "{filters} <= {uniform}");
+    db.inner.compact_while_needed().unwrap();
+    let sv = db.inner.current.load_full();
+    let tables: Vec<(usize, u64, f64, u64)> = sv
+        .version
+        .levels
+        .iter()
+        .flatten()
+        .map(|t| {
+            (
+                t.meta.level,
+                table_keys(t),
+                t.table.properties().bits_per_key,
+                table_filter_bytes(t),
+            )
+        })
+        .collect();
+    assert_eq!(sv.version.levels[1].len(), 0, "{tables:?}");
+    assert!(
+        tables.iter().all(|t| t.3 > 0),
+        "(level, keys, bits, filter bytes) {tables:?}"
+    );
+}
