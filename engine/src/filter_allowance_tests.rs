@@ -393,3 +393,76 @@ fn a_narrow_compaction_after_a_kind_change_keeps_its_filter_without_headroom() {
         "(level, keys, bits, filter bytes) {tables:?}"
     );
 }
+
+/// The 1-bit floor of `plan_write` on a large write: a 4,000-key L2 table
+/// without a filter (written under `PerLevel` with 0 bits at L2, or a
+/// damaged filter read on under `Ignore`) in a tree without headroom
+/// (the deepest level a bit over its share, as a reopen with a lower
+/// average leaves it) compacted into L3. Its own share less the removed
+/// table's unused share is 0 and nothing is free, so the budget gives it
+/// 0 bits; the floor gives it 1 bit per key anyway, 500 bytes at 5 bits
+/// per key, 3.3% of the tree, where DESIGN.md bounds the floor to the
+/// smallest filters of a few narrow tables and the tests to 1.02 x.
+#[test]
+fn a_large_write_with_no_budget_stays_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        filter_policy: FilterPolicy::Optimized { bits_per_key: 5.0 },
+        ..options(FilterKind::Standard)
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
+    place(&db, 3, &deep, 1, 6.0);
+    let x: Vec<_> = (0..4_000).map(|i| key("x", i)).collect();
+    let input = place(&db, 2, &x, 25_000, 0.0);
+    assert!(input.table.filter().is_none());
+    advance_sequence(&db, 40_000);
+    let uniform_at = |db: &Db| {
+        let sv = db.inner.current.load_full();
+        sv.version.levels.iter().flatten().fold((0u64, 0u64), |(f, u), t| {
+            (
+                f + table_filter_bytes(t),
+                u + planned_memory_bytes(FilterKind::Standard, table_keys(t), 5.0),
+            )
+        })
+    };
+    let (filters, uniform) = uniform_at(&db);
+    assert!(filters <= uniform, "{filters} > {uniform} before the write");
+
+    let inputs = vec![input];
+    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
+        level: 3,
+        keys: 4_000,
+        removed: &inputs,
+    });
+    let outputs = db
+        .inner
+        .tables
+        .write(
+            3,
+            OutputCuts::one_table(),
+            &plan,
+            &db.inner.counters,
+            &mut |out| {
+                for (i, k) in x.iter().enumerate() {
+                    out.add(k, 25_000 + i as u64, EntryKind::Put, b"v")?;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    db.inner
+        .install(VersionEdit {
+            added: &outputs,
+            removed: &inputs,
+            flushed: None,
+        })
+        .unwrap();
+    drop(claim);
+    let (filters, uniform) = uniform_at(&db);
+    assert!(
+        filters as f64 <= uniform as f64 * 1.02,
+        "filters take {filters} bytes, uniform's {uniform} ({:.4} x) at plan {plan:?}",
+        filters as f64 / uniform as f64
+    );
+}
