@@ -393,3 +393,154 @@ fn a_narrow_compaction_after_a_kind_change_keeps_its_filter_without_headroom() {
         "(level, keys, bits, filter bytes) {tables:?}"
     );
 }
+
+/// The 1-bit floor of `plan_write` on a large write: a 4,000-key L2 table
+/// without a filter (written under `PerLevel` with 0 bits at L2, or a
+/// damaged filter read on under `Ignore`) in a tree without headroom
+/// (the deepest level a bit over its share, as a reopen with a lower
+/// average leaves it) compacted into L3. Its own share less the removed
+/// table's unused share is 0 and nothing is free, so the budget gives it
+/// 0 bits; the floor gives it 1 bit per key anyway, 500 bytes at 5 bits
+/// per key, 3.3% of the tree, where DESIGN.md bounds the floor to the
+/// smallest filters of a few narrow tables and the tests to 1.02 x.
+#[test]
+fn a_large_write_with_no_budget_stays_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        filter_policy: FilterPolicy::Optimized { bits_per_key: 5.0 },
+        ..options(FilterKind::Standard)
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
+    place(&db, 3, &deep, 1, 6.0);
+    let x: Vec<_> = (0..4_000).map(|i| key("x", i)).collect();
+    let input = place(&db, 2, &x, 25_000, 0.0);
+    assert!(input.table.filter().is_none());
+    advance_sequence(&db, 40_000);
+    let uniform_at = |db: &Db| {
+        let sv = db.inner.current.load_full();
+        sv.version
+            .levels
+            .iter()
+            .flatten()
+            .fold((0u64, 0u64), |(f, u), t| {
+                (
+                    f + table_filter_bytes(t),
+                    u + planned_memory_bytes(FilterKind::Standard, table_keys(t), 5.0),
+                )
+            })
+    };
+    let (filters, uniform) = uniform_at(&db);
+    assert!(filters <= uniform, "{filters} > {uniform} before the write");
+
+    let inputs = vec![input];
+    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
+        level: 3,
+        keys: 4_000,
+        removed: &inputs,
+    });
+    let outputs = db
+        .inner
+        .tables
+        .write(
+            3,
+            OutputCuts::one_table(),
+            &plan,
+            &db.inner.counters,
+            &mut |out| {
+                for (i, k) in x.iter().enumerate() {
+                    out.add(k, 25_000 + i as u64, EntryKind::Put, b"v")?;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    db.inner
+        .install(VersionEdit {
+            added: &outputs,
+            removed: &inputs,
+            flushed: None,
+        })
+        .unwrap();
+    drop(claim);
+    let (filters, uniform) = uniform_at(&db);
+    assert!(
+        filters as f64 <= uniform as f64 * 1.02,
+        "filters take {filters} bytes, uniform's {uniform} ({:.4} x) at plan {plan:?}",
+        filters as f64 / uniform as f64
+    );
+}
+
+/// A write whose removed tables' unused share exceeds its own share: 40
+/// narrow Ribbon tables at 6 bits per key (a Ribbon table of 20 keys
+/// takes 320 bytes at 10 bits), the store reopened as Standard (whose
+/// share of the same 800 keys in one table is 1,000 bytes), compacted
+/// into L3 in a tree without headroom. Its claim, the unused share less
+/// its own, is never held to what is free: 1.156 x uniform after the
+/// install (the output, 800 keys, without a filter). Open: not from the
+/// write's plan alone (it has nothing left to give back), but from
+/// writes planned meanwhile counting that unused share as free.
+#[test]
+#[ignore = "open: a write whose removed tables' unused share exceeds its own share claims the difference past what is free"]
+fn a_write_whose_removed_tables_left_more_than_its_share_unused_stays_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    for _ in 0..1_000 {
+        db.put(b"zz", b"v").unwrap();
+    }
+    db.flush().unwrap();
+    let narrow: Vec<_> = (0..800).map(|i| key("k", i)).collect();
+    for (j, chunk) in narrow.chunks(20).enumerate() {
+        place(&db, 2, chunk, 1 + 20 * j as u64, 6.0);
+    }
+    db.close().unwrap();
+
+    let db = Db::open(dir.path(), options(FilterKind::Standard)).unwrap();
+    advance_sequence(&db, 40_000);
+    let (filters, uniform) = memory(&db);
+    // The deepest level over its share by what the narrow tables leave
+    // unused: the tree at uniform, no headroom.
+    let over = (uniform - filters) as f64 * 8.0 / 20_000.0;
+    let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
+    place(&db, 3, &deep, 20_000, BITS + over - 0.01);
+    let (filters, uniform) = memory(&db);
+    assert!(filters <= uniform, "{filters} > {uniform} before the write");
+
+    let inputs: Vec<_> = db.inner.current.load().version.levels[2].clone();
+    assert_eq!(inputs.len(), 40);
+    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
+        level: 3,
+        keys: 800,
+        removed: &inputs,
+    });
+    let outputs = db
+        .inner
+        .tables
+        .write(
+            3,
+            OutputCuts::one_table(),
+            &plan,
+            &db.inner.counters,
+            &mut |out| {
+                for (i, k) in narrow.iter().enumerate() {
+                    out.add(k, 1 + i as u64, EntryKind::Put, b"v")?;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    db.inner
+        .install(VersionEdit {
+            added: &outputs,
+            removed: &inputs,
+            flushed: None,
+        })
+        .unwrap();
+    drop(claim);
+    let (filters, uniform) = memory(&db);
+    assert!(
+        filters as f64 <= uniform as f64 * 1.02,
+        "filters take {filters} bytes, uniform's {uniform} ({:.4} x) at plan {plan:?}",
+        filters as f64 / uniform as f64
+    );
+}

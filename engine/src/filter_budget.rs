@@ -45,6 +45,11 @@ use crate::version::TableHandle;
 /// round up to whole blocks.
 const ROUNDING_BITS: f64 = 512.0;
 
+/// The most a write's filter may take beyond what the budget has left
+/// when the budget leaves it none (one 512-bit block): the smallest
+/// filter of a narrow write, never a large write's.
+const FLOOR_MAX_BYTES: u64 = 64;
+
 /// Distinct keys of a table: what its filter is built from.
 pub(crate) fn table_keys(t: &TableHandle) -> u64 {
     t.table.properties().distinct_keys
@@ -286,8 +291,17 @@ pub(crate) fn plan_write(
     // reaches it. Only where the budget cannot pay even the smallest
     // filter (a narrow write whose removed tables' filters were far under
     // their share, in a tree without headroom) does this raise the tree's
-    // excess, by at most one bit per key of the write.
-    let bits = if bits == 0.0 && target >= MIN_FILTER_BITS_PER_KEY {
+    // excess, by at most one bit per key of the write and one block.
+    // Only a narrow write gets it: at most one block over the budget per
+    // write. A large write's smallest filter is bytes the tree does not
+    // have (1 bit per key of a 4,000-key write is 3% of a tree at 5 bits
+    // per key, `filter_allowance_tests.rs`), so it goes without until a
+    // rebuild or compaction finds the budget.
+    let bits = if bits == 0.0
+        && target >= MIN_FILTER_BITS_PER_KEY
+        && planning::planned_memory_bytes(kind, write.keys, MIN_FILTER_BITS_PER_KEY)
+            <= FLOOR_MAX_BYTES
+    {
         MIN_FILTER_BITS_PER_KEY
     } else {
         bits
