@@ -373,12 +373,15 @@ pub(crate) fn rebalance_pick(
         return None;
     };
     let targets = table_targets(policy, kind, levels);
+    // The bits per key a filter was built at (its properties record them),
+    // not its bytes over its keys: a narrow table's filter takes whole
+    // blocks, over 100 bits per key for a few dozen keys at 10, and
+    // compared in those terms it would never be below any target.
     let actual = |t: &TableHandle| {
-        let keys = table_keys(t);
-        if keys == 0 || t.table.filter().is_none() {
+        if table_keys(t) == 0 || t.table.filter().is_none() {
             return 0.0;
         }
-        table_filter_bytes(t) as f64 * 8.0 / keys as f64
+        t.table.properties().bits_per_key
     };
     // A rebuilt filter is of `kind`: uniform's share of its table moves
     // from the old filter's kind to `kind` (by this much, either way).

@@ -152,6 +152,10 @@ fn check_memory(samples: &[Sample], what: &str) {
     }
 }
 
+fn value(i: u64, round: u64) -> Vec<u8> {
+    format!("value-{i}-{round}-{:x}", mix(i + round)).into_bytes()
+}
+
 fn check_model(db: &Db, model: &BTreeMap<Vec<u8>, Option<Vec<u8>>>, what: &str) {
     for (k, v) in model {
         assert_eq!(&db.get(k).unwrap(), v, "{what}: key {k:?}");
@@ -170,7 +174,6 @@ fn load_deep_store(kind: FilterKind, keys: u64, background_work: bool) {
     let db = Db::open(dir.path(), options()).unwrap();
     let samples = watch(&db, kind);
     let mut model = BTreeMap::new();
-    let value = |i: u64, round: u64| format!("value-{i}-{round}-{:x}", mix(i + round)).into_bytes();
     for i in 0..keys {
         db.put(&key(i), &value(i, 0)).unwrap();
         model.insert(key(i), Some(value(i, 0)));
@@ -251,4 +254,61 @@ fn ribbon_filters_never_exceed_uniform_memory_during_a_deep_load() {
 #[test]
 fn filters_stay_within_uniform_memory_with_background_work() {
     load_deep_store(FilterKind::Blocked, 60_000, true);
+}
+
+/// Narrow Ribbon tables (a few dozen keys: a filter of at least two
+/// 128-slot blocks, so far more bytes per key than the bits it was asked)
+/// loaded at `BITS`, reopened with a higher average: the settle must
+/// raise them to their targets like any other table. The raise rule
+/// compared the bits a filter's bytes make per key (over 100 for these)
+/// with the target (about 20), so no narrow filter was ever raised.
+#[test]
+fn narrow_ribbon_filters_are_raised_after_a_higher_average() {
+    let narrow = |bits_per_key: f64| Options {
+        filter_policy: FilterPolicy::Optimized { bits_per_key },
+        filter_kind: FilterKind::Ribbon,
+        memtable_bytes: 2 << 10,
+        target_file_bytes: 1 << 10,
+        l1_bytes: 2 << 10,
+        level_size_ratio: 3,
+        num_levels: 7,
+        block_cache_bytes: 0,
+        background_work: false,
+        ..Options::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), narrow(BITS)).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..3_000 {
+        db.put(&key(i), &value(i, 1)).unwrap();
+        model.insert(key(i), Some(value(i, 1)));
+    }
+    db.wait_for_background_work().unwrap();
+    db.close().unwrap();
+
+    let db = Db::open(dir.path(), narrow(15.0)).unwrap();
+    db.wait_for_background_work().unwrap();
+    let sv = db.inner.current.load_full();
+    let policy = db.inner.filter_policy.read().clone();
+    let targets =
+        crate::filter_budget::table_targets(&policy, FilterKind::Ribbon, &sv.version.levels);
+    let under: Vec<(usize, u64, f64, u64)> = targets
+        .iter()
+        .filter_map(|(t, target)| {
+            let keys = crate::filter_budget::table_keys(t);
+            let bytes = crate::filter_budget::table_filter_bytes(t);
+            let at = |b: f64| {
+                bloomlsm_filter::planning::planned_memory_bytes(FilterKind::Ribbon, keys, b)
+            };
+            (bytes < at(target - 1.0)).then_some((t.meta.level, keys, *target, bytes))
+        })
+        .collect();
+    assert!(
+        under.is_empty(),
+        "{} of {} tables more than a bit per key under their target after the settle \
+         ((level, keys, target, filter bytes)): {under:?}",
+        under.len(),
+        targets.len()
+    );
+    check_model(&db, &model, "after the raises");
 }
