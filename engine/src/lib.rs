@@ -62,6 +62,8 @@ mod read_only_fs;
 mod read_view_tests;
 mod rebalance;
 #[cfg(test)]
+mod rebalance_raise_tests;
+#[cfg(test)]
 mod rebalance_starvation_tests;
 #[cfg(test)]
 mod rebalance_tests;

@@ -1,0 +1,261 @@
+//! Raises after a reopen at another average or with another filter kind:
+//! the raise rule compares the bits per key a filter was built at (its
+//! table's properties) with its target, while "over" and the budget count
+//! bytes. Where the two disagree (narrow filters in whole blocks,
+//! Standard's 64-bit minimum, Ribbon's two blocks, filters of another
+//! kind than the store's) the settle must still end by converging (one
+//! more step finds nothing, at the settled and the background
+//! tolerance), keep the filters within 1.02 x uniform at the new average
+//! at every install (for a reopen at a higher average; at a lower one the
+//! tree starts over and must never grow further over), and lose no key.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+
+use bloomlsm_filter::planning::planned_memory_bytes;
+use parking_lot::Mutex;
+
+use crate::filter_budget::{table_filter_bytes, table_keys};
+use crate::inner::DbInner;
+use crate::rebalance::{BACKGROUND_TOLERANCE, SETTLED_TOLERANCE};
+use crate::{Db, FilterKind, FilterPolicy, Options, Stats};
+
+const FIRST_BITS: f64 = 10.0;
+const KINDS: [FilterKind; 3] = [
+    FilterKind::Standard,
+    FilterKind::Blocked,
+    FilterKind::Ribbon,
+];
+
+/// Narrow tables (a few dozen keys each) over many levels.
+fn options(kind: FilterKind, bits_per_key: f64) -> Options {
+    Options {
+        filter_policy: FilterPolicy::Optimized { bits_per_key },
+        filter_kind: kind,
+        memtable_bytes: 2 << 10,
+        target_file_bytes: 1 << 10,
+        l1_bytes: 2 << 10,
+        level_size_ratio: 3,
+        num_levels: 7,
+        block_cache_bytes: 0,
+        background_work: false,
+        ..Options::default()
+    }
+}
+
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("{:016}", mix(i) % 10_000_000_000_000_000).into_bytes()
+}
+
+type Model = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
+/// Filter bytes of the live tree and uniform's at `bits` for the same
+/// tables, each in the kind of its own filter.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    filters: u64,
+    uniform: u64,
+}
+
+fn sample(inner: &DbInner, bits: f64) -> Sample {
+    let kind = inner.options.filter_kind;
+    let sv = inner.current.load_full();
+    let mut s = Sample {
+        filters: 0,
+        uniform: 0,
+    };
+    for t in sv.version.levels.iter().flatten() {
+        let own = t.table.filter().map_or(kind, |f| f.kind());
+        s.filters += table_filter_bytes(t);
+        s.uniform += planned_memory_bytes(own, table_keys(t), bits);
+    }
+    s
+}
+
+fn watch(db: &Db, bits: f64) -> Arc<Mutex<Vec<Sample>>> {
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let into = Arc::clone(&samples);
+    let inner: Weak<DbInner> = Arc::downgrade(&db.inner);
+    db.inner
+        .install_hook
+        .set(Some(Arc::new(move |_: &Stats, _: &[Vec<u64>]| {
+            if let Some(inner) = inner.upgrade() {
+                into.lock().push(sample(&inner, bits));
+            }
+        })));
+    samples
+}
+
+/// A narrow deep store at `FIRST_BITS` in `kind`, with overwrites and
+/// deletes, closed.
+fn load(dir: &std::path::Path, kind: FilterKind) -> Model {
+    let db = Db::open(dir, options(kind, FIRST_BITS)).unwrap();
+    let mut model = Model::new();
+    let value = |i: u64, r: u64| format!("v{i}-{r}-{:x}", mix(i ^ r)).into_bytes();
+    for i in 0..2_500 {
+        db.put(&key(i), &value(i, 0)).unwrap();
+        model.insert(key(i), Some(value(i, 0)));
+    }
+    for i in (0..2_500).step_by(3) {
+        if mix(i).is_multiple_of(2) {
+            db.delete(&key(i)).unwrap();
+            model.insert(key(i), None);
+        } else {
+            db.put(&key(i), &value(i, 1)).unwrap();
+            model.insert(key(i), Some(value(i, 1)));
+        }
+    }
+    db.wait_for_background_work().unwrap();
+    db.close().unwrap();
+    model
+}
+
+/// Reopens at `bits` in `kind`, settles, and checks convergence, memory
+/// (the settled tree within 1.02 x uniform only when `settles_under`)
+/// and keys.
+fn reopen(
+    dir: &std::path::Path,
+    kind: FilterKind,
+    bits: f64,
+    model: &Model,
+    what: &str,
+    settles_under: bool,
+) {
+    let db = Db::open(dir, options(kind, bits)).unwrap();
+    let samples = watch(&db, bits);
+    let opened = sample(&db.inner, bits);
+    let tables = db
+        .inner
+        .current
+        .load()
+        .version
+        .levels
+        .iter()
+        .flatten()
+        .count();
+    db.wait_for_background_work().unwrap();
+    let rebuilt = db.stats().filters_rebalanced;
+    // The settle ended because nothing is left, not at its bound.
+    let again = db.inner.rebalance_filters_step(SETTLED_TOLERANCE).unwrap();
+    let mut background = 0;
+    while db
+        .inner
+        .rebalance_filters_step(BACKGROUND_TOLERANCE)
+        .unwrap()
+    {
+        background += 1;
+        assert!(
+            background <= tables,
+            "{what}: background cycles keep rebuilding ({background} after the settle, \
+             {tables} tables)"
+        );
+    }
+    let samples = samples.lock().clone();
+    let last = sample(&db.inner, bits);
+    let worst = samples
+        .iter()
+        .map(|s| s.filters as f64 / s.uniform.max(1) as f64)
+        .fold(0.0f64, f64::max);
+    println!(
+        "{what}: {tables} tables, {rebuilt} rebuilt, opened {opened:?} \
+         (x{:.3}), worst install x{worst:.3}, last {last:?} (x{:.3}), \
+         background rebuilds after the settle {background}",
+        opened.filters as f64 / opened.uniform.max(1) as f64,
+        last.filters as f64 / last.uniform.max(1) as f64
+    );
+    assert!(
+        !again,
+        "{what}: a settled tree still rebuilds ({rebuilt} rebuilt by a settle bounded at {})",
+        3 * tables + 8
+    );
+    assert_eq!(
+        background, 0,
+        "{what}: background cycles rebuild a settled tree"
+    );
+    for (i, s) in samples.iter().enumerate() {
+        let bound = (1.02 * s.uniform as f64).max(opened.filters as f64);
+        assert!(
+            s.filters as f64 <= bound,
+            "{what}: install {i} of {}: {s:?} over 1.02 x uniform at {bits} \
+             and over the {} bytes opened with",
+            samples.len(),
+            opened.filters
+        );
+    }
+    assert!(
+        !settles_under || last.filters as f64 <= 1.02 * last.uniform as f64,
+        "{what}: settled at {last:?}, over 1.02 x uniform at {bits}"
+    );
+    for (k, v) in model {
+        assert_eq!(&db.get(k).unwrap(), v, "{what}: key {k:?}");
+    }
+    db.close().unwrap();
+}
+
+fn reopen_every_way(first: FilterKind) {
+    for second in KINDS {
+        for bits in [15.0, 6.0] {
+            let dir = tempfile::tempdir().unwrap();
+            let model = load(dir.path(), first);
+            let what = format!("{first} at {FIRST_BITS} reopened as {second} at {bits}");
+            reopen(dir.path(), second, bits, &model, &what, true);
+            // And back: the first kind at the first average. Filters of
+            // another kind over a lower average stay over it (see
+            // `foreign_filters_over_a_lower_average_are_lowered`).
+            let what = format!("{what}, back to {first} at {FIRST_BITS}");
+            let settles_under = second == first || bits < FIRST_BITS;
+            reopen(dir.path(), first, FIRST_BITS, &model, &what, settles_under);
+        }
+    }
+}
+
+#[test]
+fn standard_store_reopened_at_other_averages_and_kinds_settles() {
+    reopen_every_way(FilterKind::Standard);
+}
+
+#[test]
+fn blocked_store_reopened_at_other_averages_and_kinds_settles() {
+    reopen_every_way(FilterKind::Blocked);
+}
+
+#[test]
+fn ribbon_store_reopened_at_other_averages_and_kinds_settles() {
+    reopen_every_way(FilterKind::Ribbon);
+}
+
+/// Ribbon at 10, reopened as Standard at 15 (the settle rebuilds every
+/// narrow filter as Standard at about 15), then as Ribbon at 10 again:
+/// the Standard filters are over uniform's Standard bytes at 10, but
+/// "over" measures them against Ribbon's bytes at their target (a narrow
+/// Ribbon filter takes two blocks, more than a narrow Standard filter at
+/// 15), and lowering them means rebuilding them as Ribbon, which costs
+/// more than it frees: no rebuild is ever picked, and the tree stays over
+/// 1.02 x uniform (in each table's own kind) until compactions rewrite
+/// the tables. Found in review of d6138ec (which raises narrow filters
+/// and so makes more of them over after such a reopen); not fixed: the
+/// fix rebuilds such a filter in its own kind, which `rebuild` cannot.
+#[test]
+#[ignore = "known: foreign-kind filters over a lower average are never lowered"]
+fn foreign_filters_over_a_lower_average_are_lowered() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = load(dir.path(), FilterKind::Ribbon);
+    let what = "ribbon at 10 reopened as standard at 15";
+    reopen(dir.path(), FilterKind::Standard, 15.0, &model, what, true);
+    let what = "then as ribbon at 10";
+    reopen(
+        dir.path(),
+        FilterKind::Ribbon,
+        FIRST_BITS,
+        &model,
+        what,
+        true,
+    );
+}
