@@ -6,64 +6,21 @@
 //! such a write must keep a filter, and every key must be found.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use bloomlsm_filter::planning::planned_memory_bytes;
-use bloomlsm_sstable::EntryKind;
 
-use crate::filter_budget::{Plan, PlannedWrite, table_filter_bytes, table_keys};
-use crate::install::VersionEdit;
+use crate::budget_test_shapes::{
+    advance_sequence, merge_by_hand, place, prefixed_key as key, static_budget_options,
+};
+use crate::filter_budget::{Plan, table_filter_bytes, table_keys};
 use crate::table_files::OutputCuts;
 use crate::version::TableHandle;
 use crate::{Db, FilterKind, FilterPolicy, Options};
 
 const BITS: f64 = 10.0;
 
-/// Static budgets, no background work (as `filter_memory_tests.rs`).
 fn options(kind: FilterKind) -> Options {
-    Options {
-        filter_policy: FilterPolicy::Optimized { bits_per_key: BITS },
-        filter_kind: kind,
-        background_work: false,
-        num_levels: 4,
-        l1_bytes: 64,
-        level_size_ratio: 1 << 20,
-        dynamic_level_bytes: false,
-        block_cache_bytes: 0,
-        ..Options::default()
-    }
-}
-
-fn key(prefix: &str, i: u64) -> Vec<u8> {
-    format!("{prefix}{i:06}").into_bytes()
-}
-
-/// Writes `keys` (ascending) as one table at `level` at `bits` per key,
-/// sequences from `first_seq`, and installs it.
-fn place(db: &Db, level: usize, keys: &[Vec<u8>], first_seq: u64, bits: f64) -> Arc<TableHandle> {
-    let inner = &db.inner;
-    let tables = inner
-        .tables
-        .write(
-            level,
-            OutputCuts::one_table(),
-            &Plan::unbounded(bits),
-            &inner.counters,
-            &mut |out| {
-                for (i, k) in keys.iter().enumerate() {
-                    out.add(k, first_seq + i as u64, EntryKind::Put, b"v")?;
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
-    inner
-        .install(VersionEdit {
-            added: &tables,
-            ..Default::default()
-        })
-        .unwrap();
-    Arc::clone(&tables[0])
+    static_budget_options(kind, BITS)
 }
 
 /// (filter bytes of the live tables, uniform's bytes for them at `BITS`
@@ -84,11 +41,6 @@ fn memory(db: &Db) -> (u64, u64) {
         })
 }
 
-fn advance_sequence(db: &Db, seq: u64) {
-    db.inner.last_visible.store(seq, Ordering::Release);
-    db.inner.write.lock().next_seq = seq + 1;
-}
-
 /// A tree whose deepest level gets fewer bits than uniform from the
 /// optimum (an L0 run and a large L3), and a 600-key L1 table compacted
 /// into L3 in tables of about 20 keys, as a store with a small
@@ -106,39 +58,12 @@ fn narrow_compaction_into_the_deepest_level(
     advance_sequence(db, 40_000);
 
     let inputs = vec![input];
-    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
-        level: 3,
-        keys: 600,
-        removed: &inputs,
-    });
+    let entries: Vec<_> = (30_000..).zip(l1).map(|(seq, k)| (k, seq)).collect();
+    let (outputs, plan) = merge_by_hand(db, 3, OutputCuts::new(256, Vec::new()), &inputs, &entries);
     assert!(
         plan.bits_per_key < BITS && plan.bits_per_key >= 1.0,
         "the optimum gives the deepest level fewer bits than uniform: {plan:?}"
     );
-    let outputs = db
-        .inner
-        .tables
-        .write(
-            3,
-            OutputCuts::new(256, Vec::new()),
-            &plan,
-            &db.inner.counters,
-            &mut |out| {
-                for (i, k) in l1.iter().enumerate() {
-                    out.add(k, 30_000 + i as u64, EntryKind::Put, b"v")?;
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
-    db.inner
-        .install(VersionEdit {
-            added: &outputs,
-            removed: &inputs,
-            flushed: None,
-        })
-        .unwrap();
-    drop(claim);
     (outputs, inputs, plan)
 }
 
@@ -434,35 +359,8 @@ fn a_large_write_with_no_budget_stays_within_the_bound() {
     assert!(filters <= uniform, "{filters} > {uniform} before the write");
 
     let inputs = vec![input];
-    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
-        level: 3,
-        keys: 4_000,
-        removed: &inputs,
-    });
-    let outputs = db
-        .inner
-        .tables
-        .write(
-            3,
-            OutputCuts::one_table(),
-            &plan,
-            &db.inner.counters,
-            &mut |out| {
-                for (i, k) in x.iter().enumerate() {
-                    out.add(k, 25_000 + i as u64, EntryKind::Put, b"v")?;
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
-    db.inner
-        .install(VersionEdit {
-            added: &outputs,
-            removed: &inputs,
-            flushed: None,
-        })
-        .unwrap();
-    drop(claim);
+    let entries: Vec<_> = (25_000..).zip(x).map(|(seq, k)| (k, seq)).collect();
+    let (_, plan) = merge_by_hand(&db, 3, OutputCuts::one_table(), &inputs, &entries);
     let (filters, uniform) = uniform_at(&db);
     assert!(
         filters as f64 <= uniform as f64 * 1.02,
@@ -508,35 +406,8 @@ fn a_write_whose_removed_tables_left_more_than_its_share_unused_stays_within_the
 
     let inputs: Vec<_> = db.inner.current.load().version.levels[2].clone();
     assert_eq!(inputs.len(), 40);
-    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
-        level: 3,
-        keys: 800,
-        removed: &inputs,
-    });
-    let outputs = db
-        .inner
-        .tables
-        .write(
-            3,
-            OutputCuts::one_table(),
-            &plan,
-            &db.inner.counters,
-            &mut |out| {
-                for (i, k) in narrow.iter().enumerate() {
-                    out.add(k, 1 + i as u64, EntryKind::Put, b"v")?;
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
-    db.inner
-        .install(VersionEdit {
-            added: &outputs,
-            removed: &inputs,
-            flushed: None,
-        })
-        .unwrap();
-    drop(claim);
+    let entries: Vec<_> = (1..).zip(narrow).map(|(seq, k)| (k, seq)).collect();
+    let (_, plan) = merge_by_hand(&db, 3, OutputCuts::one_table(), &inputs, &entries);
     let (filters, uniform) = memory(&db);
     assert!(
         filters as f64 <= uniform as f64 * 1.02,

@@ -12,63 +12,22 @@ use std::sync::atomic::Ordering;
 use bloomlsm_filter::planning::planned_memory_bytes;
 use bloomlsm_sstable::EntryKind;
 
-use crate::filter_budget::{Plan, PlannedWrite, table_filter_bytes, table_keys};
+use crate::budget_test_shapes::{
+    advance_sequence, merge_by_hand, place, prefixed_key as key, static_budget_options,
+};
+use crate::filter_budget::{PlannedWrite, table_filter_bytes, table_keys};
 use crate::install::VersionEdit;
 use crate::table_files::OutputCuts;
 use crate::version::TableHandle;
-use crate::{Db, FilterKind, FilterPolicy, Options};
+use crate::{Db, FilterKind, Options};
 
 const BITS: f64 = 10.0;
 const KIND: FilterKind = FilterKind::Blocked;
 /// One 512-bit block of the blocked kind.
 const ROUNDING_BYTES: u64 = 64;
 
-/// Static budgets, no background work: L1 is over budget with any table,
-/// L2 and L3 never; L0 below its trigger with a table or two.
 fn options() -> Options {
-    Options {
-        filter_policy: FilterPolicy::Optimized { bits_per_key: BITS },
-        filter_kind: KIND,
-        background_work: false,
-        num_levels: 4,
-        l1_bytes: 64,
-        level_size_ratio: 1 << 20,
-        dynamic_level_bytes: false,
-        block_cache_bytes: 0,
-        ..Options::default()
-    }
-}
-
-fn key(prefix: &str, i: u64) -> Vec<u8> {
-    format!("{prefix}{i:06}").into_bytes()
-}
-
-/// Writes `keys` (ascending) as one table at `level` with a filter at
-/// `bits` per key, sequences from `first_seq`, and installs it.
-fn place(db: &Db, level: usize, keys: &[Vec<u8>], first_seq: u64, bits: f64) -> Arc<TableHandle> {
-    let inner = &db.inner;
-    let tables = inner
-        .tables
-        .write(
-            level,
-            OutputCuts::one_table(),
-            &Plan::unbounded(bits),
-            &inner.counters,
-            &mut |out| {
-                for (i, k) in keys.iter().enumerate() {
-                    out.add(k, first_seq + i as u64, EntryKind::Put, b"v")?;
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
-    inner
-        .install(VersionEdit {
-            added: &tables,
-            ..Default::default()
-        })
-        .unwrap();
-    Arc::clone(&tables[0])
+    static_budget_options(KIND, BITS)
 }
 
 /// Installs a compaction's outputs in place of its inputs.
@@ -84,12 +43,6 @@ fn install_compaction(
             flushed: None,
         })
         .unwrap();
-}
-
-/// Makes sequences up to `seq` visible, and new writes start after it.
-fn advance_sequence(db: &Db, seq: u64) {
-    db.inner.last_visible.store(seq, Ordering::Release);
-    db.inner.write.lock().next_seq = seq + 1;
 }
 
 /// (filter bytes of the live tables, uniform's bytes for them in the
@@ -248,31 +201,16 @@ fn a_compaction_cut_into_narrow_ribbon_tables_stays_within_its_plan() {
     assert_within(&db, "before");
 
     let inputs = vec![input];
-    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
-        level: 2,
-        keys: 600,
-        removed: &inputs,
-    });
+    let entries: Vec<_> = (30_000..)
+        .zip(l1.iter().cloned())
+        .map(|(seq, k)| (k, seq))
+        .collect();
+    let (outputs, plan) =
+        merge_by_hand(&db, 2, OutputCuts::new(256, Vec::new()), &inputs, &entries);
     assert!(
         plan.bits_per_key > BITS + 2.0,
         "the optimum gives the small level more: {plan:?}"
     );
-    let outputs = db
-        .inner
-        .tables
-        .write(
-            2,
-            OutputCuts::new(256, Vec::new()),
-            &plan,
-            &db.inner.counters,
-            &mut |out| {
-                for (i, k) in l1.iter().enumerate() {
-                    out.add(k, 30_000 + i as u64, EntryKind::Put, b"v")?;
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
     assert!(outputs.len() >= 20, "{} tables", outputs.len());
     let filters: u64 = outputs.iter().map(|t| table_filter_bytes(t)).sum();
     let allowance = plan.allowance.unwrap();
@@ -289,8 +227,6 @@ fn a_compaction_cut_into_narrow_ribbon_tables_stays_within_its_plan() {
         outputs.iter().all(|t| t.table.filter().is_some()),
         "every table keeps a filter"
     );
-    install_compaction(db.inner.as_ref(), &outputs, &inputs);
-    drop(claim);
     for k in &l1 {
         assert_eq!(db.get(k).unwrap(), Some(b"v".to_vec()));
     }

@@ -28,6 +28,8 @@ mod background;
 #[cfg(test)]
 mod background_model_tests;
 mod batch;
+#[cfg(test)]
+mod budget_test_shapes;
 mod compaction;
 mod counters;
 mod cursor;

@@ -16,38 +16,15 @@ use std::sync::{Arc, Weak};
 use bloomlsm_filter::planning::planned_memory_bytes;
 use parking_lot::Mutex;
 
+use crate::budget_test_shapes::{mix, narrow_options, spread_key as key};
 use crate::filter_budget::{table_filter_bytes, table_keys};
 use crate::inner::DbInner;
-use crate::{Db, FilterKind, FilterPolicy, Options, Stats};
+use crate::{Db, FilterKind, Options, Stats};
 
 const BITS: f64 = 10.0;
 
-/// A deep store of narrow tables: 2 KiB memtables, 1 KiB tables, a 2 KiB
-/// L1 and a size ratio of 3 over 7 levels.
 fn options(kind: FilterKind, background_work: bool) -> Options {
-    Options {
-        filter_policy: FilterPolicy::Optimized { bits_per_key: BITS },
-        filter_kind: kind,
-        memtable_bytes: 2 << 10,
-        target_file_bytes: 1 << 10,
-        l1_bytes: 2 << 10,
-        level_size_ratio: 3,
-        num_levels: 7,
-        block_cache_bytes: 0,
-        background_work,
-        ..Options::default()
-    }
-}
-
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("{:016}", mix(i) % 10_000_000_000_000_000).into_bytes()
+    narrow_options(kind, BITS, background_work)
 }
 
 /// One install's tree: its filter bytes, and uniform's bytes at `BITS`

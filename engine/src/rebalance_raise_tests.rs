@@ -15,10 +15,11 @@ use std::sync::{Arc, Weak};
 use bloomlsm_filter::planning::planned_memory_bytes;
 use parking_lot::Mutex;
 
+use crate::budget_test_shapes::{mix, narrow_options, spread_key as key};
 use crate::filter_budget::{table_filter_bytes, table_keys};
 use crate::inner::DbInner;
 use crate::rebalance::{BACKGROUND_TOLERANCE, SETTLED_TOLERANCE};
-use crate::{Db, FilterKind, FilterPolicy, Options, Stats};
+use crate::{Db, FilterKind, Options, Stats};
 
 const FIRST_BITS: f64 = 10.0;
 const KINDS: [FilterKind; 3] = [
@@ -27,31 +28,8 @@ const KINDS: [FilterKind; 3] = [
     FilterKind::Ribbon,
 ];
 
-/// Narrow tables (a few dozen keys each) over many levels.
 fn options(kind: FilterKind, bits_per_key: f64) -> Options {
-    Options {
-        filter_policy: FilterPolicy::Optimized { bits_per_key },
-        filter_kind: kind,
-        memtable_bytes: 2 << 10,
-        target_file_bytes: 1 << 10,
-        l1_bytes: 2 << 10,
-        level_size_ratio: 3,
-        num_levels: 7,
-        block_cache_bytes: 0,
-        background_work: false,
-        ..Options::default()
-    }
-}
-
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("{:016}", mix(i) % 10_000_000_000_000_000).into_bytes()
+    narrow_options(kind, bits_per_key, false)
 }
 
 type Model = BTreeMap<Vec<u8>, Option<Vec<u8>>>;

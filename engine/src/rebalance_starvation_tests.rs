@@ -21,10 +21,11 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::budget_test_shapes::{mix, narrow_options, spread_key as key};
 use crate::filter_budget::rebalance_pick;
 use crate::inner::DbInner;
 use crate::rebalance::BACKGROUND_TOLERANCE;
-use crate::{Db, FilterKind, FilterPolicy, Options};
+use crate::{Db, FilterKind, Options};
 
 /// Memtables written after the first (which sets the pace up).
 const CHUNKS: u64 = 40;
@@ -36,31 +37,11 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// levels. L0 compacts at one table, so each flush makes a compaction due.
 fn options(bits_per_key: f64, background_work: bool, l0_slowdown_trigger: usize) -> Options {
     Options {
-        filter_policy: FilterPolicy::Optimized { bits_per_key },
-        filter_kind: FilterKind::Ribbon,
-        memtable_bytes: 2 << 10,
-        target_file_bytes: 1 << 10,
-        l1_bytes: 2 << 10,
-        level_size_ratio: 3,
-        num_levels: 7,
-        block_cache_bytes: 0,
-        background_work,
         l0_compaction_trigger: 1,
         l0_slowdown_trigger,
         l0_stop_trigger: 64,
-        ..Options::default()
+        ..narrow_options(FilterKind::Ribbon, bits_per_key, background_work)
     }
-}
-
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("{:016}", mix(i) % 10_000_000_000_000_000).into_bytes()
 }
 
 fn value(i: u64) -> Vec<u8> {

@@ -11,6 +11,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
+use crate::budget_test_shapes::{mix, narrow_options};
 use crate::inner::DbInner;
 use crate::{Db, FilterKind, FilterPolicy, Options, Stats};
 
@@ -42,13 +43,6 @@ fn absent(i: u64) -> Vec<u8> {
         (mix(i ^ 0xabcd) % 10_000_000_000_000_000) / 2 * 2 + 1
     )
     .into_bytes()
-}
-
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 /// One sample: filter bytes of the live tables, and what uniform filters
@@ -264,18 +258,7 @@ fn filters_stay_within_uniform_memory_with_background_work() {
 /// with the target (about 20), so no narrow filter was ever raised.
 #[test]
 fn narrow_ribbon_filters_are_raised_after_a_higher_average() {
-    let narrow = |bits_per_key: f64| Options {
-        filter_policy: FilterPolicy::Optimized { bits_per_key },
-        filter_kind: FilterKind::Ribbon,
-        memtable_bytes: 2 << 10,
-        target_file_bytes: 1 << 10,
-        l1_bytes: 2 << 10,
-        level_size_ratio: 3,
-        num_levels: 7,
-        block_cache_bytes: 0,
-        background_work: false,
-        ..Options::default()
-    };
+    let narrow = |bits_per_key: f64| narrow_options(FilterKind::Ribbon, bits_per_key, false);
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), narrow(BITS)).unwrap();
     let mut model = BTreeMap::new();

@@ -1,0 +1,148 @@
+//! Shapes the filter-budget tests share: deep stores of narrow tables,
+//! trees of hand-placed tables under static level budgets, and merges
+//! planned, written and installed by hand (as `merge` runs them).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bloomlsm_sstable::EntryKind;
+
+use crate::filter_budget::{Plan, PlannedWrite, table_keys};
+use crate::install::VersionEdit;
+use crate::table_files::OutputCuts;
+use crate::version::TableHandle;
+use crate::{Db, FilterKind, FilterPolicy, Options};
+
+/// A deep store of narrow tables (a few dozen keys each): 2 KiB
+/// memtables, 1 KiB tables, a 2 KiB L1 and a size ratio of 3 over 7
+/// levels, under `Optimized` at `bits_per_key`.
+pub(crate) fn narrow_options(
+    kind: FilterKind,
+    bits_per_key: f64,
+    background_work: bool,
+) -> Options {
+    Options {
+        filter_policy: FilterPolicy::Optimized { bits_per_key },
+        filter_kind: kind,
+        memtable_bytes: 2 << 10,
+        target_file_bytes: 1 << 10,
+        l1_bytes: 2 << 10,
+        level_size_ratio: 3,
+        num_levels: 7,
+        block_cache_bytes: 0,
+        background_work,
+        ..Options::default()
+    }
+}
+
+/// Static level budgets, no background work, under `Optimized` at
+/// `bits_per_key`: L1 is over budget with any table, L2 and L3 never; L0
+/// below its trigger with a table or two. Tables are placed by hand.
+pub(crate) fn static_budget_options(kind: FilterKind, bits_per_key: f64) -> Options {
+    Options {
+        filter_policy: FilterPolicy::Optimized { bits_per_key },
+        filter_kind: kind,
+        background_work: false,
+        num_levels: 4,
+        l1_bytes: 64,
+        level_size_ratio: 1 << 20,
+        dynamic_level_bytes: false,
+        block_cache_bytes: 0,
+        ..Options::default()
+    }
+}
+
+/// SplitMix64's finalizer: spreads consecutive numbers over the key space.
+pub(crate) fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A 16-digit key spread over the key space.
+pub(crate) fn spread_key(i: u64) -> Vec<u8> {
+    format!("{:016}", mix(i) % 10_000_000_000_000_000).into_bytes()
+}
+
+/// `prefix` and six digits: keys in order, in a range of their own.
+pub(crate) fn prefixed_key(prefix: &str, i: u64) -> Vec<u8> {
+    format!("{prefix}{i:06}").into_bytes()
+}
+
+/// Writes `keys` (ascending) as one table at `level` with a filter at
+/// `bits` per key, sequences from `first_seq`, and installs it.
+pub(crate) fn place(
+    db: &Db,
+    level: usize,
+    keys: &[Vec<u8>],
+    first_seq: u64,
+    bits: f64,
+) -> Arc<TableHandle> {
+    let inner = &db.inner;
+    let tables = inner
+        .tables
+        .write(
+            level,
+            OutputCuts::one_table(),
+            &Plan::unbounded(bits),
+            &inner.counters,
+            &mut |out| {
+                for (i, k) in keys.iter().enumerate() {
+                    out.add(k, first_seq + i as u64, EntryKind::Put, b"v")?;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    inner
+        .install(VersionEdit {
+            added: &tables,
+            ..Default::default()
+        })
+        .unwrap();
+    Arc::clone(&tables[0])
+}
+
+/// Makes sequences up to `seq` visible, and new writes start after it.
+pub(crate) fn advance_sequence(db: &Db, seq: u64) {
+    db.inner.last_visible.store(seq, Ordering::Release);
+    db.inner.write.lock().next_seq = seq + 1;
+}
+
+/// Merges `inputs` into `level` as `merge` does (plan with the claim held,
+/// write cut by `cuts`, install, release), the merged entries being
+/// `entries` (user key and sequence, in table order, each a put of "v").
+/// Returns the outputs and the plan.
+pub(crate) fn merge_by_hand(
+    db: &Db,
+    level: usize,
+    cuts: OutputCuts,
+    inputs: &[Arc<TableHandle>],
+    entries: &[(Vec<u8>, u64)],
+) -> (Vec<Arc<TableHandle>>, Plan) {
+    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
+        level,
+        keys: inputs.iter().map(|t| table_keys(t)).sum(),
+        removed: inputs,
+    });
+    let outputs = db
+        .inner
+        .tables
+        .write(level, cuts, &plan, &db.inner.counters, &mut |out| {
+            for (k, seq) in entries {
+                out.add(k, *seq, EntryKind::Put, b"v")?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    db.inner
+        .install(VersionEdit {
+            added: &outputs,
+            removed: inputs,
+            flushed: None,
+        })
+        .unwrap();
+    drop(claim);
+    (outputs, plan)
+}
