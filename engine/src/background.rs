@@ -90,9 +90,7 @@ impl DbInner {
     /// rebuild (the step finds none, or its memo says the tree has not
     /// changed since it last found none) compactions go on in this cycle.
     pub(crate) fn compaction_cycle(&self) -> Result<bool> {
-        if self.options.on_corrupt_filter == CorruptFilterPolicy::Rebuild {
-            self.rebuild_damaged_filters()?;
-        }
+        self.rebuild_damaged_filters_if_asked()?;
         while self.compact_once()? {
             if self.shutting_down() {
                 return Ok(false);
@@ -107,8 +105,16 @@ impl DbInner {
         self.rebalance_filters_step(BACKGROUND_TOLERANCE)
     }
 
+    /// Rebuilds damaged filters when `Options::on_corrupt_filter` asks.
+    fn rebuild_damaged_filters_if_asked(&self) -> Result<()> {
+        if self.options.on_corrupt_filter == CorruptFilterPolicy::Rebuild {
+            self.rebuild_damaged_filters()?;
+        }
+        Ok(())
+    }
+
     /// `Db::close` (or drop) asked the background threads to stop.
-    fn shutting_down(&self) -> bool {
+    pub(crate) fn shutting_down(&self) -> bool {
         self.bg.lock().shutdown
     }
 
@@ -128,9 +134,7 @@ impl DbInner {
     /// rebuilds at most one filter whose level's budget moved; returns
     /// whether it did.
     pub(crate) fn compact_and_repair(&self) -> Result<bool> {
-        if self.options.on_corrupt_filter == CorruptFilterPolicy::Rebuild {
-            self.rebuild_damaged_filters()?;
-        }
+        self.rebuild_damaged_filters_if_asked()?;
         self.compact_while_needed()?;
         self.rebalance_filters_step(BACKGROUND_TOLERANCE)
     }

@@ -87,6 +87,21 @@ fn table_uniform_bytes(kind: FilterKind, t: &TableHandle, bits_per_key: f64) -> 
     uniform_bytes(own, table_keys(t), bits_per_key)
 }
 
+/// Uniform's bytes at `bits_per_key` for `tables` (each in its own
+/// filter's kind, [`table_uniform_bytes`]) and the bytes their filters take.
+fn shares_and_filters<'a>(
+    kind: FilterKind,
+    tables: impl Iterator<Item = &'a TableHandle>,
+    bits_per_key: f64,
+) -> (u64, u64) {
+    tables.fold((0, 0), |(shares, filters), t| {
+        (
+            shares + table_uniform_bytes(kind, t, bits_per_key),
+            filters + table_filter_bytes(t),
+        )
+    })
+}
+
 /// Tables about to be written: their level and an upper bound on their
 /// distinct keys (a memtable's entries, a compaction's input keys), and
 /// the live tables the same edit removes.
@@ -249,12 +264,10 @@ pub(crate) fn plan_write(
         }
     };
     let target = optimum(kind, &keys, bits_per_key)[new_run];
-    let stays = runs.iter().flat_map(|r| r.tables.iter());
-    let (mut budget, mut spent) = (0u64, 0u64);
-    for t in stays {
-        budget += table_uniform_bytes(kind, t, bits_per_key);
-        spent += table_filter_bytes(t);
-    }
+    let stays = runs
+        .iter()
+        .flat_map(|r| r.tables.iter().map(|t| t.as_ref()));
+    let (mut budget, spent) = shares_and_filters(kind, stays, bits_per_key);
     let own_share = uniform_bytes(kind, write.keys, bits_per_key);
     budget += own_share;
     // No rounding reserve here: `planned` below is the exact bytes of the
@@ -407,11 +420,8 @@ pub(crate) fn rebalance_pick(
             },
         )
     };
-    let (mut budget, mut spent) = (0u64, 0u64);
-    for (t, _) in &targets {
-        budget += share_now(t);
-        spent += table_filter_bytes(t);
-    }
+    let (budget, spent) =
+        shares_and_filters(kind, targets.iter().map(|(t, _)| t.as_ref()), bits_per_key);
     let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0 - ROUNDING_BITS;
     // In bytes, so a filter rebuilt at its target (rounded up to whole
     // blocks) is never "off" again.

@@ -25,6 +25,17 @@ pub fn synced_inline_options() -> Options {
     }
 }
 
+/// [`synced_inline_options`] with 1 KiB tables of 256-byte blocks and a
+/// 4 KiB L1: many narrow tables and levels from a few hundred writes.
+pub fn small_table_options() -> Options {
+    Options {
+        l1_bytes: 4096,
+        target_file_bytes: 1024,
+        block_size: 256,
+        ..synced_inline_options()
+    }
+}
+
 /// One write: a put (`Some(value)`) or a delete of the key.
 pub type Write = (Vec<u8>, Option<Vec<u8>>);
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, Options, SyncMode, WalRecovery};
-use bloomlsm_tests::crash_workload::synced_inline_options;
+use bloomlsm_tests::crash_workload::small_table_options;
 use bloomlsm_tests::{
     apply_history_model, apply_history_write, contents, history_prefix, history_write, key,
     recovered_history, recovered_prefix, table_files, value, wal_files,
@@ -24,12 +24,7 @@ use bloomlsm_tests::{
 const WRITES: u64 = 150;
 
 fn options() -> Options {
-    Options {
-        l1_bytes: 4096,
-        target_file_bytes: 1024,
-        block_size: 256,
-        ..synced_inline_options()
-    }
+    small_table_options()
 }
 
 /// Runs the workload until the injected crash; returns writes acknowledged.

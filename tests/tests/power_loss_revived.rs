@@ -13,15 +13,30 @@ use bloomlsm::fs::fault::{FaultFs, Revival};
 use bloomlsm_tests::crash_workload::synced_inline_options;
 use bloomlsm_tests::{scratch_dir, table_files, wal_files};
 
-#[test]
-fn revived_obsolete_tables_change_no_answer() {
+/// A store over a `FaultFs` whose power loss brings back every unlink no
+/// directory fsync made durable, holding `k` = "old" and `gone`.
+fn store_bringing_back_every_unlink() -> (tempfile::TempDir, FaultFs, Db) {
     let dir = scratch_dir();
     let fs = FaultFs::new();
     fs.set_revival(Revival::All);
-    let options = synced_inline_options();
-    let db = Db::open_with_fs(dir.path(), options.clone(), Arc::new(fs.clone())).unwrap();
+    let db = Db::open_with_fs(dir.path(), synced_inline_options(), Arc::new(fs.clone())).unwrap();
     db.put(b"k", b"old").unwrap();
     db.put(b"gone", b"x").unwrap();
+    (dir, fs, db)
+}
+
+/// Reopens the store after the power loss: `k` overwritten with "new" and
+/// `gone` deleted, whatever files came back.
+fn reopened_with_the_newer_answers(dir: &std::path::Path) -> Db {
+    let db = Db::open(dir, synced_inline_options()).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"new".to_vec()));
+    assert_eq!(db.get(b"gone").unwrap(), None, "a deleted key came back");
+    db
+}
+
+#[test]
+fn revived_obsolete_tables_change_no_answer() {
+    let (dir, fs, db) = store_bringing_back_every_unlink();
     db.flush().unwrap();
     db.put(b"k", b"new").unwrap();
     db.delete(b"gone").unwrap();
@@ -40,9 +55,7 @@ fn revived_obsolete_tables_change_no_answer() {
         revived >= 2,
         "the replaced tables must be back for the test to mean anything: {revived}"
     );
-    let db = Db::open(dir.path(), options).unwrap();
-    assert_eq!(db.get(b"k").unwrap(), Some(b"new".to_vec()));
-    assert_eq!(db.get(b"gone").unwrap(), None, "a deleted key came back");
+    let db = reopened_with_the_newer_answers(dir.path());
     let live = db.stats().total.tables;
     drop(db);
     assert_eq!(table_files(dir.path()) as u64, live, "orphan left");
@@ -51,13 +64,7 @@ fn revived_obsolete_tables_change_no_answer() {
 
 #[test]
 fn a_revived_wal_of_a_flushed_memtable_is_not_replayed_over_newer_writes() {
-    let dir = scratch_dir();
-    let fs = FaultFs::new();
-    fs.set_revival(Revival::All);
-    let options = synced_inline_options();
-    let db = Db::open_with_fs(dir.path(), options.clone(), Arc::new(fs.clone())).unwrap();
-    db.put(b"k", b"old").unwrap();
-    db.put(b"gone", b"x").unwrap();
+    let (dir, fs, db) = store_bringing_back_every_unlink();
     // Its WAL unlinked once the manifest no longer needs it.
     db.flush().unwrap();
     // Into the live WAL, synced; no directory fsync since the unlink.
@@ -71,9 +78,7 @@ fn a_revived_wal_of_a_flushed_memtable_is_not_replayed_over_newer_writes() {
         2,
         "the flushed memtable's WAL must be back for the test to mean anything"
     );
-    let db = Db::open(dir.path(), options).unwrap();
-    assert_eq!(db.get(b"k").unwrap(), Some(b"new".to_vec()));
-    assert_eq!(db.get(b"gone").unwrap(), None, "a deleted key came back");
+    let db = reopened_with_the_newer_answers(dir.path());
     drop(db);
     assert_eq!(wal_files(dir.path()), 1, "an obsolete WAL left");
 }

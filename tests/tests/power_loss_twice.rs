@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bloomlsm::fs::fault::{FaultFs, Revival};
 use bloomlsm::{Db, Options};
-use bloomlsm_tests::crash_workload::{self, Write, synced_inline_options};
+use bloomlsm_tests::crash_workload::{self, Write, small_table_options};
 use bloomlsm_tests::{contents, history_write, scratch_dir, table_files};
 
 const WRITES: u64 = 120;
@@ -21,12 +21,7 @@ const WRITES: u64 = 120;
 const STEP: u64 = 5;
 
 fn options() -> Options {
-    Options {
-        l1_bytes: 4096,
-        target_file_bytes: 1024,
-        block_size: 256,
-        ..synced_inline_options()
-    }
+    small_table_options()
 }
 
 fn workload() -> Vec<Write> {

@@ -65,7 +65,7 @@ impl DbInner {
     /// lock, so the input set is exactly the tables live when the merge
     /// starts.
     pub(crate) fn compact_once(&self) -> Result<bool> {
-        if self.bg.lock().shutdown {
+        if self.shutting_down() {
             return Ok(false);
         }
         let _compaction = self.compaction_lock.lock();
