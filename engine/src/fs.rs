@@ -66,6 +66,19 @@ impl<T> AtPath<T> for io::Result<T> {
 pub trait FileSystem: Send + Sync + Debug {
     /// Creates (truncating) a file for sequential writing.
     fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>>;
+    /// Opens an existing file of at least `len` bytes to append at `len`
+    /// (bytes past it are cut first: an append that never completed). An
+    /// error of kind `InvalidData` when the file is shorter. The default
+    /// refuses with kind `Unsupported`, and the store then rebuilds a
+    /// table's filter by writing a new table file instead.
+    fn append_at(&self, path: &Path, len: u64) -> FsResult<Box<dyn WritableFile>> {
+        let _ = len;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system does not append to existing files",
+        ))
+        .at(path)
+    }
     /// Opens a file for positioned reads.
     fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>>;
     /// Opens a file for positioned reads that bypass the page cache
@@ -135,6 +148,12 @@ impl FileSystem for RealFs {
         Ok(Box::new(PlainFile(file)))
     }
 
+    fn append_at(&self, path: &Path, len: u64) -> FsResult<Box<dyn WritableFile>> {
+        let mut file = OpenOptions::new().write(true).open(path).at(path)?;
+        cut_to(&mut file, len).at(path)?;
+        Ok(Box::new(PlainFile(file)))
+    }
+
     fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(File::open(path).at(path)?))
     }
@@ -189,6 +208,25 @@ impl FileSystem for RealFs {
     fn lock_shared(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
         dir_lock::lock(path, true)
     }
+}
+
+/// Cuts `file` to `len` bytes and positions it there, for
+/// [`FileSystem::append_at`]; a file shorter than `len` is refused
+/// (`InvalidData`), never extended.
+pub(crate) fn cut_to(file: &mut File, len: u64) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let found = file.metadata()?.len();
+    if found < len {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("file is {found} bytes, fewer than the {len} to append after"),
+        ));
+    }
+    if found > len {
+        file.set_len(len)?;
+    }
+    file.seek(SeekFrom::Start(len))?;
+    Ok(())
 }
 
 /// Opens a table file for block reads: direct (`O_DIRECT`) when `direct`

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::fs::fault::FaultFs;
 use crate::rebalance::SETTLED_TOLERANCE;
 use crate::test_hooks::ReadPause;
 use crate::{Db, FilterKind, FilterPolicy, Options, Snapshot};
@@ -125,6 +126,17 @@ fn check_tree(db: &Db, what: &str) {
     assert_eq!(sst_files(db), live, "{what}: table files on disk");
 }
 
+/// The numbers of the live tables.
+fn live_numbers(db: &Db) -> Vec<u64> {
+    let sv = db.inner.current.load_full();
+    sv.version
+        .levels
+        .iter()
+        .flatten()
+        .map(|t| t.meta.number)
+        .collect()
+}
+
 fn sst_files(db: &Db) -> usize {
     std::fs::read_dir(&db.inner.dir)
         .unwrap()
@@ -171,9 +183,31 @@ fn fourth_round(db: &Db, model: &mut Model) {
 
 #[test]
 fn l0_tables_rebuilt_while_a_flush_installs_newer_ones_keep_their_place() {
+    l0_tables_rebuilt_while_a_flush_installs(Rebuilt::InPlace);
+}
+
+#[test]
+fn l0_tables_copied_by_a_rebuild_while_a_flush_installs_newer_ones_keep_their_place() {
+    l0_tables_rebuilt_while_a_flush_installs(Rebuilt::AsCopies);
+}
+
+/// How a test's file system lets filter rebuilds write.
+#[derive(Clone, Copy, PartialEq)]
+enum Rebuilt {
+    /// Appended to each table's own file (same number).
+    InPlace,
+    /// Copies under new numbers (appends refused).
+    AsCopies,
+}
+
+fn l0_tables_rebuilt_while_a_flush_installs(how: Rebuilt) {
     let dir = tempfile::tempdir().unwrap();
     let policy = FilterPolicy::Uniform { bits_per_key: 10.0 };
-    let db = Arc::new(Db::open(dir.path(), options(policy.clone())).unwrap());
+    let fs = FaultFs::new();
+    fs.set_refuse_appends(how == Rebuilt::AsCopies);
+    let db = Arc::new(
+        Db::open_with_fs(dir.path(), options(policy.clone()), Arc::new(fs.clone())).unwrap(),
+    );
     let mut model = Model::new();
     three_l0_tables(&db, &mut model);
     let before = db.snapshot();
@@ -186,19 +220,37 @@ fn l0_tables_rebuilt_while_a_flush_installs_newer_ones_keep_their_place() {
         std::thread::spawn(move || db.rebuild_filters(FilterPolicy::Uniform { bits_per_key: 13.0 }))
     };
     paused.recv().unwrap();
-    // The copies of the three tables are written: a flush installs a
-    // fourth, newer table (with a lower file number than theirs will be).
+    // The three tables' new filters are written (appended to their files,
+    // or copies under numbers higher than the flush below gives its
+    // table): a flush installs a fourth, newer table.
     fourth_round(&db, &mut model);
     db.flush().unwrap();
     let during = db.snapshot();
+    let numbers_during = live_numbers(&db);
     let model_during = model.clone();
     let iter = db.scan::<&[u8], _>(..).unwrap();
     resume.send(()).unwrap();
     rebuilder.join().unwrap().unwrap();
 
-    // The iterator's view still holds the four replaced tables: their
-    // files stay until it lets go.
-    assert_eq!(sst_files(&db), 8, "files of the live and the held tables");
+    // The iterator's view still holds the four replaced tables: copies'
+    // files stay until it lets go; tables rebuilt in place share theirs.
+    // Copies (new numbers) leave their originals' files to the iterator.
+    let copies = live_numbers(&db)
+        .iter()
+        .filter(|n| !numbers_during.contains(n))
+        .count();
+    match how {
+        Rebuilt::AsCopies => assert_eq!(copies, 4),
+        // The smallest (the flushed table) may be copied: an append would
+        // leave it more unused bytes than the bound allows.
+        Rebuilt::InPlace => assert!(copies < 4, "{copies} of 4 copied"),
+    }
+    let held = 4 + copies;
+    assert_eq!(
+        sst_files(&db),
+        held,
+        "files of the live and the held tables"
+    );
     check(&db, &model, KEYS, "after the rebuild");
     check_snapshot(
         &before,
@@ -226,7 +278,7 @@ fn l0_tables_rebuilt_while_a_flush_installs_newer_ones_keep_their_place() {
 
     let db = Arc::into_inner(db).unwrap();
     db.close().unwrap();
-    let db = Db::open(dir.path(), options(policy)).unwrap();
+    let db = Db::open_with_fs(dir.path(), options(policy), Arc::new(fs)).unwrap();
     check(&db, &model, KEYS, "after reopening");
     check_tree(&db, "after reopening");
 }

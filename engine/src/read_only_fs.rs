@@ -42,6 +42,10 @@ impl FileSystem for ReadOnlyFs {
         refused("create", path)
     }
 
+    fn append_at(&self, path: &Path, _len: u64) -> FsResult<Box<dyn WritableFile>> {
+        refused("append to", path)
+    }
+
     fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
         self.inner.open_read(path)
     }

@@ -1,6 +1,8 @@
-//! Filter rebuilds: a table's data blocks copied unchanged under a new
-//! number with a new filter, swapped in place of the old table. A rebuilt
-//! table keeps its level and sequence range, so it keeps its place in L0.
+//! Filter rebuilds: a table's new filter appended to its own file, or its
+//! data blocks copied unchanged under a new number with the new filter
+//! (`TableFiles::rebuild` chooses), swapped in place of the old table. A
+//! rebuilt table keeps its level and sequence range, so it keeps its place
+//! in L0.
 
 use std::sync::Arc;
 
@@ -79,30 +81,46 @@ impl DbInner {
             return Ok(Vec::new());
         }
         let mut added = Vec::with_capacity(jobs.len());
+        // Rebuilt as copies under new numbers: replaced, so deleted once no
+        // reader holds them.
+        let mut copied = Vec::new();
+        let mut copies = Vec::new();
+        // Rebuilt in their own files: they leave the view, their files stay.
+        let mut appended_to = Vec::new();
         for (old, bits) in jobs {
             match self.tables.rebuild(old, *bits, &self.counters) {
-                Ok(t) => added.push(t),
+                Ok(rebuilt) => {
+                    if rebuilt.in_place {
+                        appended_to.push(Arc::clone(old));
+                    } else {
+                        copied.push(Arc::clone(old));
+                        copies.push(Arc::clone(&rebuilt.table));
+                    }
+                    added.push(rebuilt.table);
+                }
                 Err(e) => {
-                    discard(&added);
+                    discard(&copies);
                     return Err(e);
                 }
             }
         }
         if let Err(e) = self.tables.sync_dir() {
-            discard(&added);
+            discard(&copies);
             return Err(e);
         }
         #[cfg(test)]
         self.rebuild_pause.pause();
-        let removed: Vec<Arc<TableHandle>> = jobs.iter().map(|(t, _)| Arc::clone(t)).collect();
         // A failed install may still have renamed a manifest naming the new
         // tables into place: they are never deleted here (the next open
         // removes whichever tables its manifest does not name).
-        self.install(VersionEdit {
-            added: &added,
-            removed: &removed,
-            flushed: None,
-        })?;
+        self.install_moving(
+            VersionEdit {
+                added: &added,
+                removed: &copied,
+                flushed: None,
+            },
+            &appended_to,
+        )?;
         Ok(added)
     }
 }

@@ -150,7 +150,9 @@ impl TableFiles {
         let file =
             crate::fs::open_table_file(self.fs.as_ref(), &path, self.options.use_direct_reads)?;
         let size = file.len().map_err(|e| Error::io(&path, e))?;
-        if size != meta.file_size {
+        // Bytes past the recorded size are an in-place filter rebuild whose
+        // install never became durable: not the table's.
+        if size < meta.file_size {
             return Err(Error::corruption(
                 &path,
                 size,
@@ -160,7 +162,13 @@ impl TableFiles {
                 },
             ));
         }
-        let table = Table::open(file, &path, meta.number, Some(Arc::clone(&self.cache)))?;
+        let table = Table::open_at(
+            file,
+            &path,
+            meta.file_size,
+            meta.number,
+            Some(Arc::clone(&self.cache)),
+        )?;
         if let FilterStatus::Unusable(reason) = table.filter_status()
             && self.options.on_corrupt_filter == CorruptFilterPolicy::Fail
         {
@@ -179,10 +187,72 @@ impl TableFiles {
         )))
     }
 
-    /// A copy of `old` under a new number with a new filter at
-    /// `bits_per_key` (data blocks copied unchanged). The caller syncs the
-    /// directory and installs it in place of `old`.
+    /// `old` with a new filter at `bits_per_key`: appended to its own file
+    /// when the file system can and the bytes this leaves unused stay
+    /// within `1 / MAX_DEAD_SHARE` of the table's ([`Rebuilt::in_place`]),
+    /// else a copy under a new number. The caller syncs the directory and
+    /// installs the result in place of `old`.
     pub(crate) fn rebuild(
+        &self,
+        old: &TableHandle,
+        bits_per_key: f64,
+        counters: &Counters,
+    ) -> Result<Rebuilt> {
+        let dead = old.table.bytes_dead_after_append();
+        if dead <= (old.meta.file_size - dead) / MAX_DEAD_SHARE {
+            let path = names::table(&self.dir, old.meta.number);
+            match self.fs.append_at(&path, old.meta.file_size) {
+                Ok(file) => {
+                    let table = self.append_filter(old, file, &path, bits_per_key, counters)?;
+                    return Ok(Rebuilt {
+                        table,
+                        in_place: true,
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(Rebuilt {
+            table: self.rebuild_copy(old, bits_per_key, counters)?,
+            in_place: false,
+        })
+    }
+
+    /// [`TableFiles::rebuild`] in place: the table keeps its number, and
+    /// its manifest record changes only in its size. Nothing is removed on
+    /// failure: the file is the live table's, and whatever was appended
+    /// lies past the size every reader and the manifest know.
+    fn append_filter(
+        &self,
+        old: &TableHandle,
+        file: Box<dyn bloomlsm_sstable::WritableFile>,
+        path: &Path,
+        bits_per_key: f64,
+        counters: &Counters,
+    ) -> Result<Arc<TableHandle>> {
+        let summary = bloomlsm_sstable::append_filter(
+            &old.table,
+            file,
+            path,
+            self.options.filter_kind,
+            bits_per_key,
+        )?;
+        let appended = summary.file_size - old.meta.file_size;
+        Counters::add(&counters.bytes_written, appended);
+        Counters::add(&counters.levels[old.meta.level].bytes_written, appended);
+        if summary.properties.filter_kind.is_some() {
+            Counters::add(&counters.filters_built, 1);
+        }
+        self.open(TableMeta {
+            file_size: summary.file_size,
+            ..old.meta.clone()
+        })
+    }
+
+    /// [`TableFiles::rebuild`] as a copy of `old` under a new number (data
+    /// blocks copied unchanged).
+    fn rebuild_copy(
         &self,
         old: &TableHandle,
         bits_per_key: f64,
@@ -223,6 +293,20 @@ impl TableFiles {
     pub(crate) fn sync_dir(&self) -> Result<()> {
         Ok(self.fs.sync_dir(&self.dir)?)
     }
+}
+
+/// A table may be rebuilt in place while the bytes the append leaves
+/// unused are at most this fraction (1 / `MAX_DEAD_SHARE`) of the rest:
+/// past it, a copy drops them. They count in the level's size and the
+/// store's space like any table bytes.
+const MAX_DEAD_SHARE: u64 = 8;
+
+/// A rebuilt table.
+pub(crate) struct Rebuilt {
+    pub(crate) table: Arc<TableHandle>,
+    /// Its filter was appended to the old table's own file (same number,
+    /// same path): the old handle leaves the view with its file kept.
+    pub(crate) in_place: bool,
 }
 
 /// The table's properties agree with its manifest record on everything

@@ -48,7 +48,7 @@ pub use format::{BlockHandle, BlockKind, Footer, FooterError};
 pub use iter::{TableIter, entry_precedes};
 pub use lookup::{BlockSource, FilterVerdict, Lookup, Outcome};
 pub use properties::{PropertiesError, TableProperties};
-pub use rebuild::rebuild_filter;
+pub use rebuild::{append_filter, rebuild_filter};
 pub use table::Table;
 
 /// A block's entries: (internal key, value) pairs.

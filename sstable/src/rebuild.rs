@@ -1,8 +1,10 @@
-//! Rewrites a table with a new filter and the same data blocks: the data
-//! region is copied byte for byte, the index block is copied verbatim (its
-//! handles still point at the same offsets), and a new filter, properties
-//! block and footer are written. Used to change bits per key without a
-//! compaction, and to repair a damaged filter block.
+//! A table's filter built again from its keys, without a compaction: to
+//! change its bits per key or kind, or to repair a damaged filter block.
+//! Two ways: [`rebuild_filter`] writes a new file (the data region copied
+//! byte for byte, the index block verbatim, then the new filter, properties
+//! and footer); [`append_filter`] appends the new filter, properties and
+//! footer to the table's own file, whose footer then names the index block
+//! already there. An append writes the filter's bytes, not the table's.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::file::WritableFile;
 use crate::format::{BlockHandle, BlockKind, FORMAT_VERSION, Footer, TRAILER_LEN, block_trailer};
 use crate::iter::TableIter;
+use crate::properties::TableProperties;
 use crate::table::Table;
 
 /// Writes `table` again to `file` (at `path`) with a filter of `kind` at
@@ -40,34 +43,12 @@ pub fn rebuild_filter<W: WritableFile>(
     }
     debug_assert_eq!(copied, data_end);
     let mut offset = data_end;
-    let mut props = table.properties().clone();
-    let filter_handle = if bits_per_key.is_finite() && bits_per_key > 0.0 {
-        let mut builder = FilterBuilder::new(kind, bits_per_key);
-        let mut last: Option<Vec<u8>> = None;
-        for entry in TableIter::new(Arc::clone(table), false) {
-            let entry = entry?;
-            if last.as_deref() != Some(entry.user_key.as_slice()) {
-                builder.add_hash(KeyHash::of(&entry.user_key));
-                last = Some(entry.user_key);
-            }
+    let (props, filter) = new_filter(table, kind, bits_per_key)?;
+    let filter_handle = match filter {
+        Some(bytes) => {
+            write_block(&mut file, &mut offset, BlockKind::Filter, &bytes).map_err(io)?
         }
-        let filter = builder.finish()?;
-        let bytes = filter.to_bytes();
-        props.filter_kind = Some(filter.kind());
-        props.filter_hash_id = HASH_ID_XXH3_64;
-        props.filter_hashes = filter.num_hashes();
-        props.filter_bits = filter.num_bits();
-        props.filter_bytes = bytes.len() as u64;
-        props.bits_per_key = bits_per_key;
-        write_block(&mut file, &mut offset, BlockKind::Filter, &bytes).map_err(io)?
-    } else {
-        props.filter_kind = None;
-        props.filter_hash_id = 0;
-        props.filter_hashes = 0;
-        props.filter_bits = 0;
-        props.filter_bytes = 0;
-        props.bits_per_key = 0.0;
-        BlockHandle::default()
+        None => BlockHandle::default(),
     };
     let index = table.read_verified_raw(table.footer().index, BlockKind::Index)?;
     let index_len = index.len() - TRAILER_LEN;
@@ -77,27 +58,34 @@ pub fn rebuild_filter<W: WritableFile>(
     };
     file.write_all(&index).map_err(io)?;
     offset += index.len() as u64;
-    let properties_handle = write_block(
-        &mut file,
-        &mut offset,
-        BlockKind::Properties,
-        &props.encode(),
-    )
-    .map_err(io)?;
-    let footer = Footer {
-        filter: filter_handle,
-        index: index_handle,
-        properties: properties_handle,
-        version: FORMAT_VERSION,
-    };
-    file.write_all(&footer.encode()).map_err(io)?;
-    offset += crate::format::FOOTER_LEN as u64;
-    file.sync().map_err(io)?;
+    let file_size =
+        write_tail(&mut file, offset, filter_handle, index_handle, &props).map_err(io)?;
     Ok(TableSummary {
         path,
-        file_size: offset,
+        file_size,
         properties: props,
     })
+}
+
+/// Writes the properties block and the footer from `offset` on, fsyncs
+/// the file and returns where the table now ends.
+fn write_tail<W: WritableFile>(
+    file: &mut W,
+    mut offset: u64,
+    filter: BlockHandle,
+    index: BlockHandle,
+    props: &TableProperties,
+) -> std::io::Result<u64> {
+    let properties = write_block(file, &mut offset, BlockKind::Properties, &props.encode())?;
+    let footer = Footer {
+        filter,
+        index,
+        properties,
+        version: FORMAT_VERSION,
+    };
+    file.write_all(&footer.encode())?;
+    file.sync()?;
+    Ok(offset + crate::format::FOOTER_LEN as u64)
 }
 
 fn write_block<W: WritableFile>(
@@ -114,4 +102,83 @@ fn write_block<W: WritableFile>(
     file.write_all(&block_trailer(kind, block))?;
     *offset += (block.len() + TRAILER_LEN) as u64;
     Ok(handle)
+}
+
+/// Appends to `file` (the table's own file, positioned at
+/// `table.file_size()`) a filter of `kind` at `bits_per_key` (0: none), a
+/// properties block and a footer naming the table's index block, fsyncs it
+/// and returns the summary: the table now ends at `file_size`. Until the
+/// caller records that size, the table is the one ending at the old size,
+/// whose bytes this never touches (readers holding it go on unchanged).
+pub fn append_filter<W: WritableFile>(
+    table: &Arc<Table>,
+    mut file: W,
+    path: impl AsRef<Path>,
+    kind: FilterKind,
+    bits_per_key: f64,
+) -> Result<TableSummary> {
+    let path = path.as_ref().to_path_buf();
+    let io = |source| Error::Io {
+        path: path.clone(),
+        source,
+    };
+    let mut offset = table.file_size();
+    let (props, filter) = new_filter(table, kind, bits_per_key)?;
+    let filter_handle = match filter {
+        Some(bytes) => {
+            write_block(&mut file, &mut offset, BlockKind::Filter, &bytes).map_err(io)?
+        }
+        None => BlockHandle::default(),
+    };
+    let file_size = write_tail(
+        &mut file,
+        offset,
+        filter_handle,
+        table.footer().index,
+        &props,
+    )
+    .map_err(io)?;
+    Ok(TableSummary {
+        path,
+        file_size,
+        properties: props,
+    })
+}
+
+/// The table's properties with a new filter's fields, and the filter's
+/// serialized bytes (`None` when `bits_per_key` asks for no filter), built
+/// from the table's distinct user keys (tombstones included).
+fn new_filter(
+    table: &Arc<Table>,
+    kind: FilterKind,
+    bits_per_key: f64,
+) -> Result<(TableProperties, Option<Vec<u8>>)> {
+    let mut props = table.properties().clone();
+    if !(bits_per_key.is_finite() && bits_per_key > 0.0) {
+        props.filter_kind = None;
+        props.filter_hash_id = 0;
+        props.filter_hashes = 0;
+        props.filter_bits = 0;
+        props.filter_bytes = 0;
+        props.bits_per_key = 0.0;
+        return Ok((props, None));
+    }
+    let mut builder = FilterBuilder::new(kind, bits_per_key);
+    let mut last: Option<Vec<u8>> = None;
+    for entry in TableIter::new(Arc::clone(table), false) {
+        let entry = entry?;
+        if last.as_deref() != Some(entry.user_key.as_slice()) {
+            builder.add_hash(KeyHash::of(&entry.user_key));
+            last = Some(entry.user_key);
+        }
+    }
+    let filter = builder.finish()?;
+    let bytes = filter.to_bytes();
+    props.filter_kind = Some(filter.kind());
+    props.filter_hash_id = HASH_ID_XXH3_64;
+    props.filter_hashes = filter.num_hashes();
+    props.filter_bits = filter.num_bits();
+    props.filter_bytes = bytes.len() as u64;
+    props.bits_per_key = bits_per_key;
+    Ok((props, Some(bytes)))
 }

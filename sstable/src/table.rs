@@ -61,11 +61,29 @@ impl Table {
         cache: Option<Arc<BlockCache>>,
     ) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        let file_size = file.len().map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Self::open_at(file, path, file_size, id, cache)
+    }
+
+    /// [`Table::open`] of the table that ends at `file_size`: its footer is
+    /// the 64 bytes before it, and bytes past it are not the table's (an
+    /// in-place filter rebuild that never completed,
+    /// [`crate::append_filter`]). REQUIRES: the file holds `file_size` bytes.
+    pub fn open_at(
+        file: Arc<dyn RandomAccessFile>,
+        path: impl AsRef<Path>,
+        file_size: u64,
+        id: u64,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
         let io = |source| Error::Io {
             path: path.clone(),
             source,
         };
-        let file_size = file.len().map_err(io)?;
         let corrupt = |offset, reason: FooterError| Error::Corruption {
             path: path.clone(),
             kind: BlockKind::Footer,
@@ -260,9 +278,37 @@ impl Table {
         &self.file.path
     }
 
-    /// File size in bytes.
+    /// Table size in bytes: where its footer ends (the file may be longer).
     pub fn file_size(&self) -> u64 {
         self.file.size
+    }
+
+    /// Bytes of the table its footer still names: the data region and the
+    /// filter, index and properties blocks with their trailers, and the
+    /// footer. The rest of [`Table::file_size`] is what in-place filter
+    /// rebuilds left behind (each an old filter, properties and footer).
+    pub fn live_bytes(&self) -> u64 {
+        let block = |h: BlockHandle| {
+            if h.is_null() {
+                0
+            } else {
+                h.size + TRAILER_LEN as u64
+            }
+        };
+        self.index.data_end()
+            + block(self.footer.filter)
+            + block(self.footer.index)
+            + block(self.footer.properties)
+            + FOOTER_LEN as u64
+    }
+
+    /// Bytes [`crate::append_filter`] would leave unused in the file: all
+    /// but the data region and the index block (which the new footer
+    /// names again), so the replaced filter, properties and footer and
+    /// whatever earlier appends left.
+    pub fn bytes_dead_after_append(&self) -> u64 {
+        let kept = self.index.data_end() + self.footer.index.size + TRAILER_LEN as u64;
+        self.file.size.saturating_sub(kept)
     }
 
     /// The footer.

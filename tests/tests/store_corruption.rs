@@ -158,16 +158,38 @@ fn damaged_filter_block_degrades_to_reading_the_table() {
 fn table_size_mismatch_and_newer_format_are_refused_untouched() {
     let original = tempfile::tempdir().unwrap();
     build(original.path());
+    // A table shorter than its manifest record is refused, untouched.
     let work = tempfile::tempdir().unwrap();
     copy_dir(original.path(), work.path());
     let table = files(work.path(), "sst").remove(0);
     let f = std::fs::OpenOptions::new()
-        .append(true)
+        .write(true)
         .open(&table)
         .unwrap();
-    f.set_len(f.metadata().unwrap().len() + 10).unwrap();
+    let cut = f.metadata().unwrap().len() - 10;
+    f.set_len(cut).unwrap();
     drop(f);
-    assert!(Db::open(work.path(), options()).is_err());
+    let err = Db::open(work.path(), options()).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains("the manifest recorded"), "{err}");
+    assert_eq!(std::fs::metadata(&table).unwrap().len(), cut);
+
+    // Bytes past the recorded size (an in-place filter rebuild that never
+    // reached the manifest) are not the table's: it opens as recorded,
+    // every answer right.
+    let work = tempfile::tempdir().unwrap();
+    copy_dir(original.path(), work.path());
+    let table = files(work.path(), "sst").remove(0);
+    let mut bytes = std::fs::read(&table).unwrap();
+    let recorded = bytes.len();
+    // A whole stale table end: another table's last 200 bytes (its
+    // properties and footer) and junk.
+    let other = std::fs::read(files(work.path(), "sst").remove(1)).unwrap();
+    bytes.extend_from_slice(&other[other.len() - 200..]);
+    bytes.extend_from_slice(&[0xa5; 10]);
+    std::fs::write(&table, &bytes).unwrap();
+    assert_eq!(check(work.path(), false), Outcome::AllCorrect);
+    assert!(std::fs::metadata(&table).unwrap().len() > recorded as u64);
 
     // A manifest from a newer store format: refused with a typed error.
     let work = tempfile::tempdir().unwrap();

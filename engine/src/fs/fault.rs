@@ -117,6 +117,9 @@ struct State {
     refuse_direct_io: bool,
     /// Creating a table file (`*.sst`) fails; every other file works.
     refuse_table_files: bool,
+    /// Appending to an existing file is refused (`Unsupported`), as by a
+    /// file system that cannot: filter rebuilds then copy tables.
+    refuse_appends: bool,
     /// Creating a table file waits while this is set.
     hold_table_files: bool,
 }
@@ -168,6 +171,11 @@ impl FaultFs {
     /// that refuses `O_DIRECT` (`EINVAL`), whatever the real one does.
     pub fn set_refuse_direct_io(&self, on: bool) {
         self.state.lock().refuse_direct_io = on;
+    }
+
+    /// Refuse [`FileSystem::append_at`] as unsupported (or allow it again).
+    pub fn set_refuse_appends(&self, on: bool) {
+        self.state.lock().refuse_appends = on;
     }
 
     /// Creating a table file (`*.sst`) fails with an I/O error while WAL
@@ -405,6 +413,34 @@ impl FileSystem for FaultFs {
             file,
             path: path.to_path_buf(),
             len: 0,
+            fs: self.clone(),
+        }))
+    }
+
+    fn append_at(&self, path: &Path, len: u64) -> FsResult<Box<dyn WritableFile>> {
+        if self.state.lock().refuse_appends {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "appends refused by FaultFs",
+            ))
+            .at(path);
+        }
+        self.mutate().at(path)?;
+        let mut file = fs::OpenOptions::new().write(true).open(path).at(path)?;
+        super::cut_to(&mut file, len).at(path)?;
+        // A file this run never wrote is durable as it is. The cut is
+        // modelled durable: what lay past `len` was never a table's, so
+        // whether a power loss brings it back changes no answer.
+        let mut s = self.state.lock();
+        let st = s.files.entry(path.to_path_buf()).or_insert(FileState {
+            synced_len: len,
+            entry_synced: true,
+        });
+        st.synced_len = st.synced_len.min(len);
+        Ok(Box::new(FaultFile {
+            file,
+            path: path.to_path_buf(),
+            len,
             fs: self.clone(),
         }))
     }

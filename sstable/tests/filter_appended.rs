@@ -1,0 +1,117 @@
+//! `append_filter`: a table given new filters in its own file answers
+//! every key at every size it has had (each append's footer names the
+//! same data and index), the bytes below an old size never change, and
+//! the unused-bytes accounting matches the file.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::fs::OpenOptions;
+use std::sync::Arc;
+
+use bloomlsm_filter::{Filter, FilterKind, KeyHash};
+use bloomlsm_sstable::{FilterStatus, Outcome, Table, append_filter};
+use common::{Model, options, write_table};
+
+fn open_at(path: &std::path::Path, size: u64) -> Arc<Table> {
+    let file = Arc::new(std::fs::File::open(path).unwrap());
+    Arc::new(Table::open_at(file, path, size, 1, None).unwrap())
+}
+
+fn answers_every_key(table: &Table, model: &Model) {
+    for ((key, _), (_, value)) in model {
+        let l = table.get(key, KeyHash::of(key), u64::MAX >> 8).unwrap();
+        assert!(
+            matches!(l.outcome, Outcome::Found { value: Some(ref v), .. } if v == value),
+            "{key:?}"
+        );
+    }
+}
+
+#[test]
+fn appended_filters_keep_every_size_readable() {
+    let model = common::simple_model(3000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let first = write_table(&path, &model, options(Some(FilterKind::Blocked), 4096));
+    let mut sizes = vec![first.file_size];
+    let mut table = open_at(&path, first.file_size);
+    // A table as first written has nothing unused; an append would leave
+    // its filter, properties and footer.
+    assert_eq!(table.live_bytes(), table.file_size());
+    let f = table.footer();
+    assert_eq!(
+        table.bytes_dead_after_append(),
+        f.filter.size + 5 + f.properties.size + 5 + 64
+    );
+    for (kind, bits) in [
+        (FilterKind::Ribbon, 7.5),
+        (FilterKind::Standard, 16.0),
+        (FilterKind::Blocked, 0.0),
+        (FilterKind::Blocked, 12.0),
+    ] {
+        let before = std::fs::read(&path).unwrap();
+        let size = table.file_size();
+        let dead = table.bytes_dead_after_append();
+        let file = OpenOptions::new().append(true).open(&path).unwrap();
+        let summary = append_filter(&table, file, &path, kind, bits).unwrap();
+        let after = std::fs::read(&path).unwrap();
+        assert_eq!(after.len() as u64, summary.file_size);
+        assert_eq!(
+            &after[..size as usize],
+            &before[..],
+            "bytes below the old size unchanged"
+        );
+        table = open_at(&path, summary.file_size);
+        assert_eq!(
+            table.file_size() - table.live_bytes(),
+            dead,
+            "unused bytes as predicted"
+        );
+        if bits > 0.0 {
+            let f = table.filter().unwrap();
+            assert_eq!(f.kind(), kind);
+            assert_eq!(f.len(), 3000);
+            assert_eq!(table.properties().bits_per_key, bits);
+        } else {
+            assert!(matches!(table.filter_status(), FilterStatus::Absent));
+            assert_eq!(table.properties().filter_kind, None);
+        }
+        answers_every_key(&table, &model);
+        sizes.push(summary.file_size);
+    }
+    // Every earlier size is still a whole table, with its own filter.
+    for (i, &size) in sizes.iter().enumerate() {
+        let t = open_at(&path, size);
+        answers_every_key(&t, &model);
+        if i == 0 {
+            assert_eq!(t.filter().unwrap().kind(), FilterKind::Blocked);
+        }
+    }
+    // `Table::open` takes the file's length: the last append.
+    let t = Table::open_path(&path, 1, None).unwrap();
+    assert_eq!(t.file_size(), *sizes.last().unwrap());
+}
+
+#[test]
+fn an_unrecorded_tail_is_not_the_table() {
+    let model = common::simple_model(500);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let first = write_table(&path, &model, options(Some(FilterKind::Blocked), 1024));
+    let table = open_at(&path, first.file_size);
+    let file = OpenOptions::new().append(true).open(&path).unwrap();
+    append_filter(&table, file, &path, FilterKind::Ribbon, 9.0).unwrap();
+    // Half an append more: junk past the last footer.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let appended = bytes.len();
+    bytes.extend_from_within(first.file_size as usize..appended - 30);
+    std::fs::write(&path, &bytes).unwrap();
+    // Opened at either recorded size, the table is whole.
+    answers_every_key(&open_at(&path, first.file_size), &model);
+    let t = open_at(&path, appended as u64);
+    assert_eq!(t.filter().unwrap().kind(), FilterKind::Ribbon);
+    answers_every_key(&t, &model);
+    // At the file's length, the junk is the footer's place: refused.
+    assert!(Table::open_path(&path, 1, None).is_err());
+}
