@@ -20,8 +20,12 @@ pub struct LevelStats {
     pub entries: u64,
     /// Tombstones among them (from the tables' properties).
     pub tombstones: u64,
-    /// Bytes of its table files.
+    /// Bytes of its tables (each up to the size its manifest record says).
     pub file_bytes: u64,
+    /// Of `file_bytes`, those that filter rebuilds in place left unused
+    /// (replaced filters, properties blocks and footers; at most an eighth
+    /// of the rest of each table).
+    pub unused_bytes: u64,
     /// Bytes of filter bit arrays held in memory.
     pub filter_bytes: u64,
     /// Filter bits per distinct key in memory.
@@ -90,6 +94,7 @@ impl LevelStats {
         self.entries += o.entries;
         self.tombstones += o.tombstones;
         self.file_bytes += o.file_bytes;
+        self.unused_bytes += o.unused_bytes;
         self.filter_bytes += o.filter_bytes;
         self.table_probes += o.table_probes;
         self.filter_negatives += o.filter_negatives;
@@ -178,6 +183,7 @@ impl DbInner {
                 s.entries += t.meta.entries;
                 s.tombstones += t.table.properties().tombstones;
                 s.file_bytes += t.meta.file_size;
+                s.unused_bytes += t.meta.file_size.saturating_sub(t.table.live_bytes());
                 if let FilterStatus::Unusable(_) = t.table.filter_status() {
                     s.tables_without_usable_filter += 1;
                 }

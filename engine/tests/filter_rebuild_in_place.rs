@@ -224,7 +224,14 @@ fn rebuilds_over_and_over_keep_unused_bytes_bounded() {
             );
         }
     }
-    let rebuilt = db.stats().total.bytes_written - written;
+    let stats = db.stats();
+    let unused: u64 = names
+        .keys()
+        .map(|n| dead_and_live(&dir.path().join(n)).0)
+        .sum();
+    assert_eq!(stats.total.unused_bytes, unused);
+    assert_eq!(stats.total.file_bytes, names.values().sum::<u64>());
+    let rebuilt = stats.total.bytes_written - written;
     println!(
         "24 rebuilds of {} tables: {in_place} in place, {copied} copies; \
          {rebuilt} bytes written for {table_bytes} bytes of tables",
