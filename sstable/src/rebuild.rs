@@ -28,80 +28,16 @@ pub fn rebuild_filter<W: WritableFile>(
     kind: FilterKind,
     bits_per_key: f64,
 ) -> Result<TableSummary> {
-    let path = path.as_ref().to_path_buf();
-    let io = |source| Error::Io {
-        path: path.clone(),
-        source,
-    };
-    let data_end = table.index.data_end();
+    let path = path.as_ref();
     // The data region, verified block by block while it is copied.
     let mut copied = 0u64;
     for handle in table.index.handles() {
         let block = table.read_verified_raw(handle, BlockKind::Data)?;
-        file.write_all(&block).map_err(io)?;
+        file.write_all(&block).map_err(|e| io_error(path, e))?;
         copied += block.len() as u64;
     }
-    debug_assert_eq!(copied, data_end);
-    let mut offset = data_end;
-    let (props, filter) = new_filter(table, kind, bits_per_key)?;
-    let filter_handle = match filter {
-        Some(bytes) => {
-            write_block(&mut file, &mut offset, BlockKind::Filter, &bytes).map_err(io)?
-        }
-        None => BlockHandle::default(),
-    };
-    let index = table.read_verified_raw(table.footer().index, BlockKind::Index)?;
-    let index_len = index.len() - TRAILER_LEN;
-    let index_handle = BlockHandle {
-        offset,
-        size: index_len as u64,
-    };
-    file.write_all(&index).map_err(io)?;
-    offset += index.len() as u64;
-    let file_size =
-        write_tail(&mut file, offset, filter_handle, index_handle, &props).map_err(io)?;
-    Ok(TableSummary {
-        path,
-        file_size,
-        properties: props,
-    })
-}
-
-/// Writes the properties block and the footer from `offset` on, fsyncs
-/// the file and returns where the table now ends.
-fn write_tail<W: WritableFile>(
-    file: &mut W,
-    mut offset: u64,
-    filter: BlockHandle,
-    index: BlockHandle,
-    props: &TableProperties,
-) -> std::io::Result<u64> {
-    let properties = write_block(file, &mut offset, BlockKind::Properties, &props.encode())?;
-    let footer = Footer {
-        filter,
-        index,
-        properties,
-        version: FORMAT_VERSION,
-    };
-    file.write_all(&footer.encode())?;
-    file.sync()?;
-    Ok(offset + crate::format::FOOTER_LEN as u64)
-}
-
-fn write_block<W: WritableFile>(
-    file: &mut W,
-    offset: &mut u64,
-    kind: BlockKind,
-    block: &[u8],
-) -> std::io::Result<BlockHandle> {
-    let handle = BlockHandle {
-        offset: *offset,
-        size: block.len() as u64,
-    };
-    file.write_all(block)?;
-    file.write_all(&block_trailer(kind, block))?;
-    *offset += (block.len() + TRAILER_LEN) as u64;
-    Ok(handle)
+    debug_assert_eq!(copied, table.index.data_end());
+    write_from_filter(table, file, path, copied, kind, bits_per_key, Index::Copied)
 }
 
 /// Appends to `file` (the table's own file, positioned at
@@ -112,17 +48,43 @@ fn write_block<W: WritableFile>(
 /// whose bytes this never touches (readers holding it go on unchanged).
 pub fn append_filter<W: WritableFile>(
     table: &Arc<Table>,
-    mut file: W,
+    file: W,
     path: impl AsRef<Path>,
     kind: FilterKind,
     bits_per_key: f64,
 ) -> Result<TableSummary> {
-    let path = path.as_ref().to_path_buf();
-    let io = |source| Error::Io {
-        path: path.clone(),
-        source,
-    };
-    let mut offset = table.file_size();
+    let at = table.file_size();
+    write_from_filter(
+        table,
+        file,
+        path.as_ref(),
+        at,
+        kind,
+        bits_per_key,
+        Index::Kept,
+    )
+}
+
+/// Where the rebuilt table's index block is.
+enum Index {
+    /// Copied after the new filter (a new file).
+    Copied,
+    /// The one already in the file (an append).
+    Kept,
+}
+
+/// Writes, from file offset `offset` on, the new filter, the index block
+/// if `index` says so, the properties and the footer; fsyncs the file.
+fn write_from_filter<W: WritableFile>(
+    table: &Arc<Table>,
+    mut file: W,
+    path: &Path,
+    mut offset: u64,
+    kind: FilterKind,
+    bits_per_key: f64,
+    index: Index,
+) -> Result<TableSummary> {
+    let io = |e| io_error(path, e);
     let (props, filter) = new_filter(table, kind, bits_per_key)?;
     let filter_handle = match filter {
         Some(bytes) => {
@@ -130,19 +92,46 @@ pub fn append_filter<W: WritableFile>(
         }
         None => BlockHandle::default(),
     };
-    let file_size = write_tail(
+    let index_handle = match index {
+        Index::Kept => table.footer().index,
+        Index::Copied => {
+            let block = table.read_verified_raw(table.footer().index, BlockKind::Index)?;
+            let handle = BlockHandle {
+                offset,
+                size: (block.len() - TRAILER_LEN) as u64,
+            };
+            file.write_all(&block).map_err(io)?;
+            offset += block.len() as u64;
+            handle
+        }
+    };
+    let properties = write_block(
         &mut file,
-        offset,
-        filter_handle,
-        table.footer().index,
-        &props,
+        &mut offset,
+        BlockKind::Properties,
+        &props.encode(),
     )
     .map_err(io)?;
+    let footer = Footer {
+        filter: filter_handle,
+        index: index_handle,
+        properties,
+        version: FORMAT_VERSION,
+    };
+    file.write_all(&footer.encode()).map_err(io)?;
+    file.sync().map_err(io)?;
     Ok(TableSummary {
-        path,
-        file_size,
+        path: path.to_path_buf(),
+        file_size: offset + crate::format::FOOTER_LEN as u64,
         properties: props,
     })
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> Error {
+    Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// The table's properties with a new filter's fields, and the filter's
@@ -181,4 +170,20 @@ fn new_filter(
     props.filter_bytes = bytes.len() as u64;
     props.bits_per_key = bits_per_key;
     Ok((props, Some(bytes)))
+}
+
+fn write_block<W: WritableFile>(
+    file: &mut W,
+    offset: &mut u64,
+    kind: BlockKind,
+    block: &[u8],
+) -> std::io::Result<BlockHandle> {
+    let handle = BlockHandle {
+        offset: *offset,
+        size: block.len() as u64,
+    };
+    file.write_all(block)?;
+    file.write_all(&block_trailer(kind, block))?;
+    *offset += (block.len() + TRAILER_LEN) as u64;
+    Ok(handle)
 }
