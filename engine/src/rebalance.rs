@@ -15,8 +15,9 @@ use crate::filter_budget::{
 use crate::inner::DbInner;
 
 /// A background cycle rebuilds a filter only this far off its target:
-/// budgets move a little with every write, and each rebuild copies a
-/// whole table.
+/// budgets move a little with every write, and each rebuild reads its whole
+/// table (to hash its keys) and leaves the replaced filter's bytes unused
+/// in the file (copying the table once they pass an eighth of it).
 pub(crate) const BACKGROUND_TOLERANCE: Tolerance = Tolerance {
     over: 0.5,
     under: 1.0,
