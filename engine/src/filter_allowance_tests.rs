@@ -354,7 +354,6 @@ fn a_large_write_with_no_budget_stays_within_the_bound() {
 /// write's plan alone (it has nothing left to give back), but from
 /// writes planned meanwhile counting that unused share as free.
 #[test]
-#[ignore = "open: a write whose removed tables' unused share exceeds its own share claims the difference past what is free"]
 fn a_write_whose_removed_tables_left_more_than_its_share_unused_stays_within_the_bound() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();

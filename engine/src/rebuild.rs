@@ -6,12 +6,24 @@ use std::sync::Arc;
 
 use bloomlsm_sstable::FilterStatus;
 
+use crate::FilterKind;
+
 use crate::error::Result;
 use crate::filter_budget::table_targets;
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
 use crate::options::FilterPolicy;
 use crate::version::TableHandle;
+
+/// A live table whose filter is rebuilt, at `bits_per_key` in `kind`:
+/// the store's kind, or, for a rebalancing rebuild that lowers a filter
+/// of another kind, that kind (`filter_budget::rebalance_pick`).
+#[derive(Debug)]
+pub(crate) struct RebuildJob {
+    pub(crate) table: Arc<TableHandle>,
+    pub(crate) bits_per_key: f64,
+    pub(crate) kind: FilterKind,
+}
 
 impl DbInner {
     /// Rewrites every table's filter to `policy`, then makes it the policy
@@ -59,28 +71,36 @@ impl DbInner {
         select: impl Fn(&TableHandle) -> bool,
     ) -> Result<Vec<Arc<TableHandle>>> {
         let sv = self.current.load_full();
-        let jobs: Vec<(Arc<TableHandle>, f64)> =
-            table_targets(policy, self.options.filter_kind, &sv.version.levels)
-                .into_iter()
-                .filter(|(t, _)| select(t))
-                .collect();
+        let kind = self.options.filter_kind;
+        let jobs: Vec<RebuildJob> = table_targets(policy, kind, &sv.version.levels)
+            .into_iter()
+            .filter(|(t, _)| select(t))
+            .map(|(table, bits_per_key)| RebuildJob {
+                table,
+                bits_per_key,
+                kind,
+            })
+            .collect();
         self.rebuild_tables_locked(&jobs)
     }
 
-    /// Rebuilds each live table of `jobs` at its bits per key and installs
+    /// Rebuilds each live table of `jobs` at its bits per key in its kind and installs
     /// the copies in place of the originals in one edit; returns the new
     /// tables. On failure nothing is installed and the copies are deleted.
     /// REQUIRES: the compaction lock is held and every table is live.
     pub(crate) fn rebuild_tables_locked(
         &self,
-        jobs: &[(Arc<TableHandle>, f64)],
+        jobs: &[RebuildJob],
     ) -> Result<Vec<Arc<TableHandle>>> {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
         let mut added = Vec::with_capacity(jobs.len());
-        for (old, bits) in jobs {
-            match self.tables.rebuild(old, *bits, &self.counters) {
+        for job in jobs {
+            match self
+                .tables
+                .rebuild(&job.table, job.bits_per_key, job.kind, &self.counters)
+            {
                 Ok(t) => added.push(t),
                 Err(e) => {
                     discard(&added);
@@ -94,7 +114,7 @@ impl DbInner {
         }
         #[cfg(test)]
         self.rebuild_pause.pause();
-        let removed: Vec<Arc<TableHandle>> = jobs.iter().map(|(t, _)| Arc::clone(t)).collect();
+        let removed: Vec<Arc<TableHandle>> = jobs.iter().map(|j| Arc::clone(&j.table)).collect();
         // A failed install may still have renamed a manifest naming the new
         // tables into place: they are never deleted here (the next open
         // removes whichever tables its manifest does not name).

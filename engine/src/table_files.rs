@@ -17,6 +17,7 @@ use bloomlsm_sstable::{
     BlockCache, FilterStatus, Table, TableOptions, TableProperties, TableSummary,
 };
 
+use crate::FilterKind;
 use crate::counters::Counters;
 use crate::cursor::EntrySink;
 use crate::damage::{Damage, TableRecordField};
@@ -179,41 +180,36 @@ impl TableFiles {
         )))
     }
 
-    /// A copy of `old` under a new number with a new filter at
+    /// A copy of `old` under a new number with a new filter of `kind` at
     /// `bits_per_key` (data blocks copied unchanged). The caller syncs the
     /// directory and installs it in place of `old`.
     pub(crate) fn rebuild(
         &self,
         old: &TableHandle,
         bits_per_key: f64,
+        kind: FilterKind,
         counters: &Counters,
     ) -> Result<Arc<TableHandle>> {
         let number = self.new_file_number();
         let path = names::table(&self.dir, number);
         let file = self.fs.create(&path)?;
-        let rebuilt = bloomlsm_sstable::rebuild_filter(
-            &old.table,
-            file,
-            &path,
-            self.options.filter_kind,
-            bits_per_key,
-        )
-        .map_err(Error::from)
-        .and_then(|summary| {
-            Counters::add(&counters.bytes_written, summary.file_size);
-            Counters::add(
-                &counters.levels[old.meta.level].bytes_written,
-                summary.file_size,
-            );
-            if summary.properties.filter_kind.is_some() {
-                Counters::add(&counters.filters_built, 1);
-            }
-            self.open(TableMeta {
-                number,
-                file_size: summary.file_size,
-                ..old.meta.clone()
-            })
-        });
+        let rebuilt = bloomlsm_sstable::rebuild_filter(&old.table, file, &path, kind, bits_per_key)
+            .map_err(Error::from)
+            .and_then(|summary| {
+                Counters::add(&counters.bytes_written, summary.file_size);
+                Counters::add(
+                    &counters.levels[old.meta.level].bytes_written,
+                    summary.file_size,
+                );
+                if summary.properties.filter_kind.is_some() {
+                    Counters::add(&counters.filters_built, 1);
+                }
+                self.open(TableMeta {
+                    number,
+                    file_size: summary.file_size,
+                    ..old.meta.clone()
+                })
+            });
         if rebuilt.is_err() {
             let _ = self.fs.remove(&path);
         }
