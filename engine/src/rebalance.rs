@@ -72,19 +72,20 @@ impl DbInner {
         Ok(rebuilt)
     }
 
-    /// Lowers filters over their target (none of `write`'s removed
-    /// tables), most bits freed first, while `write`'s install would take
-    /// the tree past uniform's bytes (`Plan::past_uniform_bytes`): when
-    /// narrow tables whose filters left part of their share unused merge
-    /// into one whose share is smaller (whole blocks fewer, or a cheaper
-    /// kind), the tables that were over their share on the strength of
-    /// that unused share would be over uniform once it is gone, and no
-    /// plan of the write itself can give it back (40 narrow Ribbon tables
-    /// compacted after a reopen as Standard took a tree at uniform to
-    /// 1.156 x, `filter_allowance_tests.rs`). Lowering a filter to its
-    /// target only frees bytes (`lowering_pick`), so this ends; where no
-    /// filter is over its target the tree is within uniform but for the
-    /// rounding the headroom covers. Call before planning the write.
+    /// Lowers filters (none of `write`'s removed tables) while `write`'s
+    /// install would take the tree past uniform's bytes
+    /// (`Plan::past_uniform_bytes`): first those over their target, most
+    /// bits freed first, then those above their uniform share, toward it
+    /// (`lowering_pick`). When narrow tables whose filters left part of
+    /// their share unused merge into one whose share is smaller (whole
+    /// blocks fewer, or a cheaper kind), the tables that were over their
+    /// share on the strength of that unused share would be over uniform
+    /// once it is gone, and no plan of the write itself can give it back
+    /// (40 narrow Ribbon tables compacted after a reopen as Standard took
+    /// a tree at uniform to 1.156 x, `filter_allowance_tests.rs`). Each
+    /// such rebuild only frees bytes, so this ends; once no filter that
+    /// stays is above its share, the tables that stay are within
+    /// uniform. Call before planning the write.
     /// REQUIRES: the compaction lock is held and the removed tables are
     /// live.
     pub(crate) fn lower_filters_for(&self, write: PlannedWrite<'_>) -> Result<()> {

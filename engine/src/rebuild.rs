@@ -7,7 +7,6 @@ use std::sync::Arc;
 use bloomlsm_sstable::FilterStatus;
 
 use crate::FilterKind;
-
 use crate::error::Result;
 use crate::filter_budget::table_targets;
 use crate::inner::DbInner;
@@ -84,9 +83,9 @@ impl DbInner {
         self.rebuild_tables_locked(&jobs)
     }
 
-    /// Rebuilds each live table of `jobs` at its bits per key in its kind and installs
-    /// the copies in place of the originals in one edit; returns the new
-    /// tables. On failure nothing is installed and the copies are deleted.
+    /// Rebuilds each live table of `jobs` at its bits per key in its kind
+    /// and installs the copies in place of the originals in one edit;
+    /// returns the new tables. On failure nothing is installed and the copies are deleted.
     /// REQUIRES: the compaction lock is held and every table is live.
     pub(crate) fn rebuild_tables_locked(
         &self,
