@@ -110,8 +110,9 @@ pub(crate) fn advance_sequence(db: &Db, seq: u64) {
     db.inner.write.lock().next_seq = seq + 1;
 }
 
-/// Merges `inputs` into `level` as `merge` does (plan with the claim held,
-/// write cut by `cuts`, install, release), the merged entries being
+/// Merges `inputs` into `level` as `merge` does (under the compaction
+/// lock: filters lowered where the install would go past uniform, plan
+/// with the claim held, write cut by `cuts`, install, release), the merged entries being
 /// `entries` (user key and sequence, in table order, each a put of "v").
 /// Returns the outputs and the plan.
 pub(crate) fn merge_by_hand(
@@ -121,11 +122,14 @@ pub(crate) fn merge_by_hand(
     inputs: &[Arc<TableHandle>],
     entries: &[(Vec<u8>, u64)],
 ) -> (Vec<Arc<TableHandle>>, Plan) {
-    let (plan, claim) = db.inner.plan_filters(PlannedWrite {
+    let _compaction = db.inner.compaction_lock.lock();
+    let write = PlannedWrite {
         level,
         keys: inputs.iter().map(|t| table_keys(t)).sum(),
         removed: inputs,
-    });
+    };
+    db.inner.lower_filters_for(write).unwrap();
+    let (plan, claim) = db.inner.plan_filters(write);
     let outputs = db
         .inner
         .tables

@@ -118,6 +118,10 @@ pub(crate) struct PlannedWrite<'a> {
 pub(crate) struct Plan {
     pub(crate) bits_per_key: f64,
     pub(crate) claim_bytes: u64,
+    /// How far the tree, with the writes in flight, ends past uniform's
+    /// bytes once this write is installed, as far as its own install
+    /// takes it there (at most `claim_bytes`; 0 within uniform).
+    pub(crate) past_uniform_bytes: u64,
     /// What the write's tables may spend on filters in all (`Optimized`
     /// only; other policies keep no budget).
     pub(crate) allowance: Option<FilterAllowance>,
@@ -129,6 +133,7 @@ impl Plan {
         Self {
             bits_per_key,
             claim_bytes: 0,
+            past_uniform_bytes: 0,
             allowance: None,
         }
     }
@@ -324,10 +329,20 @@ pub(crate) fn plan_write(
     } else {
         0
     };
+    // What the install adds to the tree's excess over uniform.
+    let claim_bytes = (planned + removed_unused).saturating_sub(own_share);
+    // The tree after the install, the writes in flight included: where
+    // the removed tables' unused share exceeds the write's own (narrow
+    // tables merged into one, whose share is whole blocks fewer, or of a
+    // cheaper kind) and the tables that stay were over their share on the
+    // strength of it, no plan of this write keeps it within uniform.
+    let past_uniform_bytes = (spent + claimed + planned)
+        .saturating_sub(budget)
+        .min(claim_bytes);
     Plan {
         bits_per_key: bits,
-        // What the install adds to the tree's excess over uniform.
-        claim_bytes: (planned + removed_unused).saturating_sub(own_share),
+        claim_bytes,
+        past_uniform_bytes,
         allowance: Some(FilterAllowance {
             kind,
             uniform_bits: bits_per_key,
@@ -368,120 +383,287 @@ pub(crate) fn table_targets(
         .collect()
 }
 
+/// A rebalancing rebuild: the live table, the kind its new filter is
+/// built in, and the plan (bits per key and claim).
+#[derive(Clone, Debug)]
+pub(crate) struct Rebuild {
+    pub(crate) table: Arc<TableHandle>,
+    pub(crate) kind: FilterKind,
+    pub(crate) plan: Plan,
+}
+
+/// What a rebalancing pick reads of the tree: each live table's target,
+/// and the bits uniform's bytes leave free once the filters and the
+/// claims of writes in flight are counted.
+struct Rebalancing<'a> {
+    kind: FilterKind,
+    bits_per_key: f64,
+    levels: &'a [Vec<Arc<TableHandle>>],
+    targets: Vec<(Arc<TableHandle>, f64)>,
+    free_bits: f64,
+    /// Bytes by which the filters and the claims exceed uniform's bytes
+    /// for the live tables (negative within them; no rounding reserve).
+    past_uniform_bytes: f64,
+    /// The live tables' distinct keys.
+    keys: u64,
+}
+
+impl<'a> Rebalancing<'a> {
+    fn new(
+        policy: &FilterPolicy,
+        kind: FilterKind,
+        levels: &'a [Vec<Arc<TableHandle>>],
+        claimed: u64,
+    ) -> Option<Self> {
+        let FilterPolicy::Optimized { bits_per_key } = *policy else {
+            return None;
+        };
+        let targets = table_targets(policy, kind, levels);
+        let (budget, spent) =
+            shares_and_filters(kind, targets.iter().map(|(t, _)| t.as_ref()), bits_per_key);
+        let past_uniform_bytes = (spent + claimed) as f64 - budget as f64;
+        let free_bits = -past_uniform_bytes * 8.0 - ROUNDING_BITS;
+        let keys = targets.iter().map(|(t, _)| table_keys(t)).sum();
+        Some(Self {
+            kind,
+            bits_per_key,
+            levels,
+            targets,
+            free_bits,
+            past_uniform_bytes,
+            keys,
+        })
+    }
+
+    /// Bytes a filter of `kind` at `bits` per key takes for `t`'s keys.
+    fn bytes_at(&self, kind: FilterKind, t: &TableHandle, bits: f64) -> u64 {
+        uniform_bytes(kind, table_keys(t), bits)
+    }
+
+    /// The bits per key a filter was built at (its properties record
+    /// them), not its bytes over its keys: a narrow table's filter takes
+    /// whole blocks, over 100 bits per key for a few dozen keys at 10, and
+    /// compared in those terms it would never be below any target.
+    fn actual(t: &TableHandle) -> f64 {
+        if table_keys(t) == 0 || t.table.filter().is_none() {
+            return 0.0;
+        }
+        t.table.properties().bits_per_key
+    }
+
+    /// Rebuilds `t`'s filter at `bits` in `to`. Its uniform share moves
+    /// from its old filter's kind to `to` (nothing moves when `to` is
+    /// that kind): the claim counts the move, either way.
+    fn plan(&self, t: &Arc<TableHandle>, bits: f64, to: FilterKind) -> Rebuild {
+        let bits = floor_to_filter(bits);
+        let planned = if bits > 0.0 {
+            planning::planned_memory_bytes(to, table_keys(t), bits)
+        } else {
+            0
+        };
+        let share_now = table_uniform_bytes(self.kind, t, self.bits_per_key);
+        let share_after = uniform_bytes(to, table_keys(t), self.bits_per_key);
+        // What the install adds to the tree's excess over uniform.
+        let claim_bytes = (planned + share_now).saturating_sub(table_filter_bytes(t) + share_after);
+        Rebuild {
+            table: Arc::clone(t),
+            kind: to,
+            // One table rebuilt for its exact keys: built as planned.
+            plan: Plan {
+                bits_per_key: bits,
+                claim_bytes,
+                past_uniform_bytes: 0,
+                allowance: None,
+            },
+        }
+    }
+
+    /// The filter furthest over its target by more than `over` bits per
+    /// key (most bits freed first), with its lowering, except the
+    /// tables of `spare`. "Over" compares bytes, so a filter rebuilt at
+    /// its target (rounded up to whole blocks) is never over again.
+    /// A filter is lowered in the store's kind (tables move to the kind
+    /// the store writes) when it is over in those terms and the move fits
+    /// what is free: lowering a filter of another kind may still raise
+    /// the excess, as its share shrinks to the store's kind, possibly by
+    /// more than its filter does. Otherwise a filter of another kind over
+    /// its target in its own kind is lowered in that kind: its share
+    /// stays, so the rebuild only frees bytes and claims none (a narrow
+    /// Standard filter at 15 bits in a store reopened as Ribbon at 10 is
+    /// smaller than a narrow Ribbon filter at any bits; rebuilt as Ribbon
+    /// it would never be lowered).
+    fn lowering(&self, over: f64, spare: &[Arc<TableHandle>]) -> Option<Rebuild> {
+        let free_bytes = (self.free_bits / 8.0).max(0.0);
+        self.targets
+            .iter()
+            .filter(|(t, _)| {
+                table_keys(t) > 0 && !spare.iter().any(|s| s.meta.number == t.meta.number)
+            })
+            .filter_map(|(t, target)| {
+                let filter = table_filter_bytes(t);
+                let own = t.table.filter().map_or(self.kind, |f| f.kind());
+                let moved = (filter > self.bytes_at(self.kind, t, target + over))
+                    .then(|| self.plan(t, *target, self.kind))
+                    .filter(|r| r.plan.claim_bytes as f64 <= free_bytes);
+                let kept = || {
+                    (own != self.kind && filter > self.bytes_at(own, t, target + over))
+                        .then(|| self.plan(t, *target, own))
+                };
+                moved.or_else(kept).map(|r| (r, *target))
+            })
+            .max_by(|(a, ta), (b, tb)| {
+                let freed = |t: &TableHandle, target: f64| {
+                    (Self::actual(t) - target) * table_keys(t) as f64
+                };
+                freed(&a.table, *ta).total_cmp(&freed(&b.table, *tb))
+            })
+            .map(|(r, _)| r)
+    }
+
+    /// The filter above its uniform share whose lowering toward that share
+    /// frees the most of `need` bytes, lowered in its own kind (its share
+    /// stays: the rebuild only frees bytes) to the most bits whose filter
+    /// frees `need` or takes its share, or `None` (none above its share,
+    /// or `need` not positive). Targets price bits, not bytes: where
+    /// filters cannot go below their share at a target under the
+    /// average (a narrow Standard filter takes its 512-bit minimum at any
+    /// bits up to 24 per key for 21 keys), the filters at a target above
+    /// it can take the tree past uniform with no filter over its target
+    /// (narrow Ribbon tables at 14 bits in a tree of Standard ones,
+    /// reopened as Ribbon at 10: 1.022 x uniform, settled).
+    fn lowering_to_share(&self, need: f64, spare: &[Arc<TableHandle>]) -> Option<Rebuild> {
+        if need <= 0.0 {
+            return None;
+        }
+        self.targets
+            .iter()
+            .filter(|(t, _)| {
+                table_keys(t) > 0 && !spare.iter().any(|s| s.meta.number == t.meta.number)
+            })
+            .filter_map(|(t, _)| {
+                let keys = table_keys(t);
+                let filter = table_filter_bytes(t);
+                let own = t.table.filter().map_or(self.kind, |f| f.kind());
+                let share = table_uniform_bytes(self.kind, t, self.bits_per_key);
+                if filter <= share {
+                    return None;
+                }
+                let bits = planning::fit_bits_per_key(
+                    own,
+                    keys,
+                    Self::actual(t),
+                    (filter as f64 - need).max(share as f64),
+                );
+                let r = self.plan(t, bits, own);
+                let lowered = if r.plan.bits_per_key > 0.0 {
+                    planning::planned_memory_bytes(own, keys, r.plan.bits_per_key)
+                } else {
+                    0
+                };
+                (lowered < filter).then_some((r, filter - lowered))
+            })
+            .max_by_key(|(_, freed)| *freed)
+            .map(|(r, _)| r)
+    }
+
+    /// The filter under its target by more than `under` bits per key whose
+    /// run's false positives fall the most when it is raised (in the
+    /// store's kind) as far as the free budget allows.
+    fn raise(&self, under: f64) -> Option<Rebuild> {
+        let kind = self.kind;
+        let slope = planning::fpr_slope(kind, self.bits_per_key);
+        let run_keys = |t: &TableHandle| -> u64 {
+            if t.meta.level == 0 {
+                table_keys(t)
+            } else {
+                self.levels[t.meta.level]
+                    .iter()
+                    .map(|x| table_keys(x))
+                    .sum()
+            }
+        };
+        self.targets
+            .iter()
+            .filter_map(|(t, target)| {
+                let keys = table_keys(t);
+                if keys == 0 {
+                    return None;
+                }
+                let now = Self::actual(t);
+                let raised = target.min(now + self.free_bits / keys as f64);
+                // The share moves to `kind` (by this much, either way).
+                let share_now = table_uniform_bytes(kind, t, self.bits_per_key);
+                let share_after = uniform_bytes(kind, keys, self.bits_per_key);
+                let raised = planning::fit_bits_per_key(
+                    kind,
+                    keys,
+                    raised,
+                    self.free_bits / 8.0 + table_filter_bytes(t) as f64 + share_after as f64
+                        - share_now as f64,
+                );
+                let worth = raised >= MIN_FILTER_BITS_PER_KEY
+                    && raised > now + under
+                    && self.bytes_at(kind, t, raised - under) > table_filter_bytes(t);
+                worth.then_some((t, raised, now))
+            })
+            .max_by(|a, b| {
+                // The share of its run's false positives the rebuild removes.
+                let gain = |(t, raised, now): &(&Arc<TableHandle>, f64, f64)| {
+                    let share = table_keys(t) as f64 / run_keys(t).max(1) as f64;
+                    share * ((-slope * now).exp() - (-slope * raised).exp())
+                };
+                gain(a).total_cmp(&gain(b))
+            })
+            .map(|(t, raised, _)| self.plan(t, raised, kind))
+    }
+}
+
 /// The live table whose filter is furthest from its target by more than
-/// `tolerance`, with the plan to rebuild it, or `None`.
+/// `tolerance`, with the rebuild that brings it there, or `None`.
 /// Filters over their target come first (rebuilding them frees memory),
-/// the one freeing the most bytes first; then filters under it, raised as
-/// far as the budget allows (`claimed` as in [`plan_write`]), the one
-/// whose run's false positives fall the most first. Only `Optimized`
-/// moves budgets.
+/// the one freeing the most bytes first, in the store's kind or, where
+/// only that keeps the tree within uniform, in their own
+/// ([`Rebalancing::lowering`]); then filters under it, raised as far as
+/// the budget allows (`claimed` as in [`plan_write`]), the one whose
+/// run's false positives fall the most first. Only `Optimized` moves
+/// budgets.
 pub(crate) fn rebalance_pick(
     policy: &FilterPolicy,
     kind: FilterKind,
     levels: &[Vec<Arc<TableHandle>>],
     claimed: u64,
     tolerance: Tolerance,
-) -> Option<(Arc<TableHandle>, Plan)> {
-    let FilterPolicy::Optimized { bits_per_key } = *policy else {
-        return None;
+) -> Option<Rebuild> {
+    let r = Rebalancing::new(policy, kind, levels, claimed)?;
+    // The tree past uniform by more than the tolerance allows a filter
+    // over its target (the writes in flight included): filters above
+    // their share give back all of it.
+    let need = if r.past_uniform_bytes > tolerance.over * r.keys as f64 / 8.0 {
+        r.past_uniform_bytes
+    } else {
+        0.0
     };
-    let targets = table_targets(policy, kind, levels);
-    // The bits per key a filter was built at (its properties record them),
-    // not its bytes over its keys: a narrow table's filter takes whole
-    // blocks, over 100 bits per key for a few dozen keys at 10, and
-    // compared in those terms it would never be below any target.
-    let actual = |t: &TableHandle| {
-        if table_keys(t) == 0 || t.table.filter().is_none() {
-            return 0.0;
-        }
-        t.table.properties().bits_per_key
-    };
-    // A rebuilt filter is of `kind`: uniform's share of its table moves
-    // from the old filter's kind to `kind` (by this much, either way).
-    let share_now = |t: &TableHandle| table_uniform_bytes(kind, t, bits_per_key);
-    let share_after = |t: &TableHandle| uniform_bytes(kind, table_keys(t), bits_per_key);
-    let plan = |t: &Arc<TableHandle>, bits: f64| {
-        let bits = floor_to_filter(bits);
-        let planned = if bits > 0.0 {
-            planning::planned_memory_bytes(kind, table_keys(t), bits)
-        } else {
-            0
-        };
-        // What the install adds to the tree's excess over uniform.
-        let claim_bytes =
-            (planned + share_now(t)).saturating_sub(table_filter_bytes(t) + share_after(t));
-        (
-            Arc::clone(t),
-            // One table rebuilt for its exact keys: built as planned.
-            Plan {
-                bits_per_key: bits,
-                claim_bytes,
-                allowance: None,
-            },
-        )
-    };
-    let (budget, spent) =
-        shares_and_filters(kind, targets.iter().map(|(t, _)| t.as_ref()), bits_per_key);
-    let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0 - ROUNDING_BITS;
-    // In bytes, so a filter rebuilt at its target (rounded up to whole
-    // blocks) is never "off" again.
-    let bytes_at = |t: &TableHandle, bits: f64| uniform_bytes(kind, table_keys(t), bits);
-    // Lowering a filter of the store's kind frees memory and raises no
-    // excess; lowering one of another kind may still raise it (its share
-    // shrinks to `kind`'s, possibly by more than its filter does), so it
-    // must fit what is free.
-    let over = targets
-        .iter()
-        .filter(|(t, target)| {
-            table_keys(t) > 0
-                && table_filter_bytes(t) > bytes_at(t, target + tolerance.over)
-                && plan(t, *target).1.claim_bytes as f64 <= (free_bits / 8.0).max(0.0)
-        })
-        .max_by(|(a, ta), (b, tb)| {
-            let freed = |t: &TableHandle, target: f64| (actual(t) - target) * table_keys(t) as f64;
-            freed(a, *ta).total_cmp(&freed(b, *tb))
-        });
-    if let Some((t, target)) = over {
-        return Some(plan(t, *target));
-    }
-    let slope = planning::fpr_slope(kind, bits_per_key);
-    let run_keys = |t: &TableHandle| -> u64 {
-        if t.meta.level == 0 {
-            table_keys(t)
-        } else {
-            levels[t.meta.level].iter().map(|x| table_keys(x)).sum()
-        }
-    };
-    targets
-        .iter()
-        .filter_map(|(t, target)| {
-            let keys = table_keys(t);
-            if keys == 0 {
-                return None;
-            }
-            let now = actual(t);
-            let raised = target.min(now + free_bits / keys as f64);
-            let raised = planning::fit_bits_per_key(
-                kind,
-                keys,
-                raised,
-                free_bits / 8.0 + table_filter_bytes(t) as f64 + share_after(t) as f64
-                    - share_now(t) as f64,
-            );
-            let worth = raised >= MIN_FILTER_BITS_PER_KEY
-                && raised > now + tolerance.under
-                && bytes_at(t, raised - tolerance.under) > table_filter_bytes(t);
-            worth.then_some((t, raised, now))
-        })
-        .max_by(|a, b| {
-            // The share of its run's false positives the rebuild removes.
-            let gain = |(t, raised, now): &(&Arc<TableHandle>, f64, f64)| {
-                let share = table_keys(t) as f64 / run_keys(t).max(1) as f64;
-                share * ((-slope * now).exp() - (-slope * raised).exp())
-            };
-            gain(a).total_cmp(&gain(b))
-        })
-        .map(|(t, raised, _)| plan(t, raised))
+    r.lowering(tolerance.over, &[])
+        .or_else(|| r.lowering_to_share(need, &[]))
+        .or_else(|| r.raise(tolerance.under))
+}
+
+/// The live table, other than those of `spare`, whose filter is furthest
+/// over its target by more than `over` bits per key, with its lowering
+/// (as [`rebalance_pick`] lowers); else the one above its uniform share
+/// whose lowering frees the most of `need` bytes; or `None`.
+pub(crate) fn lowering_pick(
+    policy: &FilterPolicy,
+    kind: FilterKind,
+    levels: &[Vec<Arc<TableHandle>>],
+    claimed: u64,
+    over: f64,
+    need: u64,
+    spare: &[Arc<TableHandle>],
+) -> Option<Rebuild> {
+    let r = Rebalancing::new(policy, kind, levels, claimed)?;
+    r.lowering(over, spare)
+        .or_else(|| r.lowering_to_share(need as f64, spare))
 }
 
 /// Filter bytes by which writes whose tables are not installed yet will

@@ -5,14 +5,18 @@
 //! rebuild and install as `Db::rebuild_filters` (a rebuilt table keeps its
 //! level and sequence range, so it keeps its place in L0).
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::counters::Counters;
 use crate::error::Result;
 use crate::filter_budget::{
-    ClaimGuard, HEADROOM_BITS, Plan, PlannedWrite, Tolerance, plan_write, rebalance_pick,
+    ClaimGuard, HEADROOM_BITS, Plan, PlannedWrite, Rebuild, Tolerance, lowering_pick, plan_write,
+    rebalance_pick,
 };
 use crate::inner::DbInner;
+use crate::rebuild::RebuildJob;
+use crate::version::TableHandle;
 
 /// A background cycle rebuilds a filter only this far off its target:
 /// budgets move a little with every write, and each rebuild reads its whole
@@ -60,24 +64,86 @@ impl DbInner {
         }
         let policy = self.filter_policy.read().clone();
         let kind = self.options.filter_kind;
+        let rebuilt = self.rebalance_one_locked(|claimed, levels| {
+            rebalance_pick(&policy, kind, levels, claimed, tolerance)
+        })?;
+        if !rebuilt && tolerance == BACKGROUND_TOLERANCE {
+            self.rebalanced_at.store(installs, Ordering::Release);
+        }
+        Ok(rebuilt)
+    }
+
+    /// Lowers filters (none of `write`'s removed tables) while `write`'s
+    /// install would take the tree past uniform's bytes
+    /// (`Plan::past_uniform_bytes`): first those over their target, most
+    /// bits freed first, then those above their uniform share, toward it
+    /// (`lowering_pick`). When narrow tables whose filters left part of
+    /// their share unused merge into one whose share is smaller (whole
+    /// blocks fewer, or a cheaper kind), the tables that were over their
+    /// share on the strength of that unused share would be over uniform
+    /// once it is gone, and no plan of the write itself can give it back
+    /// (40 narrow Ribbon tables compacted after a reopen as Standard took
+    /// a tree at uniform to 1.156 x, `filter_allowance_tests.rs`). Each
+    /// such rebuild only frees bytes, so this ends; once no filter that
+    /// stays is above its share, the tables that stay are within
+    /// uniform. Call before planning the write.
+    /// REQUIRES: the compaction lock is held and the removed tables are
+    /// live.
+    pub(crate) fn lower_filters_for(&self, write: PlannedWrite<'_>) -> Result<()> {
+        let policy = self.filter_policy.read().clone();
+        let kind = self.options.filter_kind;
+        let tables = self.current.load().version.levels.iter().flatten().count();
+        for _ in 0..tables {
+            let rebuilt = self.rebalance_one_locked(|claimed, levels| {
+                let plan = plan_write(&policy, kind, levels, write, claimed);
+                if plan.past_uniform_bytes == 0 {
+                    return None;
+                }
+                lowering_pick(
+                    &policy,
+                    kind,
+                    levels,
+                    claimed,
+                    SETTLED_TOLERANCE.over,
+                    plan.past_uniform_bytes,
+                    write.removed,
+                )
+            })?;
+            if !rebuilt {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the filter `pick` chooses from the live tree and the
+    /// claims of the writes in flight, with its claim held until the
+    /// install; returns whether it rebuilt one.
+    /// REQUIRES: the compaction lock is held.
+    fn rebalance_one_locked(
+        &self,
+        pick: impl FnOnce(u64, &[Vec<Arc<TableHandle>>]) -> Option<Rebuild>,
+    ) -> Result<bool> {
         let mut chosen = None;
         let (plan, _claim) = self.filter_claims.plan(|claimed| {
             let sv = self.current.load_full();
-            match rebalance_pick(&policy, kind, &sv.version.levels, claimed, tolerance) {
-                Some((table, plan)) => {
-                    chosen = Some(table);
+            match pick(claimed, &sv.version.levels) {
+                Some(r) => {
+                    let plan = r.plan;
+                    chosen = Some(r);
                     plan
                 }
                 None => Plan::unbounded(0.0),
             }
         });
-        let Some(table) = chosen else {
-            if tolerance == BACKGROUND_TOLERANCE {
-                self.rebalanced_at.store(installs, Ordering::Release);
-            }
+        let Some(r) = chosen else {
             return Ok(false);
         };
-        self.rebuild_tables_locked(&[(table, plan.bits_per_key)])?;
+        self.rebuild_tables_locked(&[RebuildJob {
+            table: r.table,
+            bits_per_key: plan.bits_per_key,
+            kind: r.kind,
+        }])?;
         Counters::add(&self.counters.filters_rebalanced, 1);
         Ok(true)
     }

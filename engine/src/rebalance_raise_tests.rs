@@ -15,8 +15,11 @@ use std::sync::{Arc, Weak};
 use bloomlsm_filter::planning::planned_memory_bytes;
 use parking_lot::Mutex;
 
-use crate::budget_test_shapes::{mix, narrow_options, spread_key as key};
-use crate::filter_budget::{table_filter_bytes, table_keys};
+use crate::budget_test_shapes::{
+    advance_sequence, mix, narrow_options, place, prefixed_key, spread_key as key,
+    static_budget_options,
+};
+use crate::filter_budget::{table_filter_bytes, table_keys, table_targets};
 use crate::inner::DbInner;
 use crate::rebalance::{BACKGROUND_TOLERANCE, SETTLED_TOLERANCE};
 use crate::{Db, FilterKind, Options, Stats};
@@ -96,16 +99,9 @@ fn load(dir: &std::path::Path, kind: FilterKind) -> Model {
 }
 
 /// Reopens at `bits` in `kind`, settles, and checks convergence, memory
-/// (the settled tree within 1.02 x uniform only when `settles_under`)
-/// and keys.
-fn reopen(
-    dir: &std::path::Path,
-    kind: FilterKind,
-    bits: f64,
-    model: &Model,
-    what: &str,
-    settles_under: bool,
-) {
+/// (every install within 1.02 x uniform or the bytes opened with, the
+/// settled tree within 1.02 x uniform) and keys.
+fn reopen(dir: &std::path::Path, kind: FilterKind, bits: f64, model: &Model, what: &str) {
     let db = Db::open(dir, options(kind, bits)).unwrap();
     let samples = watch(&db, bits);
     let opened = sample(&db.inner, bits);
@@ -168,7 +164,7 @@ fn reopen(
         );
     }
     assert!(
-        !settles_under || last.filters as f64 <= 1.02 * last.uniform as f64,
+        last.filters as f64 <= 1.02 * last.uniform as f64,
         "{what}: settled at {last:?}, over 1.02 x uniform at {bits}"
     );
     for (k, v) in model {
@@ -183,13 +179,12 @@ fn reopen_every_way(first: FilterKind) {
             let dir = tempfile::tempdir().unwrap();
             let model = load(dir.path(), first);
             let what = format!("{first} at {FIRST_BITS} reopened as {second} at {bits}");
-            reopen(dir.path(), second, bits, &model, &what, true);
-            // And back: the first kind at the first average. Filters of
-            // another kind over a lower average stay over it (see
+            reopen(dir.path(), second, bits, &model, &what);
+            // And back: the first kind at the first average (filters of
+            // another kind over the lower average settle under it too,
             // `foreign_filters_over_a_lower_average_are_lowered`).
             let what = format!("{what}, back to {first} at {FIRST_BITS}");
-            let settles_under = second == first || bits < FIRST_BITS;
-            reopen(dir.path(), first, FIRST_BITS, &model, &what, settles_under);
+            reopen(dir.path(), first, FIRST_BITS, &model, &what);
         }
     }
 }
@@ -210,30 +205,79 @@ fn ribbon_store_reopened_at_other_averages_and_kinds_settles() {
 }
 
 /// Ribbon at 10, reopened as Standard at 15 (the settle rebuilds every
-/// narrow filter as Standard at about 15), then as Ribbon at 10 again:
-/// the Standard filters are over uniform's Standard bytes at 10, but
-/// "over" measures them against Ribbon's bytes at their target (a narrow
-/// Ribbon filter takes two blocks, more than a narrow Standard filter at
-/// 15), and lowering them means rebuilding them as Ribbon, which costs
-/// more than it frees: no rebuild is ever picked, and the tree stays over
-/// 1.02 x uniform (in each table's own kind) until compactions rewrite
-/// the tables. Found in review of d6138ec (which raises narrow filters
-/// and so makes more of them over after such a reopen); not fixed: the
-/// fix rebuilds such a filter in its own kind, which `rebuild` cannot.
+/// narrow filter as Standard at about 15), then as Ribbon at 10 again.
+/// Found in review of d6138ec as "foreign filters over a lower average
+/// are never lowered": "over" measured a Standard filter against Ribbon's
+/// bytes at its target (a narrow Ribbon filter takes two blocks), and
+/// lowering it meant rebuilding it as Ribbon. Now such a filter is
+/// lowered in its own kind; but here the narrow Standard filters take
+/// their 512-bit minimum, their share at 10 bits, and the tree stayed at
+/// 1.024 x for another reason: the three Ribbon tables left at L3 and L4
+/// sit at their targets (12.6 and 14.3 bits, above the average), which
+/// the deep Standard filters, priced under the average, cannot pay for.
+/// No filter is over its target; the settle now lowers, while the tree
+/// is past uniform, the filters above their share (in their own kind).
 #[test]
-#[ignore = "known: foreign-kind filters over a lower average are never lowered"]
 fn foreign_filters_over_a_lower_average_are_lowered() {
     let dir = tempfile::tempdir().unwrap();
     let model = load(dir.path(), FilterKind::Ribbon);
     let what = "ribbon at 10 reopened as standard at 15";
-    reopen(dir.path(), FilterKind::Standard, 15.0, &model, what, true);
+    reopen(dir.path(), FilterKind::Standard, 15.0, &model, what);
     let what = "then as ribbon at 10";
-    reopen(
+    reopen(dir.path(), FilterKind::Ribbon, FIRST_BITS, &model, what);
+}
+
+/// A narrow Standard filter far over its target in a store reopened as
+/// Ribbon, in a tree within uniform (so no filter is lowered for the
+/// budget): 40 keys at 30 bits take 152 bytes, Standard's bytes at the
+/// target (19.3 bits) 104, Ribbon's (two blocks) several times more. Rebuilt as Ribbon, the
+/// filter would take more than it does, so in the store's kind it is
+/// never over its target; the settle must still bring it there (in its
+/// own kind), as `wait_for_background_work` promises for every filter.
+#[test]
+fn a_foreign_filter_over_its_target_in_a_tree_within_uniform_is_lowered() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
         dir.path(),
-        FilterKind::Ribbon,
-        FIRST_BITS,
-        &model,
-        what,
-        true,
-    );
+        static_budget_options(FilterKind::Standard, 10.0),
+    )
+    .unwrap();
+    // Sequences up to 100 made durable by a flush (one L0 table of one
+    // key), then the narrow table under them.
+    for _ in 0..100 {
+        db.put(b"zz", b"v").unwrap();
+    }
+    db.flush().unwrap();
+    let narrow: Vec<_> = (0..40).map(|i| prefixed_key("n", i)).collect();
+    place(&db, 2, &narrow, 1, 30.0);
+    db.close().unwrap();
+
+    let db = Db::open(dir.path(), static_budget_options(FilterKind::Ribbon, 10.0)).unwrap();
+    let deep: Vec<_> = (0..20_000).map(|i| prefixed_key("d", i)).collect();
+    advance_sequence(&db, 40_000);
+    place(&db, 3, &deep, 20_000, 9.0);
+    db.wait_for_background_work().unwrap();
+
+    let policy = db.inner.filter_policy.read().clone();
+    let sv = db.inner.current.load_full();
+    let mut tables = Vec::new();
+    let (mut filters, mut uniform) = (0, 0);
+    for (t, target) in table_targets(&policy, FilterKind::Ribbon, &sv.version.levels) {
+        let own = t.table.filter().map_or(FilterKind::Ribbon, |f| f.kind());
+        let bits = t.table.properties().bits_per_key;
+        filters += table_filter_bytes(&t);
+        uniform += planned_memory_bytes(own, table_keys(&t), 10.0);
+        tables.push((t.meta.level, table_keys(&t), own, bits, target));
+    }
+    assert!(filters <= uniform, "{filters} > {uniform}: {tables:?}");
+    for &(level, keys, own, bits, target) in &tables {
+        assert!(
+            bits <= target + SETTLED_TOLERANCE.over,
+            "L{level}: {keys} keys {own} at {bits} bits per key, target {target:.2} \
+             (level, keys, kind, bits, target) {tables:?}"
+        );
+    }
+    for k in narrow.iter().chain(&deep) {
+        assert_eq!(db.get(k).unwrap(), Some(b"v".to_vec()));
+    }
 }

@@ -8,12 +8,23 @@ use std::sync::Arc;
 
 use bloomlsm_sstable::FilterStatus;
 
+use crate::FilterKind;
 use crate::error::Result;
 use crate::filter_budget::table_targets;
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
 use crate::options::FilterPolicy;
 use crate::version::TableHandle;
+
+/// A live table whose filter is rebuilt, at `bits_per_key` in `kind`:
+/// the store's kind, or, for a rebalancing rebuild that lowers a filter
+/// of another kind, that kind (`filter_budget::rebalance_pick`).
+#[derive(Debug)]
+pub(crate) struct RebuildJob {
+    pub(crate) table: Arc<TableHandle>,
+    pub(crate) bits_per_key: f64,
+    pub(crate) kind: FilterKind,
+}
 
 impl DbInner {
     /// Rewrites every table's filter to `policy`, then makes it the policy
@@ -61,21 +72,26 @@ impl DbInner {
         select: impl Fn(&TableHandle) -> bool,
     ) -> Result<Vec<Arc<TableHandle>>> {
         let sv = self.current.load_full();
-        let jobs: Vec<(Arc<TableHandle>, f64)> =
-            table_targets(policy, self.options.filter_kind, &sv.version.levels)
-                .into_iter()
-                .filter(|(t, _)| select(t))
-                .collect();
+        let kind = self.options.filter_kind;
+        let jobs: Vec<RebuildJob> = table_targets(policy, kind, &sv.version.levels)
+            .into_iter()
+            .filter(|(t, _)| select(t))
+            .map(|(table, bits_per_key)| RebuildJob {
+                table,
+                bits_per_key,
+                kind,
+            })
+            .collect();
         self.rebuild_tables_locked(&jobs)
     }
 
-    /// Rebuilds each live table of `jobs` at its bits per key and installs
-    /// the copies in place of the originals in one edit; returns the new
-    /// tables. On failure nothing is installed and the copies are deleted.
+    /// Rebuilds each live table of `jobs` at its bits per key in its kind
+    /// and installs the copies in place of the originals in one edit;
+    /// returns the new tables. On failure nothing is installed and the copies are deleted.
     /// REQUIRES: the compaction lock is held and every table is live.
     pub(crate) fn rebuild_tables_locked(
         &self,
-        jobs: &[(Arc<TableHandle>, f64)],
+        jobs: &[RebuildJob],
     ) -> Result<Vec<Arc<TableHandle>>> {
         if jobs.is_empty() {
             return Ok(Vec::new());
@@ -87,8 +103,12 @@ impl DbInner {
         let mut copies = Vec::new();
         // Rebuilt in their own files: they leave the view, their files stay.
         let mut appended_to = Vec::new();
-        for (old, bits) in jobs {
-            match self.tables.rebuild(old, *bits, &self.counters) {
+        for job in jobs {
+            let old = &job.table;
+            match self
+                .tables
+                .rebuild(old, job.bits_per_key, job.kind, &self.counters)
+            {
                 Ok(rebuilt) => {
                     if rebuilt.in_place {
                         appended_to.push(Arc::clone(old));

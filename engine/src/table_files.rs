@@ -17,6 +17,7 @@ use bloomlsm_sstable::{
     BlockCache, FilterStatus, Table, TableOptions, TableProperties, TableSummary,
 };
 
+use crate::FilterKind;
 use crate::counters::Counters;
 use crate::cursor::EntrySink;
 use crate::damage::{Damage, TableRecordField};
@@ -187,15 +188,16 @@ impl TableFiles {
         )))
     }
 
-    /// `old` with a new filter at `bits_per_key`: appended to its own file
-    /// when the file system can and the bytes this leaves unused stay
-    /// within `1 / MAX_DEAD_SHARE` of the table's ([`Rebuilt::in_place`]),
-    /// else a copy under a new number. The caller syncs the directory and
-    /// installs the result in place of `old`.
+    /// `old` with a new filter of `kind` at `bits_per_key`: appended to its
+    /// own file when the file system can and the bytes this leaves unused
+    /// stay within `1 / MAX_DEAD_SHARE` of the table's
+    /// ([`Rebuilt::in_place`]), else a copy under a new number. The caller
+    /// syncs the directory and installs the result in place of `old`.
     pub(crate) fn rebuild(
         &self,
         old: &TableHandle,
         bits_per_key: f64,
+        kind: FilterKind,
         counters: &Counters,
     ) -> Result<Rebuilt> {
         let dead = old.table.bytes_dead_after_append();
@@ -203,7 +205,8 @@ impl TableFiles {
             let path = names::table(&self.dir, old.meta.number);
             match self.fs.append_at(&path, old.meta.file_size) {
                 Ok(file) => {
-                    let table = self.append_filter(old, file, &path, bits_per_key, counters)?;
+                    let table =
+                        self.append_filter(old, file, &path, bits_per_key, kind, counters)?;
                     return Ok(Rebuilt {
                         table,
                         in_place: true,
@@ -214,7 +217,7 @@ impl TableFiles {
             }
         }
         Ok(Rebuilt {
-            table: self.rebuild_copy(old, bits_per_key, counters)?,
+            table: self.rebuild_copy(old, bits_per_key, kind, counters)?,
             in_place: false,
         })
     }
@@ -229,15 +232,10 @@ impl TableFiles {
         file: Box<dyn bloomlsm_sstable::WritableFile>,
         path: &Path,
         bits_per_key: f64,
+        kind: FilterKind,
         counters: &Counters,
     ) -> Result<Arc<TableHandle>> {
-        let summary = bloomlsm_sstable::append_filter(
-            &old.table,
-            file,
-            path,
-            self.options.filter_kind,
-            bits_per_key,
-        )?;
+        let summary = bloomlsm_sstable::append_filter(&old.table, file, path, kind, bits_per_key)?;
         let appended = summary.file_size - old.meta.file_size;
         Counters::add(&counters.bytes_written, appended);
         Counters::add(&counters.levels[old.meta.level].bytes_written, appended);
@@ -256,34 +254,29 @@ impl TableFiles {
         &self,
         old: &TableHandle,
         bits_per_key: f64,
+        kind: FilterKind,
         counters: &Counters,
     ) -> Result<Arc<TableHandle>> {
         let number = self.new_file_number();
         let path = names::table(&self.dir, number);
         let file = self.fs.create(&path)?;
-        let rebuilt = bloomlsm_sstable::rebuild_filter(
-            &old.table,
-            file,
-            &path,
-            self.options.filter_kind,
-            bits_per_key,
-        )
-        .map_err(Error::from)
-        .and_then(|summary| {
-            Counters::add(&counters.bytes_written, summary.file_size);
-            Counters::add(
-                &counters.levels[old.meta.level].bytes_written,
-                summary.file_size,
-            );
-            if summary.properties.filter_kind.is_some() {
-                Counters::add(&counters.filters_built, 1);
-            }
-            self.open(TableMeta {
-                number,
-                file_size: summary.file_size,
-                ..old.meta.clone()
-            })
-        });
+        let rebuilt = bloomlsm_sstable::rebuild_filter(&old.table, file, &path, kind, bits_per_key)
+            .map_err(Error::from)
+            .and_then(|summary| {
+                Counters::add(&counters.bytes_written, summary.file_size);
+                Counters::add(
+                    &counters.levels[old.meta.level].bytes_written,
+                    summary.file_size,
+                );
+                if summary.properties.filter_kind.is_some() {
+                    Counters::add(&counters.filters_built, 1);
+                }
+                self.open(TableMeta {
+                    number,
+                    file_size: summary.file_size,
+                    ..old.meta.clone()
+                })
+            });
         if rebuilt.is_err() {
             let _ = self.fs.remove(&path);
         }

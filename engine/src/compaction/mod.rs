@@ -134,11 +134,13 @@ impl DbInner {
         let oldest_snapshot = snapshots.first().copied();
         let mut retain = Retain::new(snapshots, c.deeper.checker());
         // The inputs' distinct keys bound the outputs' from above.
-        let (plan, claim) = self.plan_filters(PlannedWrite {
+        let write = PlannedWrite {
             level: c.output_level,
             keys: inputs.iter().map(|t| table_keys(t)).sum(),
             removed: &inputs,
-        });
+        };
+        self.lower_filters_for(write)?;
+        let (plan, claim) = self.plan_filters(write);
         #[cfg(test)]
         self.merge_pause.pause();
         let outputs = self.tables.write(
