@@ -153,3 +153,41 @@ proptest! {
         }
     }
 }
+
+/// `open_at` any size of a file holding two appends reads exactly what
+/// `open` reads of the file cut to that size: the same table, or a refusal
+/// (never a panic, never bytes past the size). Whatever opens has its
+/// unused-bytes figures within its size.
+#[test]
+fn open_at_every_size_is_open_of_the_file_cut_there() {
+    let model = common::simple_model(200);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sst");
+    let first = write_table(&path, &model, options(Some(FilterKind::Blocked), 512));
+    let mut table = open_at(&path, first.file_size);
+    for (kind, bits) in [(FilterKind::Ribbon, 9.0), (FilterKind::Blocked, 0.0)] {
+        let file = OpenOptions::new().append(true).open(&path).unwrap();
+        let summary = append_filter(&table, file, &path, kind, bits).unwrap();
+        table = open_at(&path, summary.file_size);
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    let whole: Arc<dyn bloomlsm_sstable::RandomAccessFile> = Arc::new(MemFile(bytes.clone()));
+    let mut opened = 0;
+    for size in 0..=bytes.len() {
+        let at = Table::open_at(Arc::clone(&whole), "t.sst", size as u64, 1, None);
+        let cut = Table::open(Arc::new(MemFile(bytes[..size].to_vec())), "t.sst", 1, None);
+        match (at, cut) {
+            (Ok(a), Ok(c)) => {
+                opened += 1;
+                assert_eq!(a.footer(), c.footer(), "size {size}");
+                assert_eq!(a.file_size(), size as u64);
+                assert!(a.live_bytes() <= a.file_size(), "size {size}");
+                assert!(a.bytes_dead_after_append() <= a.file_size());
+                answers_every_key(&a, &model);
+            }
+            (Err(a), Err(c)) => assert_eq!(a.to_string(), c.to_string(), "size {size}"),
+            (a, c) => panic!("size {size}: open_at {:?}, open {:?}", a.is_ok(), c.is_ok()),
+        }
+    }
+    assert_eq!(opened, 3, "the table at each of its three sizes");
+}
