@@ -415,10 +415,10 @@ fn study_commands_change_no_file_of_the_store() {
 
 /// A table whose in-place filter rebuild never completed (the process died
 /// mid-append: bytes past the size the manifest records) is whole to the
-/// store, which reads it at its recorded size; `inspect`, which knows no
-/// record, takes the file's length as the table's and calls it corrupt.
+/// store, which reads it at its recorded size, and to `inspect`, which
+/// reads the record from the store's manifest (it took the file's length
+/// as the table's and called it corrupt).
 #[test]
-#[ignore = "known: inspect reads a table at the file's length, not its recorded size (review of inplace)"]
 fn inspect_reads_a_table_with_an_unfinished_append() {
     let (dir, table) = store_with_table();
     let mut bytes = std::fs::read(&table).unwrap();

@@ -207,16 +207,15 @@ impl TableFiles {
         let dead = old.table.bytes_dead_after_append();
         if dead <= (old.meta.file_size - dead) / MAX_DEAD_SHARE {
             let path = names::table(&self.dir, old.meta.number);
-            match self.fs.append_at(&path, old.meta.file_size) {
-                Ok(file) => {
-                    let table = self.append_filter(old, file, &path, bits_per_key, counters)?;
-                    return Ok(Rebuilt {
-                        table,
-                        in_place: true,
-                    });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {}
-                Err(e) => return Err(e.into()),
+            // On an error (a file system that cannot append, `Unsupported`;
+            // a table file that cannot be opened for writing while new files
+            // can be created), the copy below, which needs neither.
+            if let Ok(file) = self.fs.append_at(&path, old.meta.file_size) {
+                let table = self.append_filter(old, file, &path, bits_per_key, counters)?;
+                return Ok(Rebuilt {
+                    table,
+                    in_place: true,
+                });
             }
         }
         Ok(Rebuilt {
