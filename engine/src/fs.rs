@@ -69,7 +69,7 @@ pub trait FileSystem: Send + Sync + Debug {
     /// Opens an existing file of at least `len` bytes to append at `len`
     /// (bytes past it are cut first: an append that never completed). An
     /// error of kind `InvalidData` when the file is shorter. The default
-    /// refuses with kind `Unsupported`, and the store then rebuilds a
+    /// refuses with kind `Unsupported`; on any error the store rebuilds a
     /// table's filter by writing a new table file instead.
     fn append_at(&self, path: &Path, len: u64) -> FsResult<Box<dyn WritableFile>> {
         let _ = len;

@@ -88,7 +88,7 @@ pub use damage::{Damage, ManifestDamage, TableRecordField, TreeOrderError, WalDa
 pub use db::{Db, Snapshot};
 pub use error::{Error, Result};
 pub use iter::DbIter;
-pub use manifest::{STORE_FORMAT_VERSION, TableMeta};
+pub use manifest::{STORE_FORMAT_VERSION, TableMeta, table_records};
 pub use options::{
     CorruptFilterPolicy, FilterPolicy, MAX_BLOCK_SIZE, MAX_LEVELS, MIN_FILTER_BITS_PER_KEY,
     Options, SyncMode, WalRecovery,

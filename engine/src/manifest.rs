@@ -47,6 +47,17 @@ pub struct TableMeta {
     pub largest_key: Vec<u8>,
 }
 
+/// The tables the manifest of the store in `dir` names, as it records
+/// them (for tools that read a table file on its own: a table's size is its
+/// record's, and its file may be longer, `sstable/FORMAT.md`). Reads the
+/// file only; takes no lock, so a store being written may replace the
+/// manifest meanwhile.
+pub fn table_records(dir: &Path) -> Result<Vec<TableMeta>> {
+    let path = dir.join(crate::fs::names::MANIFEST);
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    Ok(ManifestState::decode(&path, &bytes)?.tables)
+}
+
 /// The durable state of a store.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub(crate) struct ManifestState {

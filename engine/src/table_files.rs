@@ -148,14 +148,26 @@ impl TableFiles {
     /// Opens the table a manifest record names, checking its size.
     pub(crate) fn open(&self, meta: TableMeta) -> Result<Arc<TableHandle>> {
         let path = names::table(&self.dir, meta.number);
+        let table = self.open_table(&meta, &path)?;
+        Ok(Arc::new(TableHandle::new(
+            meta,
+            Arc::new(table),
+            path,
+            Arc::clone(&self.fs),
+            Arc::clone(&self.cache),
+        )))
+    }
+
+    /// The reader of the table `meta` records, in its file at `path`.
+    fn open_table(&self, meta: &TableMeta, path: &Path) -> Result<Table> {
         let file =
-            crate::fs::open_table_file(self.fs.as_ref(), &path, self.options.use_direct_reads)?;
-        let size = file.len().map_err(|e| Error::io(&path, e))?;
+            crate::fs::open_table_file(self.fs.as_ref(), path, self.options.use_direct_reads)?;
+        let size = file.len().map_err(|e| Error::io(path, e))?;
         // Bytes past the recorded size are an in-place filter rebuild whose
         // install never became durable: not the table's.
         if size < meta.file_size {
             return Err(Error::corruption(
-                &path,
+                path,
                 size,
                 Damage::TableSize {
                     found: size,
@@ -165,7 +177,7 @@ impl TableFiles {
         }
         let table = Table::open_at(
             file,
-            &path,
+            path,
             meta.file_size,
             meta.number,
             Some(Arc::clone(&self.cache)),
@@ -179,13 +191,7 @@ impl TableFiles {
                 Damage::Filter(reason.clone()),
             ));
         }
-        Ok(Arc::new(TableHandle::new(
-            meta,
-            Arc::new(table),
-            path,
-            Arc::clone(&self.fs),
-            Arc::clone(&self.cache),
-        )))
+        Ok(table)
     }
 
     /// `old` with a new filter of `kind` at `bits_per_key`: appended to its
@@ -203,17 +209,15 @@ impl TableFiles {
         let dead = old.table.bytes_dead_after_append();
         if dead <= (old.meta.file_size - dead) / MAX_DEAD_SHARE {
             let path = names::table(&self.dir, old.meta.number);
-            match self.fs.append_at(&path, old.meta.file_size) {
-                Ok(file) => {
-                    let table =
-                        self.append_filter(old, file, &path, bits_per_key, kind, counters)?;
-                    return Ok(Rebuilt {
-                        table,
-                        in_place: true,
-                    });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {}
-                Err(e) => return Err(e.into()),
+            // On an error (a file system that cannot append, `Unsupported`;
+            // a table file that cannot be opened for writing while new files
+            // can be created), the copy below, which needs neither.
+            if let Ok(file) = self.fs.append_at(&path, old.meta.file_size) {
+                let table = self.append_filter(old, file, &path, bits_per_key, kind, counters)?;
+                return Ok(Rebuilt {
+                    table,
+                    in_place: true,
+                });
             }
         }
         Ok(Rebuilt {
@@ -242,10 +246,14 @@ impl TableFiles {
         if summary.properties.filter_kind.is_some() {
             Counters::add(&counters.filters_built, 1);
         }
-        self.open(TableMeta {
+        let meta = TableMeta {
             file_size: summary.file_size,
             ..old.meta.clone()
-        })
+        };
+        let table = self.open_table(&meta, path)?;
+        // The same file as `old`'s: it lives until the last handle on it
+        // (the old one held by a reader, or this one) lets go.
+        Ok(Arc::new(old.appended_to(meta, Arc::new(table))))
     }
 
     /// [`TableFiles::rebuild`] as a copy of `old` under a new number (data

@@ -32,8 +32,20 @@ pub(crate) struct SuperVersion {
 pub(crate) struct TableHandle {
     pub(crate) meta: TableMeta,
     pub(crate) table: Arc<Table>,
+    /// The file, shared by every handle naming it: one moved by a trivial
+    /// move and the one it came from, a table whose filter was rebuilt in
+    /// place and the table as it was.
+    file: Arc<TableFileLife>,
+}
+
+/// A table file, deleted (and its blocks evicted from the cache) when it
+/// has been marked obsolete and the last handle naming it drops: a reader
+/// holding any handle on it (an old view, an open iterator) keeps it.
+#[derive(Debug)]
+struct TableFileLife {
+    number: u64,
     path: PathBuf,
-    /// Set once the manifest no longer names this table.
+    /// Set once the manifest no longer names this file.
     obsolete: AtomicBool,
     fs: Arc<dyn FileSystem>,
     cache: Arc<BlockCache>,
@@ -47,44 +59,55 @@ impl TableHandle {
         fs: Arc<dyn FileSystem>,
         cache: Arc<BlockCache>,
     ) -> Self {
-        Self {
-            meta,
-            table,
+        let file = Arc::new(TableFileLife {
+            number: meta.number,
             path,
             obsolete: AtomicBool::new(false),
             fs,
             cache,
-        }
+        });
+        Self { meta, table, file }
     }
 
     /// A handle on the same file at `level` (a trivial move). The file is
     /// then owned by the new handle: the old one must leave the tree
     /// without being marked obsolete.
     pub(crate) fn moved_to(&self, level: usize) -> Self {
-        Self::new(
-            TableMeta {
+        Self {
+            meta: TableMeta {
                 level,
                 ..self.meta.clone()
             },
-            Arc::clone(&self.table),
-            self.path.clone(),
-            Arc::clone(&self.fs),
-            Arc::clone(&self.cache),
-        )
+            table: Arc::clone(&self.table),
+            file: Arc::clone(&self.file),
+        }
     }
 
-    /// The file is deleted when the last handle drops.
+    /// The table `meta` and `table` describe, in this handle's own file (a
+    /// filter rebuilt in place: same number, a longer size). The file is
+    /// then owned by the new handle, as by [`TableHandle::moved_to`]; this
+    /// one's readers keep it until they let go.
+    pub(crate) fn appended_to(&self, meta: TableMeta, table: Arc<Table>) -> Self {
+        debug_assert_eq!(meta.number, self.meta.number);
+        Self {
+            meta,
+            table,
+            file: Arc::clone(&self.file),
+        }
+    }
+
+    /// The file is deleted when the last handle naming it drops.
     /// REQUIRES: no manifest on disk names this table (the one that drops
     /// it is durable, or it was never offered to an install).
     pub(crate) fn mark_obsolete(&self) {
-        self.obsolete.store(true, Ordering::Release);
+        self.file.obsolete.store(true, Ordering::Release);
     }
 }
 
-impl Drop for TableHandle {
+impl Drop for TableFileLife {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::Acquire) {
-            self.cache.evict_table(self.meta.number);
+            self.cache.evict_table(self.number);
             // Best effort: a file left behind is an orphan that the next
             // open removes.
             let _ = self.fs.remove(&self.path);

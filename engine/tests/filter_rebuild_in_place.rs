@@ -247,3 +247,75 @@ fn rebuilds_over_and_over_keep_unused_bytes_bounded() {
     let db = Db::open(dir.path(), options(false)).unwrap();
     check(&db, &expected, KEYS);
 }
+
+/// A reader holding the tables as they were before a rebuild in place
+/// (an open iterator) outlives the rebuilt tables: a compaction replaces
+/// them. Their files stay until that reader lets go (as a copy's original
+/// does), and once it has, no block of theirs is left in the block cache:
+/// the blocks it read (cached under the tables' numbers) are evicted with
+/// the files, not left to take cache room from live tables.
+#[test]
+fn an_old_reader_outliving_tables_rebuilt_in_place_keeps_their_files_and_leaves_no_cached_block() {
+    const KEYS: u64 = 2_000;
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        block_cache_bytes: 16 << 20,
+        ..options(false)
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let first_load = load(&db, KEYS, 2);
+    db.flush().unwrap();
+    let old_files = table_files(dir.path());
+
+    // The reader: opened before the rebuild, it holds the old handles.
+    let old_iter = db.scan::<Vec<u8>, _>(..).unwrap();
+    db.rebuild_filters(FilterPolicy::Uniform { bits_per_key: 14.0 })
+        .unwrap();
+    let rebuilt = table_files(dir.path());
+    let in_place: Vec<&String> = rebuilt
+        .keys()
+        .filter(|n| old_files.contains_key(*n))
+        .collect();
+    assert!(!in_place.is_empty(), "no table was rebuilt in place");
+
+    // Every key overwritten, then everything merged: the rebuilt tables
+    // leave the tree (compactions read without filling the cache).
+    let expected = load(&db, KEYS, 1);
+    db.compact().unwrap();
+    let kept_for_reader: Vec<&&String> = in_place
+        .iter()
+        .filter(|n| dir.path().join(n).exists())
+        .collect();
+    // The iterator's first blocks are cached already (it was positioned
+    // when opened); the rest come as it reads on.
+    let cached_before = db.stats().block_cache_used_bytes;
+
+    let mut old_iter = old_iter;
+    let seen: Vec<_> = old_iter.by_ref().map(|r| r.unwrap()).collect();
+    let want: Vec<_> = first_load
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    assert_eq!(seen, want, "the old reader's answers");
+    assert!(
+        db.stats().block_cache_used_bytes > cached_before,
+        "the old reader filled the cache"
+    );
+    drop(old_iter);
+    for name in &in_place {
+        assert!(!dir.path().join(name).exists(), "{name}: an orphan");
+    }
+    // No live table was read since the compaction wrote them (which does
+    // not fill the cache): every cached block was the old tables'.
+    assert_eq!(
+        db.stats().block_cache_used_bytes,
+        0,
+        "blocks of tables that no reader holds stay cached"
+    );
+    assert_eq!(
+        kept_for_reader,
+        in_place.iter().collect::<Vec<_>>(),
+        "files deleted while a reader still held their tables"
+    );
+    check(&db, &expected, KEYS);
+}

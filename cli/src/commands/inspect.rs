@@ -2,6 +2,7 @@
 //! false positive rate), properties and footer.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use bloomlsm_filter::{Filter, KeyHash};
@@ -14,12 +15,36 @@ use crate::output::{Fields, Value, text};
 /// (at the optimal k about half the bits are set).
 const OVERFULL_FILL: f64 = 0.6;
 
+/// The table in `path`: in a store directory whose manifest names it, the
+/// table its record's size says (a filter rebuilt in place leaves bytes
+/// past it when its install never became durable); otherwise the whole
+/// file.
+fn open(path: &Path) -> Result<Table> {
+    let number = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse::<u64>().ok());
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let recorded = match number {
+        Some(n) if dir.join("MANIFEST").exists() => bloomlsm::table_records(dir)?
+            .into_iter()
+            .find(|t| t.number == n)
+            .map(|t| t.file_size),
+        _ => None,
+    };
+    let Some(size) = recorded else {
+        return Ok(Table::open_path(path, 0, None)?);
+    };
+    let file = std::fs::File::open(path)?;
+    Ok(Table::open_at(Arc::new(file), path, size, 0, None)?)
+}
+
 /// The file, its filter, its properties, then the footer's block handles.
 pub fn run(path: &Path, probes: u64) -> Result<Outcome> {
     if !path.exists() {
         bail!("{}: no such file", path.display());
     }
-    let table = Table::open_path(path, 0, None)?;
+    let table = open(path)?;
     let p = table.properties();
     let f = table.footer();
     let properties = Fields::new()

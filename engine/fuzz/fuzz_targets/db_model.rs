@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use arbitrary::Arbitrary;
-use bloomlsm::{Db, Options};
+use bloomlsm::{Db, FilterPolicy, Options};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -15,6 +15,12 @@ enum Op {
     Flush,
     Compact,
     Reopen,
+    /// Every filter rebuilt at `bits % 24` bits per key (0: none): in
+    /// place (appended to each table's file) or as copies.
+    RebuildFilters(u8),
+    /// An iterator opened before such a rebuild and a compaction over the
+    /// rebuilt tables reads the store as it was when opened.
+    IterAcrossRebuild(u8),
 }
 
 /// The operations, and whether the store runs deletion-triggered
@@ -67,6 +73,23 @@ fuzz_target!(|input: Input| {
             }
             Op::Compact => {
                 let _ = db.compact();
+            }
+            Op::RebuildFilters(bits) => {
+                let bits_per_key = f64::from(bits % 24);
+                let _ = db.rebuild_filters(FilterPolicy::Uniform { bits_per_key });
+            }
+            Op::IterAcrossRebuild(bits) => {
+                let Ok(iter) = db.scan::<&[u8], _>(..) else {
+                    continue;
+                };
+                let bits_per_key = f64::from(bits % 24);
+                let _ = db.rebuild_filters(FilterPolicy::Uniform { bits_per_key });
+                let _ = db.compact();
+                let seen: Vec<(Vec<u8>, Vec<u8>)> =
+                    iter.map(|r| r.expect("the old view reads")).collect();
+                let want: Vec<(Vec<u8>, Vec<u8>)> =
+                    model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                assert_eq!(seen, want);
             }
             Op::Reopen => {
                 drop(db);

@@ -115,12 +115,13 @@ struct State {
     faults_injected: u64,
     /// Direct (`O_DIRECT`) opens fail as on a file system without it.
     refuse_direct_io: bool,
-    /// Creating a table file (`*.sst`) fails; every other file works.
+    /// Creating or appending to a table file (`*.sst`) fails; every other
+    /// file works.
     refuse_table_files: bool,
     /// Appending to an existing file is refused (`Unsupported`), as by a
     /// file system that cannot: filter rebuilds then copy tables.
     refuse_appends: bool,
-    /// Creating a table file waits while this is set.
+    /// Creating or appending to a table file waits while this is set.
     hold_table_files: bool,
 }
 
@@ -178,16 +179,17 @@ impl FaultFs {
         self.state.lock().refuse_appends = on;
     }
 
-    /// Creating a table file (`*.sst`) fails with an I/O error while WAL
-    /// and manifest files keep working: every flush and compaction fails
-    /// and frozen memtables stay in memory (and in their WALs), however the
-    /// store's threads are scheduled.
+    /// Creating or appending to a table file (`*.sst`) fails with an I/O
+    /// error while WAL and manifest files keep working: every flush,
+    /// compaction and filter rebuild fails and frozen memtables stay in
+    /// memory (and in their WALs), however the store's threads are
+    /// scheduled.
     pub fn set_refuse_table_files(&self, on: bool) {
         self.state.lock().refuse_table_files = on;
     }
 
-    /// Creating a table file (`*.sst`) waits until this is turned off
-    /// again: a flush or compaction that starts meanwhile stalls before
+    /// Creating or appending to a table file (`*.sst`) waits until this is
+    /// turned off again: a flush, compaction or rebuild that starts meanwhile stalls before
     /// writing anything, as behind a very slow device, while writes go on
     /// (until the frozen memtables fill up). Turn it off before closing.
     pub fn set_hold_table_files(&self, on: bool) {
@@ -425,6 +427,7 @@ impl FileSystem for FaultFs {
             ))
             .at(path);
         }
+        self.check_table_file(path).at(path)?;
         self.mutate().at(path)?;
         let mut file = fs::OpenOptions::new().write(true).open(path).at(path)?;
         super::cut_to(&mut file, len).at(path)?;
