@@ -113,6 +113,8 @@ impl DbInner {
                 break;
             }
         }
+        #[cfg(test)]
+        self.lowered_pause.pause();
         Ok(())
     }
 
