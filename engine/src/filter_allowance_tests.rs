@@ -353,7 +353,7 @@ fn a_large_write_with_no_budget_stays_within_the_bound() {
 /// never held to what is free: 1.156 x uniform after the install (the
 /// output, 800 keys, without a filter). The write's plan alone cannot
 /// fix it (it has nothing left to give back); the compaction now first
-/// lowers the filters over their target (`DbInner::lower_filters_for`,
+/// lowers the filters over their target (`DbInner::lower_and_plan_filters`,
 /// as `merge_by_hand` does) while its install would go past uniform.
 #[test]
 fn a_write_whose_removed_tables_left_more_than_its_share_unused_stays_within_the_bound() {
