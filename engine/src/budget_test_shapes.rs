@@ -128,8 +128,7 @@ pub(crate) fn merge_by_hand(
         keys: inputs.iter().map(|t| table_keys(t)).sum(),
         removed: inputs,
     };
-    db.inner.lower_filters_for(write).unwrap();
-    let (plan, claim) = db.inner.plan_filters(write);
+    let (plan, claim) = db.inner.lower_and_plan_filters(write).unwrap();
     let outputs = db
         .inner
         .tables

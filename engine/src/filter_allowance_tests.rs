@@ -353,7 +353,7 @@ fn a_large_write_with_no_budget_stays_within_the_bound() {
 /// never held to what is free: 1.156 x uniform after the install (the
 /// output, 800 keys, without a filter). The write's plan alone cannot
 /// fix it (it has nothing left to give back); the compaction now first
-/// lowers the filters over their target (`DbInner::lower_filters_for`,
+/// lowers the filters over their target (`DbInner::lower_and_plan_filters`,
 /// as `merge_by_hand` does) while its install would go past uniform.
 #[test]
 fn a_write_whose_removed_tables_left_more_than_its_share_unused_stays_within_the_bound() {
@@ -390,4 +390,109 @@ fn a_write_whose_removed_tables_left_more_than_its_share_unused_stays_within_the
         "filters take {filters} bytes, uniform's {uniform} ({:.4} x) at plan {plan:?}",
         filters as f64 / uniform as f64
     );
+}
+
+/// The shape above, with a flush planned after the compaction's lowerings
+/// and before its plan (four, each 2,000 keys) (a flush never takes the compaction lock): the
+/// flush sees the compaction's inputs live and counts the share their
+/// filters leave unused as free, so the room the lowerings made for the
+/// compaction is spent by the flush, and the compaction's install takes
+/// the tree past uniform. The compaction must plan with what the lowerings
+/// left, or lower again.
+#[test]
+fn a_flush_planned_between_a_compactions_lowerings_and_its_plan_stays_within_the_bound() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use crate::filter_budget::PlannedWrite;
+    use crate::install::VersionEdit;
+    use bloomlsm_sstable::EntryKind;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    for _ in 0..1_000 {
+        db.put(b"zz", b"v").unwrap();
+    }
+    db.flush().unwrap();
+    let narrow: Vec<_> = (0..800).map(|i| key("k", i)).collect();
+    for (j, chunk) in narrow.chunks(20).enumerate() {
+        place(&db, 2, chunk, 1 + 20 * j as u64, 6.0);
+    }
+    db.close().unwrap();
+
+    let db = Arc::new(Db::open(dir.path(), options(FilterKind::Standard)).unwrap());
+    advance_sequence(&db, 60_000);
+    let (filters, uniform) = memory(&db);
+    let over = (uniform - filters) as f64 * 8.0 / 20_000.0;
+    let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
+    place(&db, 3, &deep, 20_000, BITS + over - 0.01);
+    let (filters, uniform) = memory(&db);
+    assert!(filters <= uniform, "{filters} > {uniform} before the write");
+
+    // The flush, as `flush_all_immutable` plans, writes and installs it.
+    let flushed = Arc::new(AtomicBool::new(false));
+    let hook = {
+        let db = Arc::clone(&db);
+        let flushed = Arc::clone(&flushed);
+        Arc::new(move || {
+            if flushed.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            for f in 0..4 {
+                let keys: Vec<_> = (0..2_000).map(|i| key(&format!("f{f}"), i)).collect();
+                let inner = &db.inner;
+                let (plan, claim) = inner.plan_filters(PlannedWrite {
+                    level: 0,
+                    keys: keys.len() as u64,
+                    removed: &[],
+                });
+                let tables = inner
+                    .tables
+                    .write(
+                        0,
+                        OutputCuts::one_table(),
+                        &plan,
+                        &inner.counters,
+                        &mut |out| {
+                            for (i, k) in keys.iter().enumerate() {
+                                out.add(k, 40_001 + 2_000 * f + i as u64, EntryKind::Put, b"v")?;
+                            }
+                            Ok(())
+                        },
+                    )
+                    .unwrap();
+                inner
+                    .install(VersionEdit {
+                        added: &tables,
+                        ..Default::default()
+                    })
+                    .unwrap();
+                drop(claim);
+            }
+        }) as Arc<dyn Fn() + Send + Sync>
+    };
+    db.inner.lowered_pause.set(Some(hook));
+
+    let inputs: Vec<_> = db.inner.current.load().version.levels[2].clone();
+    assert_eq!(inputs.len(), 40);
+    let entries: Vec<_> = (1..).zip(narrow).map(|(seq, k)| (k, seq)).collect();
+    let (_, plan) = merge_by_hand(&db, 3, OutputCuts::one_table(), &inputs, &entries);
+    db.inner.lowered_pause.set(None);
+    assert!(flushed.load(Ordering::Acquire), "the flush never ran");
+    let (filters, uniform) = memory(&db);
+    assert!(
+        filters as f64 <= uniform as f64 * 1.02,
+        "filters take {filters} bytes, uniform's {uniform} ({:.4} x) at plan {plan:?}",
+        filters as f64 / uniform as f64
+    );
+    let missing = db
+        .inner
+        .current
+        .load()
+        .version
+        .levels
+        .iter()
+        .flatten()
+        .filter(|t| t.table.filter().is_none())
+        .count();
+    assert_eq!(missing, 0, "tables without a filter");
 }

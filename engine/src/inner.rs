@@ -140,6 +140,10 @@ pub(crate) struct DbInner {
     /// snapshots and its merge (see `compaction/mod.rs`).
     #[cfg(test)]
     pub(crate) merge_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point after a compaction's filter lowerings and
+    /// before its plan (see `rebalance.rs`).
+    #[cfg(test)]
+    pub(crate) lowered_pause: crate::test_hooks::ReadPause,
     /// Test-only pause point after every pick of `compact_once` (trivial
     /// moves and merges alike), under the compaction lock, before the
     /// tree is touched (see `compaction/mod.rs`).
@@ -202,6 +206,8 @@ impl DbInner {
             rebuild_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             merge_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            lowered_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             pick_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]

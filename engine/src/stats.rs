@@ -158,8 +158,11 @@ pub struct Stats {
     pub write_stalls: u64,
     /// Block cache bytes in use.
     pub block_cache_used_bytes: u64,
-    /// Filters rebuilt in the background because the optimized policy's
-    /// budget for their level moved (the data blocks copied unchanged).
+    /// Filters rebuilt because the optimized policy's budget for their
+    /// level moved: rebalancing rebuilds, and the lowerings a compaction
+    /// runs before it plans to make room for its install (in the
+    /// compaction's thread, inline with a write when there is no
+    /// background work). A rebuild appends the filter or copies the table.
     pub filters_rebalanced: u64,
 }
 

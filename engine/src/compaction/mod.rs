@@ -139,8 +139,7 @@ impl DbInner {
             keys: inputs.iter().map(|t| table_keys(t)).sum(),
             removed: &inputs,
         };
-        self.lower_filters_for(write)?;
-        let (plan, claim) = self.plan_filters(write);
+        let (plan, claim) = self.lower_and_plan_filters(write)?;
         #[cfg(test)]
         self.merge_pause.pause();
         let outputs = self.tables.write(
