@@ -69,6 +69,37 @@ impl MemTable {
         Ok(())
     }
 
+    /// Gives every version of all of `mems` to `out`, in table order (user
+    /// key ascending, then sequence descending), without copying: what one
+    /// flush of several frozen memtables writes into one table. Their
+    /// sequence numbers are distinct, so the order is total and no version
+    /// is dropped (each one that two L0 tables would have held is kept).
+    pub(crate) fn write_merged_to(mems: &[&MemTable], out: &mut dyn EntrySink) -> Result<()> {
+        if let [only] = mems {
+            return only.write_to(out);
+        }
+        let mut lists: Vec<_> = mems.iter().map(|m| m.list.iter()).collect();
+        let mut heads: Vec<_> = lists.iter_mut().map(Iterator::next).collect();
+        loop {
+            // The next version in table order among the lists' heads (a
+            // handful of frozen memtables: a linear scan is enough).
+            let next = (0..heads.len())
+                .filter_map(|i| {
+                    let e = heads[i].as_ref()?;
+                    Some(((e.user_key, std::cmp::Reverse(e.seq)), i))
+                })
+                .min()
+                .map(|(_, i)| i);
+            let Some(i) = next else {
+                return Ok(());
+            };
+            if let Some(e) = heads[i].take() {
+                out.add(e.user_key, e.seq, e.kind, e.value)?;
+            }
+            heads[i] = lists[i].next();
+        }
+    }
+
     /// Versions with user key in `[start, end)` (`end` `None`: unbounded), in
     /// table order, copied out.
     #[cfg(test)]

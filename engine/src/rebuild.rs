@@ -101,7 +101,7 @@ impl DbInner {
         self.install(VersionEdit {
             added: &added,
             removed: &removed,
-            flushed: None,
+            flushed: &[],
         })?;
         Ok(added)
     }
