@@ -53,8 +53,8 @@ fn a_flush_writes_every_frozen_memtable_waiting_into_one_l0_table() {
     }
     freeze(&db);
     let before_second = db.snapshot();
-    for i in (0..600).step_by(3) {
-        if i % 2 == 0 {
+    for i in (0..600u32).step_by(3) {
+        if i.is_multiple_of(2) {
             db.put(&key(i), b"second").unwrap();
         } else {
             db.delete(&key(i)).unwrap();
@@ -89,13 +89,17 @@ fn a_flush_writes_every_frozen_memtable_waiting_into_one_l0_table() {
     assert_eq!(stats.levels[0].entries, 300 + 200 + 150 + 120);
 
     let expected = |i: u32| -> Option<&'static [u8]> {
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             Some(b"third")
         } else if i % 4 == 1 {
             Some(b"odd")
-        } else if i % 3 == 0 {
-            if i % 2 == 0 { Some(b"second") } else { None }
-        } else if i % 2 == 0 {
+        } else if i.is_multiple_of(3) {
+            if i.is_multiple_of(2) {
+                Some(b"second")
+            } else {
+                None
+            }
+        } else if i.is_multiple_of(2) {
             Some(b"first")
         } else {
             None
@@ -111,8 +115,8 @@ fn a_flush_writes_every_frozen_memtable_waiting_into_one_l0_table() {
         }
     };
     check(&db, "after the flush");
-    for i in 0..600 {
-        let old: Option<&[u8]> = (i % 2 == 0).then_some(b"first");
+    for i in 0..600u32 {
+        let old: Option<&[u8]> = i.is_multiple_of(2).then_some(b"first");
         assert_eq!(
             before_second.get(&key(i)).unwrap().as_deref(),
             old,
