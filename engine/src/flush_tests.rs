@@ -314,3 +314,36 @@ fn a_memtable_frozen_during_a_merged_flush_goes_in_the_next_table() {
         );
     }
 }
+
+/// A merged flush that fails (its table refused) stops writes and leaves
+/// the three memtables in the view, readable, with their WALs: no partial
+/// table is left, `close` succeeds, and a reopen replays all three.
+#[test]
+fn a_failed_merged_flush_keeps_every_memtable_and_wal() {
+    use crate::fs::fault::FaultFs;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let db = Db::open_with_fs(dir.path(), options(), Arc::new(fs.clone())).unwrap();
+    let held = db.inner.flush_lock.lock();
+    freeze_three(&db);
+    fs.set_refuse_table_files(true);
+    drop(held);
+    assert!(db.inner.flush_all_immutable().is_err());
+    assert!(matches!(
+        db.put(&key(1), b"late"),
+        Err(crate::Error::WritesStopped(_))
+    ));
+    assert_eq!(db.inner.current.load().imm.len(), 3);
+    for i in 0..600 {
+        assert_eq!(db.get(&key(i)).unwrap().as_deref(), after_three(i), "key {i}");
+    }
+    assert_eq!(table_files(dir.path()), 0, "a partial table left");
+    assert_eq!(wal_files(dir.path()), 4);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    for i in 0..600 {
+        assert_eq!(db.get(&key(i)).unwrap().as_deref(), after_three(i), "reopened: key {i}");
+    }
+    assert_eq!(db.stats().levels[0].tables, 1);
+}
