@@ -38,10 +38,12 @@ impl DbInner {
                 return Ok(());
             }
             let mems: Vec<&MemTable> = frozen.iter().map(|m| m.as_ref()).collect();
-            // Entries bound the table's distinct keys from above.
+            // The table's distinct keys, counted in memory: the memtables'
+            // entries would count a key overwritten in several of them once
+            // per memtable, and plan the filter for a larger run than it is.
             let (plan, claim) = self.plan_filters(PlannedWrite {
                 level: 0,
-                keys: mems.iter().map(|m| m.len() as u64).sum(),
+                keys: MemTable::merged_distinct_keys(&mems),
                 removed: &[],
             });
             let tables = self.tables.write(
