@@ -153,7 +153,7 @@ impl Version {
     }
 
     /// Puts each level in its search order. L0 tables hold disjoint
-    /// sequence ranges (one memtable each), so newest first is largest
+    /// sequence ranges (each the memtables of one flush), so newest first is largest
     /// sequence first; the file number says nothing, since a table
     /// rewritten in place (a filter rebuild) gets a new, higher one.
     pub(crate) fn sort(&mut self) {
