@@ -108,6 +108,8 @@ fn main() -> Result<()> {
             scan_length: 0,
             crawler_urls: 0,
             crawler_repeat_fraction: 0.0,
+            fill_rate: 0,
+            shape_every: 0,
         };
         let profile = bloomlsm_bench::probes::profile(e.as_ref(), &sizes, SETTLED_GETS)?;
         let space = e.space()?;

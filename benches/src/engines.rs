@@ -139,6 +139,25 @@ pub trait Engine: Sync {
     /// Switches per-level counting of this thread's point reads on or off
     /// (RocksDB counts per thread; ours always counts).
     fn count_probes_on_this_thread(&self, _on: bool) {}
+    /// The tree in one line for `--shape-every`: per level, tables and MB,
+    /// and where the engine lists its tables' key ranges (RocksDB's
+    /// `live_files`), the share of the key space its tables span (the share
+    /// of absent gets that probe it), the extent from its first table's
+    /// smallest key to its last's largest, and those two keys.
+    fn shape(&self) -> String {
+        String::new()
+    }
+}
+
+/// A key of the benchmark (`keys::present_key`: decimal digits, then
+/// padding) as a fraction of its key space.
+fn key_fraction(key: &[u8]) -> f64 {
+    let digits: Vec<u8> = key.iter().copied().take_while(u8::is_ascii_digit).collect();
+    let n: f64 = std::str::from_utf8(&digits)
+        .ok()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0.0);
+    n / 10f64.powi(digits.len() as i32)
 }
 
 /// bloomlsm. Under the optimized policy the engine keeps filter memory at
@@ -325,6 +344,22 @@ impl Engine for Bloom {
             }
         }
         runs
+    }
+    fn shape(&self) -> String {
+        let s = self.db.stats();
+        s.levels
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.tables > 0)
+            .map(|(i, l)| {
+                format!(
+                    "L{i} {}t {:.2}MB",
+                    l.tables,
+                    l.file_bytes as f64 / 1048576.0
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" | ")
     }
     fn filter_kind(&self) -> Option<FilterKind> {
         Some(self.kind)
@@ -525,6 +560,36 @@ impl Engine for Rocks {
     }
     fn count_probes_on_this_thread(&self, on: bool) {
         rocks_probes::count_on_this_thread(on);
+    }
+    fn shape(&self) -> String {
+        let Ok(mut files) = self.db.live_files() else {
+            return String::new();
+        };
+        files.sort_by(|a, b| (a.level, &a.start_key).cmp(&(b.level, &b.start_key)));
+        let mut out = Vec::new();
+        for level in 0..7 {
+            let l: Vec<_> = files.iter().filter(|f| f.level == level).collect();
+            if l.is_empty() {
+                continue;
+            }
+            let frac = |k: &Option<Vec<u8>>| key_fraction(k.as_deref().unwrap_or_default());
+            let span: f64 = l
+                .iter()
+                .map(|f| frac(&f.end_key) - frac(&f.start_key))
+                .sum();
+            let extent = frac(&l[l.len() - 1].end_key) - frac(&l[0].start_key);
+            let bytes: usize = l.iter().map(|f| f.size).sum();
+            out.push(format!(
+                "L{level} {}t {:.2}MB span {:.2} extent {:.2} [{:.2},{:.2}]",
+                l.len(),
+                bytes as f64 / 1048576.0,
+                span,
+                extent,
+                frac(&l[0].start_key),
+                frac(&l[l.len() - 1].end_key)
+            ));
+        }
+        out.join(" | ")
     }
 }
 

@@ -30,6 +30,17 @@ pub struct Sizes {
     pub crawler_urls: u64,
     /// Fraction of crawler URLs that repeat an earlier one.
     pub crawler_repeat_fraction: f64,
+    /// Puts per second `fill` is held to, the same for every engine (0: as
+    /// fast as the engine takes them). An engine whose compactions fall
+    /// behind an unpaced load ends it with levels over budget, which the
+    /// settle clears: its tree, write amplification and runs probed then
+    /// depend on how far behind it fell, not on its rules.
+    #[serde(default)]
+    pub fill_rate: u64,
+    /// Every this many puts of `fill`, and after the load and the settle,
+    /// print each engine's tree to stderr (`Engine::shape`); 0: never.
+    #[serde(default)]
+    pub shape_every: u64,
 }
 
 impl Sizes {
@@ -154,14 +165,31 @@ pub fn fill(engine: &dyn Engine, s: &Sizes) -> Result<Measurement> {
     let progress = Progress::new(format!("{} fill", engine.name()), s.keys);
     let phase = Phase::start(engine);
     let mut hist = histogram()?;
+    let (pace, shape_every) = (s.fill_rate, s.shape_every);
+    let started = std::time::Instant::now();
     for i in 0..s.keys {
+        if pace > 0 && i % 256 == 0 {
+            let due = std::time::Duration::from_secs_f64(i as f64 / pace as f64);
+            if let Some(wait) = due.checked_sub(started.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
         let (k, v) = (present_key(i, s.key_bytes), value(i, s.value_bytes));
         timed(&mut hist, || engine.put(&k, &v))?;
         if i % 4096 == 4095 {
             progress.inc(4096);
         }
+        if shape_every > 0 && (i + 1) % shape_every == 0 {
+            eprintln!("shape {} {}: {}", engine.name(), i + 1, engine.shape());
+        }
+    }
+    if shape_every > 0 {
+        eprintln!("shape {} loaded: {}", engine.name(), engine.shape());
     }
     engine.settle()?;
+    if shape_every > 0 {
+        eprintln!("shape {} settled: {}", engine.name(), engine.shape());
+    }
     progress.finish();
     Ok(phase.finish(engine, "fill", 1, &hist, 0))
 }

@@ -143,7 +143,7 @@ pub(crate) fn merge_by_hand(
         .install(VersionEdit {
             added: &outputs,
             removed: inputs,
-            flushed: None,
+            flushed: &[],
         })
         .unwrap();
     drop(claim);

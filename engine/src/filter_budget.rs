@@ -103,7 +103,8 @@ fn shares_and_filters<'a>(
 }
 
 /// Tables about to be written: their level and an upper bound on their
-/// distinct keys (a memtable's entries, a compaction's input keys), and
+/// distinct keys (a flush's memtables' distinct keys, the replayed
+/// memtable's entries, a compaction's input keys), and
 /// the live tables the same edit removes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PlannedWrite<'a> {

@@ -1,28 +1,49 @@
-//! Flushing frozen memtables to L0 tables, oldest first.
+//! Flushing frozen memtables to L0 tables: every frozen memtable waiting
+//! when a flush starts goes into one table (RocksDB's flush job, which
+//! picks every memtable ready to flush and writes one L0 file).
+//!
+//! A flush that falls behind the writes then makes one L0 table, not one
+//! per memtable: an absent get probes one run, not several; L0 reaches its
+//! compaction trigger with more bytes, so each L0 compaction moves more
+//! down for the base level it rewrites; and one manifest install retires
+//! them all. The versions written are the same either way (every version
+//! of every memtable is kept, as separate tables would keep them), and the
+//! table sits where its memtables' tables would have: newer than every L0
+//! table, older than every memtable left.
+
+use std::sync::Arc;
 
 use crate::counters::Counters;
 use crate::error::Result;
 use crate::filter_budget::PlannedWrite;
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
+use crate::memtable::MemTable;
 use crate::table_files::OutputCuts;
 
 impl DbInner {
-    /// Writes every frozen memtable to an L0 table, oldest first, each
-    /// installed with its memtable retired in the same swap. Stops with
-    /// `WritesStopped` once writes are stopped.
+    /// Writes the frozen memtables to L0, each time all of those waiting
+    /// into one table, installed with those memtables retired in the same
+    /// swap, until none is left. Stops with `WritesStopped` once writes are
+    /// stopped.
     pub(crate) fn flush_all_immutable(&self) -> Result<()> {
         let _flush = self.flush_lock.lock();
         loop {
             self.check_writable()?;
             let sv = self.current.load_full();
-            let Some(oldest) = sv.imm.last().cloned() else {
+            // Newest first; a rotation meanwhile only adds newer ones,
+            // which the next turn of the loop takes.
+            let frozen: Vec<Arc<MemTable>> = sv.imm.clone();
+            if frozen.is_empty() {
                 return Ok(());
-            };
-            // Entries bound the table's distinct keys from above.
+            }
+            let mems: Vec<&MemTable> = frozen.iter().map(|m| m.as_ref()).collect();
+            // The table's distinct keys, counted in memory: the memtables'
+            // entries would count a key overwritten in several of them once
+            // per memtable, and plan the filter for a larger run than it is.
             let (plan, claim) = self.plan_filters(PlannedWrite {
                 level: 0,
-                keys: oldest.len() as u64,
+                keys: MemTable::merged_distinct_keys(&mems),
                 removed: &[],
             });
             let tables = self.tables.write(
@@ -30,11 +51,11 @@ impl DbInner {
                 OutputCuts::one_table(),
                 &plan,
                 &self.counters,
-                &mut |out| oldest.write_to(out),
+                &mut |out| MemTable::write_merged_to(&mems, out),
             )?;
             self.install(VersionEdit {
                 added: &tables,
-                flushed: Some(&oldest),
+                flushed: &frozen,
                 ..VersionEdit::default()
             })?;
             drop(claim);

@@ -18,9 +18,9 @@ pub(crate) struct VersionEdit<'a> {
     pub(crate) added: &'a [Arc<TableHandle>],
     /// Tables they replace; deleted once no reader holds them.
     pub(crate) removed: &'a [Arc<TableHandle>],
-    /// The frozen memtable whose contents `added` now holds: it leaves the
-    /// view in the same swap, and its WAL is deleted.
-    pub(crate) flushed: Option<&'a Arc<MemTable>>,
+    /// The frozen memtables whose contents `added` now holds: they leave
+    /// the view in the same swap, and their WALs are deleted.
+    pub(crate) flushed: &'a [Arc<MemTable>],
 }
 
 impl DbInner {
@@ -47,7 +47,7 @@ impl DbInner {
             .version
             .edited(edit.added, &leaving)
             .map_err(|e| Error::Internal(e.to_string()))?;
-        let flushed = |m: &Arc<MemTable>| edit.flushed.is_some_and(|f| Arc::ptr_eq(f, m));
+        let flushed = |m: &Arc<MemTable>| edit.flushed.iter().any(|f| Arc::ptr_eq(f, m));
         // WALs below the oldest memtable still in memory are fully in tables.
         // A rotation meanwhile only adds newer memtables, so this minimum
         // can only be older than the true one: never a WAL too few.
@@ -91,7 +91,7 @@ impl DbInner {
         for t in edit.removed {
             t.mark_obsolete();
         }
-        if let Some(mem) = edit.flushed {
+        for mem in edit.flushed {
             // The manifest no longer needs it; a failure leaves an orphan
             // that the next open removes.
             let _ = self.fs.remove(&names::wal(&self.dir, mem.wal_number));

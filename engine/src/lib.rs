@@ -42,6 +42,8 @@ mod filter_budget;
 #[cfg(test)]
 mod filter_memory_tests;
 mod flush;
+#[cfg(test)]
+mod flush_tests;
 pub mod fs;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -11,7 +11,7 @@ use bloomlsm_sstable::{Entry, EntryKind};
 use crate::answer::Answer;
 use crate::cursor::EntrySink;
 use crate::error::Result;
-use crate::skiplist::SkipList;
+use crate::skiplist::{EntryRef, SkipList};
 
 /// One memtable and the WAL that backs it.
 #[derive(Debug)]
@@ -69,6 +69,38 @@ impl MemTable {
         Ok(())
     }
 
+    /// Gives every version of all of `mems` to `out`, in table order (user
+    /// key ascending, then sequence descending), without copying: what one
+    /// flush of several frozen memtables writes into one table. Their
+    /// sequence numbers are distinct, so the order is total and no version
+    /// is dropped (each one that two L0 tables would have held is kept).
+    pub(crate) fn write_merged_to(mems: &[&MemTable], out: &mut dyn EntrySink) -> Result<()> {
+        if let [only] = mems {
+            return only.write_to(out);
+        }
+        for_each_merged(mems, |e| out.add(e.user_key, e.seq, e.kind, e.value))
+    }
+
+    /// The distinct user keys of all of `mems` together: what the table
+    /// `write_merged_to` writes builds its filter from. Their entries
+    /// count a key once per version, and memtables that overwrite the same
+    /// keys (a hot set, frozen while the flush fell behind) would plan the
+    /// table's filter for a run several times its size: fewer bits per
+    /// key than its true run gets (Monkey prices a larger run lower).
+    pub(crate) fn merged_distinct_keys(mems: &[&MemTable]) -> u64 {
+        let mut keys = 0u64;
+        let mut last: Option<&[u8]> = None;
+        let counted: Result<()> = for_each_merged(mems, |e| {
+            if last != Some(e.user_key) {
+                keys += 1;
+                last = Some(e.user_key);
+            }
+            Ok(())
+        });
+        debug_assert!(counted.is_ok(), "counting never fails");
+        keys
+    }
+
     /// Versions with user key in `[start, end)` (`end` `None`: unbounded), in
     /// table order, copied out.
     #[cfg(test)]
@@ -97,6 +129,34 @@ impl MemTable {
                 value: e.value.to_vec(),
             })
             .collect()
+    }
+}
+
+/// Calls `f` with every version of all of `mems`, in table order, each
+/// borrowed from its memtable's arena.
+fn for_each_merged<'a>(
+    mems: &[&'a MemTable],
+    mut f: impl FnMut(EntryRef<'a>) -> Result<()>,
+) -> Result<()> {
+    let mut lists: Vec<_> = mems.iter().map(|m| m.list.iter()).collect();
+    let mut heads: Vec<_> = lists.iter_mut().map(Iterator::next).collect();
+    loop {
+        // The next version in table order among the lists' heads (a
+        // handful of frozen memtables: a linear scan is enough).
+        let next = (0..heads.len())
+            .filter_map(|i| {
+                let e = heads[i].as_ref()?;
+                Some(((e.user_key, std::cmp::Reverse(e.seq)), i))
+            })
+            .min()
+            .map(|(_, i)| i);
+        let Some(i) = next else {
+            return Ok(());
+        };
+        if let Some(e) = heads[i].take() {
+            f(e)?;
+        }
+        heads[i] = lists[i].next();
     }
 }
 

@@ -137,7 +137,7 @@ impl DbInner {
             VersionEdit {
                 added: &added,
                 removed: &copied,
-                flushed: None,
+                flushed: &[],
             },
             &appended_to,
         )?;

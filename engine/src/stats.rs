@@ -133,7 +133,8 @@ pub struct Stats {
     pub total: LevelStats,
     /// data blocks read from files / gets.
     pub data_blocks_read_per_get: f64,
-    /// Memtable flushes.
+    /// Flushes: L0 tables written from frozen memtables (one per flush,
+    /// however many memtables it merged), the replay at open included.
     pub flushes: u64,
     /// Compactions run (merges that read and wrote tables).
     pub compactions: u64,

@@ -176,9 +176,9 @@ impl Version {
     }
 
     /// Puts each level in its search order. L0 tables hold disjoint
-    /// sequence ranges (one memtable each), so newest first is largest
-    /// sequence first; the file number says nothing, since a filter
-    /// rebuild written as a copy gets a new, higher one.
+    /// sequence ranges (each the memtables of one flush), so newest first
+    /// is largest sequence first; the file number says nothing, since a
+    /// filter rebuild written as a copy gets a new, higher one.
     pub(crate) fn sort(&mut self) {
         for (level, tables) in self.levels.iter_mut().enumerate() {
             if level == 0 {

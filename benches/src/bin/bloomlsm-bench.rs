@@ -58,6 +58,17 @@ struct Args {
     /// engine's own default, bloomlsm 12, RocksDB 36).
     #[arg(long, default_value_t = 0)]
     l0_stop_trigger: usize,
+    /// Puts per second `fill` is held to on every engine (0: unpaced). At a
+    /// rate both engines' compactions keep up with, their trees are
+    /// compared at the same shape; unpaced, an engine that falls behind
+    /// ends the load with levels over budget and the settle clears them.
+    #[arg(long, default_value_t = 0)]
+    fill_rate: u64,
+    /// Print each engine's tree to stderr every this many puts of `fill`,
+    /// and after the load and the settle (RocksDB's also with the share of
+    /// the key space each level's tables span); 0: never.
+    #[arg(long, default_value_t = 0)]
+    shape_every: u64,
     /// With --deep: the engines to run instead of the preset's six.
     #[arg(long, value_delimiter = ',')]
     deep_engines: Vec<String>,
@@ -163,6 +174,8 @@ fn main() -> Result<()> {
             scan_length: 50,
             crawler_urls: crawler,
             crawler_repeat_fraction: 0.3,
+            fill_rate: a.fill_rate,
+            shape_every: a.shape_every,
         },
         mirror: Mirror {
             bits_per_key: a.bits_per_key,

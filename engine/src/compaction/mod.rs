@@ -152,7 +152,7 @@ impl DbInner {
         self.install(VersionEdit {
             added: &outputs,
             removed: &inputs,
-            flushed: None,
+            flushed: &[],
         })?;
         drop(claim);
         Counters::add(&self.counters.compactions, 1);

@@ -59,7 +59,7 @@ pub(crate) struct OutputCuts {
 }
 
 impl OutputCuts {
-    /// One table, however large (flushes: an L0 table is one memtable).
+    /// One table, however large (flushes: an L0 table holds the memtables of one flush).
     pub(crate) fn one_table() -> Self {
         Self::new(u64::MAX, Vec::new())
     }
