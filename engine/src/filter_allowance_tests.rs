@@ -358,33 +358,48 @@ fn a_large_write_with_no_budget_stays_within_the_bound() {
 #[test]
 fn a_write_whose_removed_tables_left_more_than_its_share_unused_stays_within_the_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    let db = narrow_ribbon_reopened_as_standard(dir.path(), 40_000);
+    merge_narrow_into_l3_within_the_bound(&db);
+}
+
+/// 40 narrow Ribbon tables at 6 bits per key in L2 (keys "k"), the store
+/// reopened as Standard (its sequence past `sequence`), and a deep L3
+/// table (keys "d") over its share by what the narrow tables leave
+/// unused: the tree at uniform, no headroom.
+fn narrow_ribbon_reopened_as_standard(dir: &std::path::Path, sequence: u64) -> Db {
+    let db = Db::open(dir, options(FilterKind::Ribbon)).unwrap();
     for _ in 0..1_000 {
         db.put(b"zz", b"v").unwrap();
     }
     db.flush().unwrap();
-    let narrow: Vec<_> = (0..800).map(|i| key("k", i)).collect();
-    for (j, chunk) in narrow.chunks(20).enumerate() {
+    for (j, chunk) in narrow_keys().chunks(20).enumerate() {
         place(&db, 2, chunk, 1 + 20 * j as u64, 6.0);
     }
     db.close().unwrap();
 
-    let db = Db::open(dir.path(), options(FilterKind::Standard)).unwrap();
-    advance_sequence(&db, 40_000);
+    let db = Db::open(dir, options(FilterKind::Standard)).unwrap();
+    advance_sequence(&db, sequence);
     let (filters, uniform) = memory(&db);
-    // The deepest level over its share by what the narrow tables leave
-    // unused: the tree at uniform, no headroom.
     let over = (uniform - filters) as f64 * 8.0 / 20_000.0;
     let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
     place(&db, 3, &deep, 20_000, BITS + over - 0.01);
     let (filters, uniform) = memory(&db);
     assert!(filters <= uniform, "{filters} > {uniform} before the write");
+    db
+}
 
+fn narrow_keys() -> Vec<Vec<u8>> {
+    (0..800).map(|i| key("k", i)).collect()
+}
+
+/// Merges the 40 narrow L2 tables of [`narrow_ribbon_reopened_as_standard`]
+/// into L3 as a compaction does, and checks the tree within 1.02 x uniform.
+fn merge_narrow_into_l3_within_the_bound(db: &Db) {
     let inputs: Vec<_> = db.inner.current.load().version.levels[2].clone();
     assert_eq!(inputs.len(), 40);
-    let entries: Vec<_> = (1..).zip(narrow).map(|(seq, k)| (k, seq)).collect();
-    let (_, plan) = merge_by_hand(&db, 3, OutputCuts::one_table(), &inputs, &entries);
-    let (filters, uniform) = memory(&db);
+    let entries: Vec<_> = (1..).zip(narrow_keys()).map(|(seq, k)| (k, seq)).collect();
+    let (_, plan) = merge_by_hand(db, 3, OutputCuts::one_table(), &inputs, &entries);
+    let (filters, uniform) = memory(db);
     assert!(
         filters as f64 <= uniform as f64 * 1.02,
         "filters take {filters} bytes, uniform's {uniform} ({:.4} x) at plan {plan:?}",
@@ -408,25 +423,7 @@ fn a_flush_planned_between_a_compactions_lowerings_and_its_plan_stays_within_the
     use bloomlsm_sstable::EntryKind;
 
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
-    for _ in 0..1_000 {
-        db.put(b"zz", b"v").unwrap();
-    }
-    db.flush().unwrap();
-    let narrow: Vec<_> = (0..800).map(|i| key("k", i)).collect();
-    for (j, chunk) in narrow.chunks(20).enumerate() {
-        place(&db, 2, chunk, 1 + 20 * j as u64, 6.0);
-    }
-    db.close().unwrap();
-
-    let db = Arc::new(Db::open(dir.path(), options(FilterKind::Standard)).unwrap());
-    advance_sequence(&db, 60_000);
-    let (filters, uniform) = memory(&db);
-    let over = (uniform - filters) as f64 * 8.0 / 20_000.0;
-    let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
-    place(&db, 3, &deep, 20_000, BITS + over - 0.01);
-    let (filters, uniform) = memory(&db);
-    assert!(filters <= uniform, "{filters} > {uniform} before the write");
+    let db = Arc::new(narrow_ribbon_reopened_as_standard(dir.path(), 60_000));
 
     // The flush, as `flush_all_immutable` plans, writes and installs it.
     let flushed = Arc::new(AtomicBool::new(false));
@@ -472,18 +469,9 @@ fn a_flush_planned_between_a_compactions_lowerings_and_its_plan_stays_within_the
     };
     db.inner.lowered_pause.set(Some(hook));
 
-    let inputs: Vec<_> = db.inner.current.load().version.levels[2].clone();
-    assert_eq!(inputs.len(), 40);
-    let entries: Vec<_> = (1..).zip(narrow).map(|(seq, k)| (k, seq)).collect();
-    let (_, plan) = merge_by_hand(&db, 3, OutputCuts::one_table(), &inputs, &entries);
+    merge_narrow_into_l3_within_the_bound(&db);
     db.inner.lowered_pause.set(None);
     assert!(flushed.load(Ordering::Acquire), "the flush never ran");
-    let (filters, uniform) = memory(&db);
-    assert!(
-        filters as f64 <= uniform as f64 * 1.02,
-        "filters take {filters} bytes, uniform's {uniform} ({:.4} x) at plan {plan:?}",
-        filters as f64 / uniform as f64
-    );
     let missing = db
         .inner
         .current

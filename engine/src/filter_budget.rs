@@ -436,6 +436,22 @@ impl<'a> Rebalancing<'a> {
         })
     }
 
+    /// The live tables with keys, other than those of `spare`, each with
+    /// its target.
+    fn candidates<'s>(
+        &'s self,
+        spare: &'s [Arc<TableHandle>],
+    ) -> impl Iterator<Item = &'s (Arc<TableHandle>, f64)> {
+        self.targets.iter().filter(move |(t, _)| {
+            table_keys(t) > 0 && !spare.iter().any(|s| s.meta.number == t.meta.number)
+        })
+    }
+
+    /// The kind of `t`'s filter; the store's for a table without one.
+    fn own_kind(&self, t: &TableHandle) -> FilterKind {
+        t.table.filter().map_or(self.kind, |f| f.kind())
+    }
+
     /// Bytes a filter of `kind` at `bits` per key takes for `t`'s keys.
     fn bytes_at(&self, kind: FilterKind, t: &TableHandle, bits: f64) -> u64 {
         uniform_bytes(kind, table_keys(t), bits)
@@ -495,14 +511,10 @@ impl<'a> Rebalancing<'a> {
     /// it would never be lowered).
     fn lowering(&self, over: f64, spare: &[Arc<TableHandle>]) -> Option<Rebuild> {
         let free_bytes = (self.free_bits / 8.0).max(0.0);
-        self.targets
-            .iter()
-            .filter(|(t, _)| {
-                table_keys(t) > 0 && !spare.iter().any(|s| s.meta.number == t.meta.number)
-            })
+        self.candidates(spare)
             .filter_map(|(t, target)| {
                 let filter = table_filter_bytes(t);
-                let own = t.table.filter().map_or(self.kind, |f| f.kind());
+                let own = self.own_kind(t);
                 let moved = (filter > self.bytes_at(self.kind, t, target + over))
                     .then(|| self.plan(t, *target, self.kind))
                     .filter(|r| r.plan.claim_bytes as f64 <= free_bytes);
@@ -536,15 +548,11 @@ impl<'a> Rebalancing<'a> {
         if need <= 0.0 {
             return None;
         }
-        self.targets
-            .iter()
-            .filter(|(t, _)| {
-                table_keys(t) > 0 && !spare.iter().any(|s| s.meta.number == t.meta.number)
-            })
+        self.candidates(spare)
             .filter_map(|(t, _)| {
                 let keys = table_keys(t);
                 let filter = table_filter_bytes(t);
-                let own = t.table.filter().map_or(self.kind, |f| f.kind());
+                let own = self.own_kind(t);
                 let share = table_uniform_bytes(self.kind, t, self.bits_per_key);
                 if filter <= share {
                     return None;

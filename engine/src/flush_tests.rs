@@ -48,26 +48,9 @@ fn a_flush_writes_every_frozen_memtable_waiting_into_one_l0_table() {
     // even keys, the next overwrites some and deletes others and adds odd
     // keys, the newest overwrites again.
     let held = db.inner.flush_lock.lock();
-    for i in (0..600).step_by(2) {
-        db.put(&key(i), b"first").unwrap();
-    }
-    freeze(&db);
+    freeze_first(&db);
     let before_second = db.snapshot();
-    for i in (0..600u32).step_by(3) {
-        if i.is_multiple_of(2) {
-            db.put(&key(i), b"second").unwrap();
-        } else {
-            db.delete(&key(i)).unwrap();
-        }
-    }
-    for i in (1..600).step_by(4) {
-        db.put(&key(i), b"odd").unwrap();
-    }
-    freeze(&db);
-    for i in (0..600).step_by(5) {
-        db.put(&key(i), b"third").unwrap();
-    }
-    freeze(&db);
+    freeze_second_and_third(&db);
     assert_eq!(db.inner.current.load().imm.len(), 3);
     assert_eq!(wal_files(dir.path()), 4);
 
@@ -134,10 +117,21 @@ fn a_flush_writes_every_frozen_memtable_waiting_into_one_l0_table() {
 /// The three memtables of the test above, each frozen (no flush runs:
 /// the caller holds the flush lock or the flush thread is held back).
 fn freeze_three(db: &Db) {
+    freeze_first(db);
+    freeze_second_and_third(db);
+}
+
+/// The first of [`freeze_three`]'s memtables: even keys.
+fn freeze_first(db: &Db) {
     for i in (0..600).step_by(2) {
         db.put(&key(i), b"first").unwrap();
     }
     freeze(db);
+}
+
+/// The second and third of [`freeze_three`]'s memtables: overwrites and
+/// deletes, odd keys, overwrites again.
+fn freeze_second_and_third(db: &Db) {
     for i in (0..600u32).step_by(3) {
         if i.is_multiple_of(2) {
             db.put(&key(i), b"second").unwrap();
