@@ -41,11 +41,12 @@ fn memory(db: &Db) -> (u64, u64) {
         })
 }
 
-/// A tree whose deepest level gets fewer bits than uniform from the
-/// optimum (an L0 run and a large L3), and a 600-key L1 table compacted
-/// into L3 in tables of about 20 keys, as a store with a small
-/// (level, keys, bits per key recorded, filter bytes) of every live table.
-fn live_filters(levels: &[Vec<Arc<TableHandle>>]) -> Vec<(usize, u64, f64, u64)> {
+/// A live table: (level, keys, bits per key recorded, filter bytes).
+type LiveFilter = (usize, u64, f64, u64);
+
+/// Every live table, as a [`LiveFilter`].
+
+fn live_filters(levels: &[Vec<Arc<TableHandle>>]) -> Vec<LiveFilter> {
     levels
         .iter()
         .flatten()
@@ -60,6 +61,9 @@ fn live_filters(levels: &[Vec<Arc<TableHandle>>]) -> Vec<(usize, u64, f64, u64)>
         .collect()
 }
 
+/// A tree whose deepest level gets fewer bits than uniform from the
+/// optimum (an L0 run and a large L3), and a 600-key L1 table compacted
+/// into L3 in tables of about 20 keys, as a store with a small
 /// `target_file_bytes` cuts them. Returns the outputs and the plan.
 fn narrow_compaction_into_the_deepest_level(
     db: &Db,
@@ -164,9 +168,7 @@ fn narrow_tables_below_uniform_keep_their_filters_in_every_kind() {
 /// (`tables_without_usable_filter` counts damaged filters only: a filter
 /// the allowance dropped does not show there.) Returns each kind's live
 /// tables (`live_filters`).
-fn overwrites_keep_their_filter(
-    written_by_replay: bool,
-) -> Vec<(FilterKind, Vec<(usize, u64, f64, u64)>)> {
+fn overwrites_keep_their_filter(written_by_replay: bool) -> Vec<(FilterKind, Vec<LiveFilter>)> {
     let mut failures = Vec::new();
     let mut trees = Vec::new();
     for kind in [
