@@ -45,7 +45,6 @@ fn memory(db: &Db) -> (u64, u64) {
 type LiveFilter = (usize, u64, f64, u64);
 
 /// Every live table, as a [`LiveFilter`].
-
 fn live_filters(levels: &[Vec<Arc<TableHandle>>]) -> Vec<LiveFilter> {
     levels
         .iter()
