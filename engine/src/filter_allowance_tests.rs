@@ -41,11 +41,11 @@ fn memory(db: &Db) -> (u64, u64) {
         })
 }
 
-/// A tree whose deepest level gets fewer bits than uniform from the
-/// optimum (an L0 run and a large L3), and a 600-key L1 table compacted
-/// into L3 in tables of about 20 keys, as a store with a small
-/// (level, keys, bits per key recorded, filter bytes) of every live table.
-fn live_filters(levels: &[Vec<Arc<TableHandle>>]) -> Vec<(usize, u64, f64, u64)> {
+/// A live table: (level, keys, bits per key recorded, filter bytes).
+type LiveFilter = (usize, u64, f64, u64);
+
+/// Every live table, as a [`LiveFilter`].
+fn live_filters(levels: &[Vec<Arc<TableHandle>>]) -> Vec<LiveFilter> {
     levels
         .iter()
         .flatten()
@@ -60,6 +60,9 @@ fn live_filters(levels: &[Vec<Arc<TableHandle>>]) -> Vec<(usize, u64, f64, u64)>
         .collect()
 }
 
+/// A tree whose deepest level gets fewer bits than uniform from the
+/// optimum (an L0 run and a large L3), and a 600-key L1 table compacted
+/// into L3 in tables of about 20 keys, as a store with a small
 /// `target_file_bytes` cuts them. Returns the outputs and the plan.
 fn narrow_compaction_into_the_deepest_level(
     db: &Db,
@@ -153,32 +156,31 @@ fn narrow_tables_below_uniform_keep_their_filters_in_every_kind() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// A flush of a memtable full of overwrites: its key estimate (the
-/// memtable's entries) is the tree's largest run by far, so the optimum
-/// gives it fewer bits than uniform and the allowance a negative excess
-/// per key, but the table holds a few distinct keys whose uniform share is
-/// already the smallest filter (512 bits; one block): the allowance is
-/// under it, no filter fits, and a fresh L0 table, the run every get
-/// probes first, is written without one. (`tables_without_usable_filter`
-/// counts damaged filters only: a filter the allowance dropped does not
-/// show there.)
-#[test]
-fn a_flush_of_overwrites_keeps_its_filter() {
+/// A memtable full of overwrites written to L0, by a flush or by the
+/// replay of its WAL at open: counted by its entries, it would be the
+/// tree's largest run by far, so the optimum would give it fewer bits than
+/// uniform and the allowance a negative excess per key, but the table holds
+/// a few distinct keys whose uniform share is already the smallest filter
+/// (512 bits; one block): the allowance would be under it, no filter would
+/// fit, and a fresh L0 table, the run every get probes first, would be
+/// written without one. Both plan for the distinct keys.
+/// (`tables_without_usable_filter` counts damaged filters only: a filter
+/// the allowance dropped does not show there.) Returns each kind's live
+/// tables (`live_filters`).
+fn overwrites_keep_their_filter(written_by_replay: bool) -> Vec<(FilterKind, Vec<LiveFilter>)> {
     let mut failures = Vec::new();
+    let mut trees = Vec::new();
     for kind in [
         FilterKind::Standard,
         FilterKind::Blocked,
         FilterKind::Ribbon,
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(
-            dir.path(),
-            Options {
-                memtable_bytes: 64 << 20,
-                ..options(kind)
-            },
-        )
-        .unwrap();
+        let opts = Options {
+            memtable_bytes: 64 << 20,
+            ..options(kind)
+        };
+        let mut db = Db::open(dir.path(), opts.clone()).unwrap();
         for i in 0..500 {
             db.put(&key("a", i), b"v").unwrap();
         }
@@ -188,12 +190,17 @@ fn a_flush_of_overwrites_keeps_its_filter() {
                 db.put(&key("o", i), &round.to_le_bytes()).unwrap();
             }
         }
-        db.flush().unwrap();
+        if written_by_replay {
+            drop(db);
+            db = Db::open(dir.path(), opts).unwrap();
+        } else {
+            db.flush().unwrap();
+        }
         assert_eq!(db.stats().total.tables_without_usable_filter, 0);
         let tables = live_filters(&db.inner.current.load().version.levels);
-        if tables.iter().any(|t| t.3 == 0) {
+        if tables.len() != 2 || tables.iter().any(|t| t.3 == 0) {
             failures.push(format!(
-                "{kind:?}: a table without a filter: (level, keys, bits, filter bytes) {tables:?}"
+                "{kind:?}: not two tables with filters: (level, keys, bits, filter bytes) {tables:?}"
             ));
         }
         for i in 0..10 {
@@ -204,8 +211,25 @@ fn a_flush_of_overwrites_keeps_its_filter() {
         }
         let (filters, uniform) = memory(&db);
         assert!(filters <= uniform + 64, "{kind:?}: {filters} > {uniform}");
+        trees.push((kind, tables));
     }
     assert!(failures.is_empty(), "{failures:#?}");
+    trees
+}
+
+#[test]
+fn a_flush_of_overwrites_keeps_its_filter() {
+    overwrites_keep_their_filter(false);
+}
+
+/// The replay plans the table as the flush of the same memtable would:
+/// for its 10 distinct keys, which the optimum gives about 18 bits per key
+/// as the smallest run, not for its 20,000 entries (about 9.8).
+#[test]
+fn a_replay_of_overwrites_plans_as_a_flush_does() {
+    let flushed = overwrites_keep_their_filter(false);
+    let replayed = overwrites_keep_their_filter(true);
+    assert_eq!(replayed, flushed);
 }
 
 /// A store reopened from Ribbon to Standard compacts two narrow Ribbon

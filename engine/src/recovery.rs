@@ -315,9 +315,11 @@ fn recover_into(
     let counters = Counters::new(num_levels);
     let mut replay_tables = Vec::new();
     if !replayed.is_empty() {
+        // Planned as a flush of the same memtable is: for its distinct
+        // keys, which overwrites leave far fewer than its entries.
         let write = PlannedWrite {
             level: 0,
-            keys: replayed.len() as u64,
+            keys: MemTable::merged_distinct_keys(&[&replayed]),
             removed: &[],
         };
         let plan = plan_write(
