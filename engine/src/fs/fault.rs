@@ -340,6 +340,16 @@ impl FaultFs {
         self.state.lock().ops
     }
 
+    /// Renames a power loss now would keep or undo (none made durable
+    /// yet), so a test can try it again under another [`RenameFate`].
+    pub fn pending_renames(&self) -> usize {
+        let s = self.state.lock();
+        s.pending
+            .iter()
+            .filter(|p| matches!(p, Pending::Rename { .. }))
+            .count()
+    }
+
     /// Faults injected so far.
     pub fn faults_injected(&self) -> u64 {
         self.state.lock().faults_injected

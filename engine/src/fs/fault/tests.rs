@@ -384,3 +384,17 @@ fn the_default_rename_fate_is_seeded() {
         RenameFate::Seeded(0)
     );
 }
+
+#[test]
+fn a_directory_fsync_makes_the_rename_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    fs.set_rename_fate(RenameFate::Undone);
+    let (tmp, manifest) = manifest_switch(&fs, dir.path(), b"", true);
+    assert_eq!(fs.pending_renames(), 1);
+    fs.sync_dir(dir.path()).unwrap();
+    assert_eq!(fs.pending_renames(), 0);
+    fs.simulate_power_loss().unwrap();
+    assert_eq!(fs::read(&manifest).unwrap(), b"new");
+    assert!(!tmp.exists());
+}
