@@ -178,11 +178,11 @@ fn table_files(dir: &std::path::Path) -> usize {
 /// A power loss at every file-system operation of a merged flush (the
 /// table, the manifest, the three WALs' removals) and of the synced writes
 /// after it: every acknowledged write is back, no orphan table or WAL is
-/// left, and unlinks the power loss undoes (a seeded subset) change no
-/// answer.
+/// left, and neither the unlinks the power loss undoes (a seeded subset)
+/// nor a manifest rename it keeps or undoes changes an answer.
 #[test]
 fn a_power_loss_anywhere_in_a_merged_flush_loses_no_acknowledged_write() {
-    use crate::fs::fault::{FaultFs, Revival};
+    use crate::fs::fault::{FaultFs, RenameFate, Revival};
     use std::sync::Arc;
     let synced = || Options {
         sync: crate::SyncMode::Always,
@@ -214,36 +214,42 @@ fn a_power_loss_anywhere_in_a_merged_flush_loses_no_acknowledged_write() {
     let fs = FaultFs::new();
     let (start, end, acked) = run(dir.path(), &fs, None);
     assert_eq!(acked, 20);
+    // A crash at the directory fsync after the manifest's rename is tried
+    // with the rename undone and kept.
     for crash in 0..end - start {
-        let dir = tempfile::tempdir().unwrap();
-        let fs = FaultFs::new();
-        fs.set_revival(Revival::Seeded(crash));
-        let (_, _, acked) = run(dir.path(), &fs, Some(crash));
-        fs.simulate_power_loss().unwrap();
-        let db = Db::open(dir.path(), options())
-            .unwrap_or_else(|e| panic!("crash at +{crash}: reopen failed: {e}"));
-        for i in 0..600 {
-            assert_eq!(
-                db.get(&key(i)).unwrap().as_deref(),
-                after_three(i),
-                "crash at +{crash}: key {i}"
-            );
+        for fate in [RenameFate::Undone, RenameFate::Kept] {
+            let dir = tempfile::tempdir().unwrap();
+            let fs = FaultFs::new();
+            fs.set_revival(Revival::Seeded(crash));
+            fs.set_rename_fate(fate);
+            let (_, _, acked) = run(dir.path(), &fs, Some(crash));
+            let renamed = fs.pending_renames() > 0;
+            fs.simulate_power_loss().unwrap();
+            let what = format!("crash at +{crash}, rename {fate:?}");
+            let db = Db::open(dir.path(), options())
+                .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
+            for i in 0..600 {
+                assert_eq!(
+                    db.get(&key(i)).unwrap().as_deref(),
+                    after_three(i),
+                    "{what}: key {i}"
+                );
+            }
+            for i in 0..acked {
+                assert_eq!(
+                    db.get(&key(1000 + i)).unwrap().as_deref(),
+                    Some(&b"after"[..]),
+                    "{what}: acknowledged write {i} lost"
+                );
+            }
+            let live = db.stats().total.tables as usize;
+            db.close().unwrap();
+            assert_eq!(table_files(dir.path()), live, "{what}: orphan table");
+            assert_eq!(wal_files(dir.path()), 1, "{what}: WAL left");
+            if !renamed {
+                break;
+            }
         }
-        for i in 0..acked {
-            assert_eq!(
-                db.get(&key(1000 + i)).unwrap().as_deref(),
-                Some(&b"after"[..]),
-                "crash at +{crash}: acknowledged write {i} lost"
-            );
-        }
-        let live = db.stats().total.tables as usize;
-        db.close().unwrap();
-        assert_eq!(
-            table_files(dir.path()),
-            live,
-            "crash at +{crash}: orphan table"
-        );
-        assert_eq!(wal_files(dir.path()), 1, "crash at +{crash}: WAL left");
     }
 }
 

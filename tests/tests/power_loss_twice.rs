@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use bloomlsm::fs::fault::{FaultFs, Revival};
+use bloomlsm::fs::fault::{FaultFs, RenameFate, Revival};
 use bloomlsm::{Db, Options};
 use bloomlsm_tests::crash_workload::{self, Write, small_table_options};
 use bloomlsm_tests::{contents, history_write, scratch_dir, table_files};
@@ -90,6 +90,11 @@ fn a_power_loss_while_recovering_from_one_changes_no_answer() {
             let dir = copy_dir(crashed.path());
             let fs = FaultFs::new();
             fs.set_revival(Revival::Seeded(second));
+            // The open's manifest rename is about the same operation after
+            // every first crash: seeded by the first crash, a second crash
+            // at its directory fsync keeps it after some first crashes and
+            // undoes it after others.
+            fs.set_rename_fate(RenameFate::Seeded(first));
             fs.fail_from_op(second);
             let _ = Db::open_with_fs(dir.path(), options(), Arc::new(fs.clone()));
             fs.simulate_power_loss().unwrap();
@@ -111,5 +116,79 @@ fn a_power_loss_while_recovering_from_one_changes_no_answer() {
         "{} first crashes of {total_ops} operations, {second_crashes} second crashes in the open after them: \
          every store answers as a clean open of the first crash's leftovers",
         total_ops.div_ceil(STEP)
+    );
+}
+
+/// First crashes tried by the transient-fault test: every `TRANSIENT_STEP`-th
+/// operation of the run.
+const TRANSIENT_STEP: u64 = 25;
+
+/// A power loss, then an open that fails at one operation only (a
+/// transient fault: its clean-up after the failure reaches the disk, so
+/// after a failed directory fsync the manifest rename it followed stays
+/// pending behind the new WAL's unlink), then a second power loss that
+/// keeps or undoes that rename: the store answers exactly as a clean open
+/// of the first crash's leftovers.
+#[test]
+fn a_transient_fault_in_the_recovering_open_then_a_power_loss_changes_no_answer() {
+    let fs = FaultFs::new();
+    run_until_crash(scratch_dir().path(), &fs);
+    let total_ops = fs.ops();
+    let mut renames_pending = [0u32; 2];
+    for first in (0..total_ops).step_by(TRANSIENT_STEP as usize) {
+        let crashed = scratch_dir();
+        let fs = FaultFs::new();
+        fs.set_revival(Revival::Seeded(first));
+        fs.fail_from_op(first);
+        run_until_crash(crashed.path(), &fs);
+        fs.simulate_power_loss().unwrap();
+        let reference = answers(
+            copy_dir(crashed.path()).path(),
+            &format!("first crash at {first}"),
+        );
+        let probe = copy_dir(crashed.path());
+        let fs = FaultFs::new();
+        drop(Db::open_with_fs(probe.path(), options(), Arc::new(fs.clone())).unwrap());
+        let open_ops = fs.ops();
+        for fault in 0..open_ops {
+            for (i, fate) in [RenameFate::Undone, RenameFate::Kept]
+                .into_iter()
+                .enumerate()
+            {
+                let dir = copy_dir(crashed.path());
+                let fs = FaultFs::new();
+                fs.set_revival(Revival::Seeded(fault));
+                fs.set_rename_fate(fate);
+                fs.fail_only_op(fault);
+                drop(Db::open_with_fs(
+                    dir.path(),
+                    options(),
+                    Arc::new(fs.clone()),
+                ));
+                let renamed = fs.pending_renames() > 0;
+                fs.simulate_power_loss().unwrap();
+                let what = format!(
+                    "crash at {first}, then a fault at {fault} of the {open_ops} of the open, \
+                     rename {fate:?}"
+                );
+                assert!(
+                    answers(dir.path(), &what) == reference,
+                    "{what}: answers differ"
+                );
+                if !renamed {
+                    break;
+                }
+                renames_pending[i] += 1;
+            }
+        }
+    }
+    assert!(
+        renames_pending[1] > 0,
+        "no fault left the open's manifest rename pending"
+    );
+    println!(
+        "{} first crashes: {} faults left a manifest rename pending, each tried undone and kept",
+        total_ops.div_ceil(TRANSIENT_STEP),
+        renames_pending[0]
     );
 }

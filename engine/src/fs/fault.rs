@@ -1,12 +1,26 @@
 //! A fault-injecting file system for tests: it passes every call to the
 //! real file system while tracking what is durable, so a test can fail the
-//! N-th write or sync, return short reads, and simulate a power loss that
-//! drops everything never synced (file data past the last fsync, files
-//! whose directory entry was never synced, renames never made durable) and
-//! undoes unlinks never made durable: as on ext4 or xfs, a file removed
-//! without a later fsync of its directory may come back after a power cut,
-//! with the bytes it had synced. Which of those unlinks come back is a
-//! seeded choice ([`Revival`]), since a real crash may keep any subset.
+//! N-th write or sync, return short reads, and simulate a power loss.
+//!
+//! The power loss cuts every file back to the bytes it had fsynced. Its
+//! directory changes not yet made durable by a fsync of the directory
+//! (creates, renames, unlinks) may each be lost or kept, as on ext4 or
+//! xfs, whose journal commits a directory's changes in order:
+//! - a rename is kept or undone by a seeded choice ([`RenameFate`]). Kept,
+//!   its file holds only its synced bytes and the file it replaced is gone;
+//!   undone, the file is back under its old name and the replaced one is
+//!   back with its synced bytes;
+//! - an unlink is undone (the file back with its synced bytes) or kept by
+//!   another seeded choice ([`Revival`]), since a crash may keep any subset;
+//! - a file whose entry was never synced vanishes.
+//!
+//! Both choices follow the journal's order within a directory: a kept
+//! rename keeps every earlier change there (files created before it keep
+//! their entries, unlinks before it stay done), and an undone rename undoes
+//! every later one (unlinks after it come back, files created after it
+//! vanish). So within one directory the kept renames are a prefix of its
+//! pending renames. A rename across directories is ordered with the
+//! changes of the directory it renames into.
 
 use std::collections::HashMap;
 use std::fs;
@@ -25,6 +39,10 @@ struct FileState {
     synced_len: u64,
     /// The directory entry is durable.
     entry_synced: bool,
+    /// The operation that made the entry (its create or the rename to
+    /// it): a kept rename of a later operation in the same directory makes
+    /// an entry not yet synced durable.
+    entry_op: u64,
 }
 
 /// Which unlinks not yet made durable a power loss undoes.
@@ -59,6 +77,44 @@ impl Revival {
     }
 }
 
+/// Which renames not yet made durable a power loss keeps. Whatever the
+/// choice, within one directory the kept renames are the oldest ones: once
+/// one is undone, every later rename into that directory is undone too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenameFate {
+    /// Every one is undone.
+    Undone,
+    /// Every one is kept, as if the journal had committed just before
+    /// the power loss.
+    Kept,
+    /// Each is kept or undone by a coin flip drawn from the seed, the
+    /// number of the rename's operation and the number of operations at
+    /// the power loss (a flip independent of [`Revival`]'s), unless an
+    /// earlier rename into the same directory was undone.
+    Seeded(u64),
+}
+
+impl Default for RenameFate {
+    fn default() -> Self {
+        Self::Seeded(0)
+    }
+}
+
+impl RenameFate {
+    /// Whether the rename that was operation `op` is kept at a power loss
+    /// after `at` operations, no earlier rename into its directory undone.
+    fn keeps(self, op: u64, at: u64) -> bool {
+        match self {
+            Self::Undone => false,
+            Self::Kept => true,
+            Self::Seeded(seed) => mix(seed ^ mix(op ^ mix(at ^ RENAME_SALT))) & 1 == 1,
+        }
+    }
+}
+
+/// Makes a rename's coin independent of an unlink's at the same numbers.
+const RENAME_SALT: u64 = 0x5245_4e41_4d45_u64;
+
 /// The splitmix64 finalizer: a cheap, well-spread hash of a `u64`.
 fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -70,20 +126,23 @@ fn mix(mut z: u64) -> u64 {
 /// A change to a directory not yet made durable by a fsync of it.
 #[derive(Debug)]
 enum Pending {
-    /// `from` (its entry durable when `from_entry_synced`) was renamed to
-    /// `to`, which held `before` (if it existed).
+    /// `from` (tracked as `from_state`, unless it was durable as it was)
+    /// was renamed to `to` by operation `op`; `to` held `before` (its
+    /// bytes and how it was tracked), if it existed.
     Rename {
         to: PathBuf,
-        before: Option<Vec<u8>>,
+        before: Option<(Vec<u8>, Option<FileState>)>,
         from: PathBuf,
-        from_entry_synced: bool,
+        from_state: Option<FileState>,
+        op: u64,
     },
     /// `path` was unlinked by operation `op`; undone, it is back with
-    /// `bytes` (what of it was synced) and its entry as durable as it was.
+    /// `bytes` (what of it was synced) and its entry as durable as it was
+    /// (`entry`: synced, and the operation that made it).
     Unlink {
         path: PathBuf,
         bytes: Vec<u8>,
-        entry_synced: bool,
+        entry: (bool, u64),
         op: u64,
     },
 }
@@ -95,6 +154,60 @@ impl Pending {
             Self::Unlink { path, .. } => path,
         }
     }
+
+    fn op(&self) -> u64 {
+        match self {
+            Self::Rename { op, .. } | Self::Unlink { op, .. } => *op,
+        }
+    }
+}
+
+/// Where a power loss cuts each directory's journal of pending changes.
+#[derive(Debug, Default)]
+struct Cuts {
+    /// Per directory, the operation of its newest kept rename: every
+    /// change there up to it is durable.
+    kept_through: HashMap<PathBuf, u64>,
+    /// Per directory, the operation of its oldest undone rename: every
+    /// change there from it on is lost.
+    undone_from: HashMap<PathBuf, u64>,
+}
+
+impl Cuts {
+    /// Decides every pending rename's fate, oldest first.
+    fn decide(pending: &[Pending], fate: RenameFate, at: u64) -> Self {
+        let mut cuts = Self::default();
+        for p in pending {
+            let (Pending::Rename { op, .. }, Some(dir)) = (p, p.path().parent()) else {
+                continue;
+            };
+            if cuts.undone_from.contains_key(dir) {
+                continue;
+            }
+            if fate.keeps(*op, at) {
+                cuts.kept_through.insert(dir.to_path_buf(), *op);
+            } else {
+                cuts.undone_from.insert(dir.to_path_buf(), *op);
+            }
+        }
+        cuts
+    }
+
+    fn dir_op(map: &HashMap<PathBuf, u64>, path: &Path) -> Option<u64> {
+        path.parent().and_then(|d| map.get(d)).copied()
+    }
+
+    /// The change at `path` made by operation `op` is durable: a rename
+    /// kept after it in its directory committed it.
+    fn kept(&self, path: &Path, op: u64) -> bool {
+        Self::dir_op(&self.kept_through, path).is_some_and(|k| op <= k)
+    }
+
+    /// The change at `path` made by operation `op` is lost: a rename
+    /// undone before it in its directory took it with it.
+    fn undone(&self, path: &Path, op: u64) -> bool {
+        Self::dir_op(&self.undone_from, path).is_some_and(|u| op >= u)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -104,6 +217,8 @@ struct State {
     pending: Vec<Pending>,
     /// Which pending unlinks a power loss undoes.
     revival: Revival,
+    /// Which pending renames a power loss keeps.
+    rename_fate: RenameFate,
     /// Mutating operations (writes and syncs) so far.
     ops: u64,
     /// Fail every mutating operation once `ops` reaches this.
@@ -154,6 +269,12 @@ impl FaultFs {
     /// (by default `Revival::Seeded(0)`).
     pub fn set_revival(&self, revival: Revival) {
         self.state.lock().revival = revival;
+    }
+
+    /// Which renames never made durable a power loss keeps (by default
+    /// `RenameFate::Seeded(0)`).
+    pub fn set_rename_fate(&self, fate: RenameFate) {
+        self.state.lock().rename_fate = fate;
     }
 
     /// Stops injecting failures.
@@ -219,63 +340,71 @@ impl FaultFs {
         self.state.lock().ops
     }
 
+    /// Renames a power loss now would keep or undo (none made durable
+    /// yet), so a test can try it again under another [`RenameFate`].
+    pub fn pending_renames(&self) -> usize {
+        let s = self.state.lock();
+        s.pending
+            .iter()
+            .filter(|p| matches!(p, Pending::Rename { .. }))
+            .count()
+    }
+
     /// Faults injected so far.
     pub fn faults_injected(&self) -> u64 {
         self.state.lock().faults_injected
     }
 
-    /// Makes the real files look as they would after a power cut: directory
-    /// changes never made durable are undone, newest first (every rename;
-    /// the unlinks [`Revival`] chooses, each file back with its synced
-    /// bytes, and every unlink made after an undone rename in the same
-    /// directory, as a journal keeps a directory's changes in order), files
-    /// whose entry was never synced vanish, and every other file is cut
-    /// back to its last synced length.
+    /// Makes the real files look as they would after a power cut (see the
+    /// module documentation): [`RenameFate`] picks the renames kept, each
+    /// directory's oldest ones; the changes after an undone rename in its
+    /// directory are undone, newest first, with the unlinks [`Revival`]
+    /// chooses among those neither before a kept rename nor after an
+    /// undone one; files whose entry is not durable vanish, and every
+    /// other file is cut back to its last synced length.
     /// REQUIRES: the store using this file system has been dropped or leaked.
     pub fn simulate_power_loss(&self) -> io::Result<()> {
         let mut s = self.state.lock();
         let at = s.ops;
         let revival = s.revival;
         let pending = std::mem::take(&mut s.pending);
-        // Directories in which a rename (always undone) comes before an unlink.
-        let mut renamed_in: Vec<&Path> = Vec::new();
-        let mut forced = vec![false; pending.len()];
-        for (i, p) in pending.iter().enumerate() {
-            let dir = p.path().parent();
-            match p {
-                Pending::Rename { .. } => renamed_in.extend(dir),
-                Pending::Unlink { .. } => forced[i] = dir.is_some_and(|d| renamed_in.contains(&d)),
+        let cuts = Cuts::decide(&pending, s.rename_fate, at);
+        for p in pending.iter().rev() {
+            if cuts.kept(p.path(), p.op()) {
+                continue;
             }
-        }
-        for (p, forced) in pending.iter().zip(forced).rev() {
             match p {
                 Pending::Rename {
                     to,
                     before,
                     from,
-                    from_entry_synced,
+                    from_state,
+                    ..
                 } => {
                     if to.exists() {
                         fs::rename(to, from)?;
                     }
-                    if let Some(bytes) = before {
-                        fs::write(to, bytes)?;
+                    s.files.remove(to);
+                    if let Some(st) = from_state {
+                        s.files.insert(from.clone(), *st);
                     }
-                    if let Some(st) = s.files.remove(to) {
-                        let entry_synced = *from_entry_synced;
-                        s.files
-                            .insert(from.clone(), FileState { entry_synced, ..st });
+                    if let Some((bytes, before_state)) = before {
+                        fs::write(to, bytes)?;
+                        if let Some(st) = before_state {
+                            s.files.insert(to.clone(), *st);
+                        }
                     }
                 }
                 Pending::Unlink {
                     path,
                     bytes,
-                    entry_synced,
+                    entry: (entry_synced, entry_op),
                     op,
                 } => {
                     // A removed directory took its entries with it.
                     let parent_there = path.parent().is_some_and(Path::is_dir);
-                    if !parent_there || !(forced || revival.revives(*op, at)) {
+                    let back = cuts.undone(path, *op) || revival.revives(*op, at);
+                    if !parent_there || !back {
                         continue;
                     }
                     // Over any file created here since: its entry, newer
@@ -286,6 +415,7 @@ impl FaultFs {
                         FileState {
                             synced_len: bytes.len() as u64,
                             entry_synced: *entry_synced,
+                            entry_op: *entry_op,
                         },
                     );
                 }
@@ -295,7 +425,7 @@ impl FaultFs {
             if !path.exists() {
                 continue;
             }
-            if !st.entry_synced {
+            if !st.entry_synced && !cuts.kept(&path, st.entry_op) {
                 fs::remove_file(&path)?;
             } else {
                 fs::OpenOptions::new()
@@ -400,17 +530,20 @@ impl RandomAccessFile for FaultReader {
 impl FileSystem for FaultFs {
     fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
         self.check_table_file(path).at(path)?;
-        self.mutate().at(path)?;
+        let op = self.mutate().at(path)?;
         let file = fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .open(path)
             .at(path)?;
-        self.state
-            .lock()
-            .files
-            .insert(path.to_path_buf(), FileState::default());
+        self.state.lock().files.insert(
+            path.to_path_buf(),
+            FileState {
+                entry_op: op,
+                ..FileState::default()
+            },
+        );
         Ok(Box::new(FaultFile {
             file,
             path: path.to_path_buf(),
@@ -438,6 +571,7 @@ impl FileSystem for FaultFs {
         let st = s.files.entry(path.to_path_buf()).or_insert(FileState {
             synced_len: len,
             entry_synced: true,
+            entry_op: 0,
         });
         st.synced_len = st.synced_len.min(len);
         Ok(Box::new(FaultFile {
@@ -477,26 +611,34 @@ impl FileSystem for FaultFs {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
-        self.mutate().at(to)?;
-        let before = fs::read(to).ok();
+        let op = self.mutate().at(to)?;
+        let before_bytes = fs::read(to).ok();
         fs::rename(from, to).at(to)?;
         let mut s = self.state.lock();
-        let mut from_entry_synced = true;
-        if let Some(st) = s.files.remove(from) {
-            from_entry_synced = st.entry_synced;
-            s.files.insert(
-                to.to_path_buf(),
-                FileState {
-                    entry_synced: false,
-                    ..st
-                },
-            );
-        }
+        let before = before_bytes.map(|bytes| (bytes, s.files.remove(to)));
+        let from_state = s.files.remove(from);
+        // A file this file system did not create was durable whole.
+        let moved = match from_state {
+            Some(st) => st,
+            None => FileState {
+                synced_len: fs::metadata(to).map(|m| m.len()).at(to)?,
+                ..FileState::default()
+            },
+        };
+        s.files.insert(
+            to.to_path_buf(),
+            FileState {
+                entry_synced: false,
+                entry_op: op,
+                ..moved
+            },
+        );
         s.pending.push(Pending::Rename {
             to: to.to_path_buf(),
             before,
             from: from.to_path_buf(),
-            from_entry_synced,
+            from_state,
+            op,
         });
         Ok(())
     }
@@ -508,21 +650,21 @@ impl FileSystem for FaultFs {
         // durable, before: a file that survived a power loss, say).
         let tracked = self.state.lock().files.get(path).copied();
         let durable = match tracked {
-            Some(st) if st.synced_len == 0 => Some((Vec::new(), st.entry_synced)),
+            Some(st) if st.synced_len == 0 => Some((Vec::new(), (st.entry_synced, st.entry_op))),
             Some(st) => fs::read(path).ok().map(|mut bytes| {
                 bytes.truncate(usize::try_from(st.synced_len).unwrap_or(usize::MAX));
-                (bytes, st.entry_synced)
+                (bytes, (st.entry_synced, st.entry_op))
             }),
-            None => fs::read(path).ok().map(|bytes| (bytes, true)),
+            None => fs::read(path).ok().map(|bytes| (bytes, (true, 0))),
         };
         fs::remove_file(path).at(path)?;
         let mut s = self.state.lock();
         s.files.remove(path);
-        if let Some((bytes, entry_synced)) = durable {
+        if let Some((bytes, entry)) = durable {
             s.pending.push(Pending::Unlink {
                 path: path.to_path_buf(),
                 bytes,
-                entry_synced,
+                entry,
                 op,
             });
         }

@@ -1,5 +1,5 @@
-//! The power-loss model itself: what comes back of an unlink that no
-//! directory fsync made durable.
+//! The power-loss model itself: what comes back of an unlink, and what
+//! stays of a rename, that no directory fsync made durable.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use super::*;
@@ -101,6 +101,7 @@ fn an_unlink_after_an_undone_rename_is_undone_with_it() {
     fs::write(&b, b"old").unwrap();
     let fs = FaultFs::new();
     fs.set_revival(Revival::Nothing);
+    fs.set_rename_fate(RenameFate::Undone);
     file(&fs, &a, b"new", b"", true);
     fs.rename(&a, &b).unwrap();
     fs.remove(&b).unwrap();
@@ -170,4 +171,230 @@ fn a_removed_directory_takes_its_unlinked_entries_with_it() {
     fs.remove_dir(&dir).unwrap();
     fs.simulate_power_loss().unwrap();
     assert!(!dir.exists());
+}
+
+/// The manifest switch of `ManifestState::write_staged` up to the rename:
+/// `MANIFEST` holds `old` (durable, from before this file system),
+/// `MANIFEST.tmp` gets `new` fsynced and `unsynced` after, with its entry
+/// synced when `tmp_entry_synced`; then the rename, never made durable.
+fn manifest_switch(
+    fs: &FaultFs,
+    dir: &Path,
+    unsynced: &[u8],
+    tmp_entry_synced: bool,
+) -> (PathBuf, PathBuf) {
+    let (tmp, manifest) = (dir.join("MANIFEST.tmp"), dir.join("MANIFEST"));
+    fs::write(&manifest, b"old").unwrap();
+    file(fs, &tmp, b"new", unsynced, tmp_entry_synced);
+    fs.rename(&tmp, &manifest).unwrap();
+    (tmp, manifest)
+}
+
+#[test]
+fn a_kept_rename_keeps_only_the_synced_bytes_and_the_replaced_file_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    fs.set_rename_fate(RenameFate::Kept);
+    let (tmp, manifest) = manifest_switch(&fs, dir.path(), b"+lost", true);
+    fs.simulate_power_loss().unwrap();
+    assert_eq!(fs::read(&manifest).unwrap(), b"new");
+    assert!(!tmp.exists());
+    assert_eq!(listing(dir.path()), vec!["MANIFEST".to_string()]);
+}
+
+#[test]
+fn an_undone_rename_brings_back_both_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    fs.set_rename_fate(RenameFate::Undone);
+    let (tmp, manifest) = manifest_switch(&fs, dir.path(), b"+lost", true);
+    fs.simulate_power_loss().unwrap();
+    assert_eq!(fs::read(&manifest).unwrap(), b"old");
+    assert_eq!(fs::read(&tmp).unwrap(), b"new");
+}
+
+#[test]
+fn an_undone_rename_brings_back_the_replaced_file_with_its_synced_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let fs = FaultFs::new();
+    fs.set_rename_fate(RenameFate::Undone);
+    file(&fs, &b, b"b synced", b"+lost", true);
+    file(&fs, &a, b"a synced", b"+lost", true);
+    fs.rename(&a, &b).unwrap();
+    fs.simulate_power_loss().unwrap();
+    assert_eq!(fs::read(&a).unwrap(), b"a synced");
+    assert_eq!(fs::read(&b).unwrap(), b"b synced");
+}
+
+#[test]
+fn a_kept_rename_keeps_the_create_before_it() {
+    // `MANIFEST.tmp`'s entry was never synced, but its create comes
+    // before the kept rename in the directory's journal.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    fs.set_rename_fate(RenameFate::Kept);
+    let table = dir.path().join("000005.sst");
+    file(&fs, &table, b"table", b"", false);
+    let (_, manifest) = manifest_switch(&fs, dir.path(), b"", false);
+    let later = dir.path().join("000006.sst");
+    file(&fs, &later, b"later", b"", false);
+    fs.simulate_power_loss().unwrap();
+    assert_eq!(fs::read(&manifest).unwrap(), b"new");
+    assert_eq!(fs::read(&table).unwrap(), b"table");
+    assert!(
+        !later.exists(),
+        "created after the last rename, never synced"
+    );
+}
+
+#[test]
+fn an_undone_rename_drops_an_unsynced_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    fs.set_rename_fate(RenameFate::Undone);
+    let (_, manifest) = manifest_switch(&fs, dir.path(), b"", false);
+    fs.simulate_power_loss().unwrap();
+    assert_eq!(listing(dir.path()), vec!["MANIFEST".to_string()]);
+    assert_eq!(fs::read(&manifest).unwrap(), b"old");
+}
+
+#[test]
+fn an_unlink_before_a_kept_rename_stays_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    fs.set_revival(Revival::All);
+    fs.set_rename_fate(RenameFate::Kept);
+    let wal = dir.path().join("000004.wal");
+    file(&fs, &wal, b"wal", b"", true);
+    fs.remove(&wal).unwrap();
+    let (_, manifest) = manifest_switch(&fs, dir.path(), b"", true);
+    fs.simulate_power_loss().unwrap();
+    assert!(
+        !wal.exists(),
+        "the journal committed the unlink before the rename"
+    );
+    assert_eq!(fs::read(&manifest).unwrap(), b"new");
+}
+
+#[test]
+fn an_unlink_before_a_rename_in_another_directory_is_free_to_come_back() {
+    let base = tempfile::tempdir().unwrap();
+    let (one, two) = (base.path().join("one"), base.path().join("two"));
+    let fs = FaultFs::new();
+    fs.create_dir_all(&one).unwrap();
+    fs.create_dir_all(&two).unwrap();
+    fs.set_revival(Revival::All);
+    fs.set_rename_fate(RenameFate::Kept);
+    let wal = one.join("000004.wal");
+    file(&fs, &wal, b"wal", b"", true);
+    fs.remove(&wal).unwrap();
+    manifest_switch(&fs, &two, b"", true);
+    fs.simulate_power_loss().unwrap();
+    assert_eq!(fs::read(&wal).unwrap(), b"wal");
+}
+
+#[test]
+fn an_unlink_after_a_kept_rename_comes_back_under_the_new_name() {
+    // Revived, the renamed file's entry is as durable as the kept rename
+    // made it.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    fs.set_revival(Revival::All);
+    fs.set_rename_fate(RenameFate::Kept);
+    let (tmp, manifest) = manifest_switch(&fs, dir.path(), b"+lost", false);
+    fs.remove(&manifest).unwrap();
+    fs.simulate_power_loss().unwrap();
+    assert_eq!(fs::read(&manifest).unwrap(), b"new");
+    assert!(!tmp.exists());
+}
+
+#[test]
+fn an_unlink_after_an_undone_rename_comes_back_whatever_the_revival() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    fs.set_revival(Revival::Nothing);
+    fs.set_rename_fate(RenameFate::Undone);
+    let wal = dir.path().join("000004.wal");
+    file(&fs, &wal, b"wal", b"", true);
+    manifest_switch(&fs, dir.path(), b"", true);
+    fs.remove(&wal).unwrap();
+    fs.simulate_power_loss().unwrap();
+    assert_eq!(fs::read(&wal).unwrap(), b"wal");
+}
+
+#[test]
+fn the_kept_renames_of_a_directory_are_its_oldest() {
+    for seed in 0..8 {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new();
+        fs.set_rename_fate(RenameFate::Seeded(seed));
+        for n in 0..8 {
+            let from = dir.path().join(format!("{n}.tmp"));
+            file(&fs, &from, b"x", b"", true);
+            fs.rename(&from, &dir.path().join(format!("{n}.new")))
+                .unwrap();
+        }
+        fs.simulate_power_loss().unwrap();
+        let kept: Vec<bool> = (0..8)
+            .map(|n| dir.path().join(format!("{n}.new")).exists())
+            .collect();
+        let first_undone = kept.iter().position(|k| !k).unwrap_or(8);
+        assert!(
+            kept[first_undone..].iter().all(|k| !k),
+            "seed {seed}: kept {kept:?}, not a prefix"
+        );
+        for n in first_undone..8 {
+            assert!(dir.path().join(format!("{n}.tmp")).exists());
+        }
+    }
+}
+
+#[test]
+fn a_seeded_rename_fate_varies_with_the_crash_point_and_repeats() {
+    // The rename is the same operation each time; the power loss comes
+    // after `extra` more operations in another directory.
+    let kept = |extra: u64| {
+        let base = tempfile::tempdir().unwrap();
+        let (dir, other) = (base.path().join("store"), base.path().join("other"));
+        let fs = FaultFs::new();
+        fs.create_dir_all(&dir).unwrap();
+        fs.create_dir_all(&other).unwrap();
+        fs.set_rename_fate(RenameFate::Seeded(7));
+        let (_, manifest) = manifest_switch(&fs, &dir, b"", true);
+        let mut f = fs.create(&other.join("log")).unwrap();
+        for _ in 0..extra {
+            f.write_all(b".").unwrap();
+        }
+        drop(f);
+        fs.simulate_power_loss().unwrap();
+        fs::read(&manifest).unwrap() == b"new"
+    };
+    let fates: Vec<bool> = (0..32).map(kept).collect();
+    let n = fates.iter().filter(|k| **k).count();
+    assert!((4..28).contains(&n), "a coin flip each: {n} of 32 kept");
+    let again: Vec<bool> = (0..32).map(kept).collect();
+    assert_eq!(again, fates, "the same crash point, the same choice");
+}
+
+#[test]
+fn the_default_rename_fate_is_seeded() {
+    assert_eq!(
+        FaultFs::new().state.lock().rename_fate,
+        RenameFate::Seeded(0)
+    );
+}
+
+#[test]
+fn a_directory_fsync_makes_the_rename_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    fs.set_rename_fate(RenameFate::Undone);
+    let (tmp, manifest) = manifest_switch(&fs, dir.path(), b"", true);
+    assert_eq!(fs.pending_renames(), 1);
+    fs.sync_dir(dir.path()).unwrap();
+    assert_eq!(fs.pending_renames(), 0);
+    fs.simulate_power_loss().unwrap();
+    assert_eq!(fs::read(&manifest).unwrap(), b"new");
+    assert!(!tmp.exists());
 }
