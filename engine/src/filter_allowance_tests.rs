@@ -484,3 +484,79 @@ fn a_flush_planned_between_a_compactions_lowerings_and_its_plan_stays_within_the
         .count();
     assert_eq!(missing, 0, "tables without a filter");
 }
+
+/// Compactions whose plans claim nothing, yet whose installs raise the
+/// tree's excess over uniform: a store reopened from Ribbon to Standard
+/// (as `mixed_kind_tests`' loads) holds narrow Ribbon tables at 8 bits
+/// per key (256 bytes, 64 under their Ribbon share of 320), and a tree
+/// without headroom. Each 200-key Ribbon table compacted into L3 is
+/// planned within its own Standard share (256 bytes) less that unused
+/// share, so it claims 0, and its allowance asks its tables to give the
+/// 64 bytes back; but the outputs are narrow (about 20 keys), each
+/// already at its share, the smallest Standard filter (one 512-bit
+/// block), so nothing is given back. Each such install raised the tree's
+/// excess by 64 bytes that no claim covered and no lowering made room
+/// for (`Plan::past_uniform_bytes` is at most the claim), one after
+/// another, as a background compaction thread runs them while L0 slows
+/// writes (a rebalancing step lowers filters above their share only past
+/// `BACKGROUND_TOLERANCE`, 0.5 bits per key, about 5% of the tree):
+/// 1.0201 x uniform after 12 such compactions (of 20).
+#[test]
+fn narrow_compactions_that_cannot_give_back_an_unused_share_stay_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    for _ in 0..100 {
+        db.put(b"zz", b"v").unwrap();
+    }
+    db.flush().unwrap();
+    let chunks: Vec<Vec<Vec<u8>>> = (0..20)
+        .map(|j| (0..200).map(|i| key("k", 200 * j + i)).collect())
+        .collect();
+    advance_sequence(&db, 10_000);
+    for (j, chunk) in chunks.iter().enumerate() {
+        place(&db, 2, chunk, 1_000 + 200 * j as u64, 8.0);
+    }
+    db.close().unwrap();
+
+    let db = Db::open(dir.path(), options(FilterKind::Standard)).unwrap();
+    advance_sequence(&db, 10_000);
+    let (filters, uniform) = memory(&db);
+    let over = (uniform - filters) as f64 * 8.0 / 20_000.0;
+    let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
+    place(&db, 3, &deep, 20_000, BITS + over - 0.01);
+    advance_sequence(&db, 50_000);
+    let (filters, uniform) = memory(&db);
+    assert!(
+        filters <= uniform,
+        "{filters} > {uniform} before the writes"
+    );
+
+    for (j, chunk) in chunks.iter().enumerate() {
+        let seq = 1_000 + 200 * j as u64;
+        let input = db.inner.current.load().version.levels[2]
+            .iter()
+            .find(|t| t.meta.smallest_key.as_slice() == chunk[0].as_slice())
+            .cloned()
+            .unwrap();
+        let entries: Vec<_> = (seq..)
+            .zip(chunk.iter().cloned())
+            .map(|(s, k)| (k, s))
+            .collect();
+        let (outputs, plan) =
+            merge_by_hand(&db, 3, OutputCuts::new(256, Vec::new()), &[input], &entries);
+        assert!(outputs.len() >= 5, "{} outputs", outputs.len());
+        let (filters, uniform) = memory(&db);
+        assert!(
+            filters as f64 <= uniform as f64 * 1.02,
+            "after {} compactions: filters take {filters} bytes, uniform's {uniform} \
+             ({:.4} x) at plan {plan:?}",
+            j + 1,
+            filters as f64 / uniform as f64
+        );
+    }
+    for chunk in &chunks {
+        for k in chunk {
+            assert_eq!(db.get(k).unwrap(), Some(b"v".to_vec()));
+        }
+    }
+}
