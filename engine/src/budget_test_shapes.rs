@@ -139,6 +139,7 @@ pub(crate) fn merge_by_hand(
             Ok(())
         })
         .unwrap();
+    let written = db.inner.claim_written(write, &plan, &outputs).unwrap();
     db.inner
         .install(VersionEdit {
             added: &outputs,
@@ -146,6 +147,7 @@ pub(crate) fn merge_by_hand(
             flushed: &[],
         })
         .unwrap();
+    drop(written);
     drop(claim);
     (outputs, plan)
 }

@@ -675,6 +675,40 @@ pub(crate) fn lowering_pick(
         .or_else(|| r.lowering_to_share(need as f64, spare))
 }
 
+/// What installing `added` in place of `removed` adds to the tree's
+/// excess over uniform's bytes under `policy`, exactly, from the filters
+/// written (negative when it frees bytes; 0 for policies without
+/// budgets): the added tables' filters beyond their uniform shares, plus
+/// the share the removed tables' filters leave unused.
+pub(crate) fn install_excess_bytes(
+    policy: &FilterPolicy,
+    kind: FilterKind,
+    added: &[Arc<TableHandle>],
+    removed: &[Arc<TableHandle>],
+) -> i64 {
+    let FilterPolicy::Optimized { bits_per_key } = *policy else {
+        return 0;
+    };
+    let (added_shares, added_filters) =
+        shares_and_filters(kind, added.iter().map(|t| t.as_ref()), bits_per_key);
+    let (removed_shares, removed_filters) =
+        shares_and_filters(kind, removed.iter().map(|t| t.as_ref()), bits_per_key);
+    (added_filters + removed_shares) as i64 - (added_shares + removed_filters) as i64
+}
+
+/// Bytes by which the live tables' filters and the claims of the writes
+/// in flight exceed uniform's bytes for the live tables (0 within them;
+/// 0 for policies without budgets).
+pub(crate) fn tree_past_uniform_bytes(
+    policy: &FilterPolicy,
+    kind: FilterKind,
+    levels: &[Vec<Arc<TableHandle>>],
+    claimed: u64,
+) -> u64 {
+    Rebalancing::new(policy, kind, levels, claimed)
+        .map_or(0, |r| r.past_uniform_bytes.max(0.0).ceil() as u64)
+}
+
 /// Filter bytes by which writes whose tables are not installed yet will
 /// raise the tree's excess over uniform (flushes, compactions and
 /// rebalancing rebuilds plan concurrently; each must see the others'
@@ -700,6 +734,17 @@ impl FilterClaims {
                 bytes: p.claim_bytes,
             },
         )
+    }
+}
+
+impl FilterClaims {
+    /// Claims `bytes` until the returned guard drops.
+    pub(crate) fn claim(&self, bytes: u64) -> ClaimGuard<'_> {
+        self.plan(|_| Plan {
+            claim_bytes: bytes,
+            ..Plan::unbounded(0.0)
+        })
+        .1
     }
 }
 

@@ -149,11 +149,22 @@ impl DbInner {
             &self.counters,
             &mut |out| retain.run(&mut merged, out),
         )?;
+        let written = match self.claim_written(write, &plan, &outputs) {
+            Ok(claim) => claim,
+            Err(e) => {
+                // Never offered to an install: deleted.
+                for t in &outputs {
+                    t.mark_obsolete();
+                }
+                return Err(e);
+            }
+        };
         self.install(VersionEdit {
             added: &outputs,
             removed: &inputs,
             flushed: &[],
         })?;
+        drop(written);
         drop(claim);
         Counters::add(&self.counters.compactions, 1);
         Counters::add(&self.counters.levels[c.output_level].writes_into, 1);
