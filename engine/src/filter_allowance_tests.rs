@@ -560,3 +560,71 @@ fn narrow_compactions_that_cannot_give_back_an_unused_share_stay_within_the_boun
         }
     }
 }
+
+/// The room-making loop of a compaction (`lower_and_plan_filters`) on a
+/// tree where it takes many lowerings: the 40 narrow Ribbon tables of
+/// [`narrow_ribbon_reopened_as_standard`] compacted into L3, where 30
+/// Standard tables of 1,000 keys each sit a little over their target
+/// (each lowering frees about 160 bytes of the 3,700 the install would
+/// take past uniform). `Db::close` sets the shutdown flag and joins the
+/// background threads: a compaction thread in that loop went on
+/// rebuilding filter after filter (each reading its whole table) before
+/// close could return. Once the store shuts down the loop must stop, and
+/// the compaction be given up (it has written nothing; a plan past
+/// uniform would take the tree there at the last install).
+#[test]
+fn the_room_making_loop_stops_when_the_store_shuts_down() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::filter_budget::PlannedWrite;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    for _ in 0..1_000 {
+        db.put(b"zz", b"v").unwrap();
+    }
+    db.flush().unwrap();
+    for (j, chunk) in narrow_keys().chunks(20).enumerate() {
+        place(&db, 2, chunk, 1 + 20 * j as u64, 6.0);
+    }
+    db.close().unwrap();
+    let db = Arc::new(Db::open(dir.path(), options(FilterKind::Standard)).unwrap());
+    advance_sequence(&db, 40_000);
+    for j in 0..30 {
+        let deep: Vec<_> = (0..1_000).map(|i| key(&format!("d{j:02}"), i)).collect();
+        place(&db, 3, &deep, 1, 11.0);
+    }
+    let inputs: Vec<_> = db.inner.current.load().version.levels[2].clone();
+    assert_eq!(inputs.len(), 40);
+
+    let lowered = Arc::new(AtomicUsize::new(0));
+    let hook = {
+        let db = Arc::clone(&db);
+        let lowered = Arc::clone(&lowered);
+        Arc::new(move || {
+            lowered.fetch_add(1, Ordering::AcqRel);
+            // What `Db::close` does first.
+            db.inner.bg.lock().shutdown = true;
+        }) as Arc<dyn Fn() + Send + Sync>
+    };
+    db.inner.lowered_pause.set(Some(hook));
+    let planned = {
+        let _compaction = db.inner.compaction_lock.lock();
+        db.inner
+            .lower_and_plan_filters(PlannedWrite {
+                level: 3,
+                keys: 800,
+                removed: &inputs,
+            })
+            .unwrap()
+            .map(|(plan, _claim)| plan)
+    };
+    db.inner.lowered_pause.set(None);
+    let lowered = lowered.load(Ordering::Acquire);
+    assert!(
+        planned.is_none() && lowered == 1,
+        "{lowered} filters lowered after the store began to shut down, then planned {planned:?}"
+    );
+    let (filters, uniform) = memory(&db);
+    assert!(filters <= uniform, "{filters} > {uniform}");
+}
