@@ -628,3 +628,112 @@ fn the_room_making_loop_stops_when_the_store_shuts_down() {
     let (filters, uniform) = memory(&db);
     assert!(filters <= uniform, "{filters} > {uniform}");
 }
+
+/// The room-making loop of a compaction lowers filters to free bytes; a
+/// filter of another kind over its target in the store's kind is lowered
+/// in the store's kind when that move's claim fits what is free
+/// (`Rebalancing::lowering`). But what is free there is the tree's room
+/// without the compaction (its claim is dropped while it lowers), so the
+/// loop took narrow Ribbon tables at 8 bits (256 bytes, 64 under their
+/// Ribbon share) in a store reopened as Standard into Standard filters at
+/// their target (a 200-key Standard filter takes about 240 bytes, its
+/// share 256): each such "lowering" shrank the filter by less than it
+/// shrank the table's share, and raised the tree's excess over uniform
+/// by its claim, spending the room the compaction was lowering filters
+/// to make. Here the only filters over their target are three such
+/// Ribbon tables, and the compaction (40 narrow Ribbon tables at 6 bits
+/// into L3) would take the tree past uniform with a flush in flight.
+#[test]
+fn the_room_making_loop_only_frees_bytes() {
+    use std::sync::Mutex;
+
+    use crate::filter_budget::{PlannedWrite, table_targets};
+    use crate::rebuild::RebuildJob;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    advance_sequence(&db, 40_000);
+    for (j, chunk) in narrow_keys().chunks(20).enumerate() {
+        place(&db, 2, chunk, 1 + 20 * j as u64, 6.0);
+    }
+    for j in 0..3 {
+        let m: Vec<_> = (0..200).map(|i| key(&format!("m{j}"), i)).collect();
+        place(&db, 3, &m, 1_000 + 200 * j as u64, 8.0);
+    }
+    db.close().unwrap();
+    let db = Arc::new(Db::open(dir.path(), options(FilterKind::Standard)).unwrap());
+    advance_sequence(&db, 60_000);
+    let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
+    let deep = place(&db, 3, &deep, 2_000, 9.0);
+    let upper: Vec<_> = (0..8_000).map(|i| key("a", i)).collect();
+    let upper = place(&db, 1, &upper, 30_000, 10.0);
+    // Both Standard tables just under their targets (which depend on
+    // keys only): no filter of the store's kind is over its target.
+    let policy = db.inner.options.filter_policy.clone();
+    let targets = table_targets(
+        &policy,
+        FilterKind::Standard,
+        &db.inner.current.load().version.levels,
+    );
+    let target = |t: &Arc<TableHandle>| {
+        targets
+            .iter()
+            .find(|(x, _)| x.meta.number == t.meta.number)
+            .map(|(_, b)| *b)
+            .unwrap()
+    };
+    let (t1, deep_bits) = (target(&upper) - 0.02, target(&deep) - 0.02);
+    {
+        let _compaction = db.inner.compaction_lock.lock();
+        db.inner
+            .rebuild_tables_locked(&[
+                RebuildJob {
+                    table: upper,
+                    bits_per_key: t1,
+                    kind: FilterKind::Standard,
+                },
+                RebuildJob {
+                    table: deep,
+                    bits_per_key: deep_bits,
+                    kind: FilterKind::Standard,
+                },
+            ])
+            .unwrap();
+    }
+    let inputs: Vec<_> = db.inner.current.load().version.levels[2].clone();
+    assert_eq!(inputs.len(), 40);
+
+    let excess = |db: &Db| {
+        let (filters, uniform) = memory(db);
+        filters as i64 - uniform as i64
+    };
+    let seen = Arc::new(Mutex::new(vec![excess(&db)]));
+    let hook = {
+        let db = Arc::clone(&db);
+        let seen = Arc::clone(&seen);
+        Arc::new(move || seen.lock().unwrap().push(excess(&db))) as Arc<dyn Fn() + Send + Sync>
+    };
+    db.inner.lowered_pause.set(Some(hook));
+    // A flush in flight, planned at the optimum's bits for a fresh L0
+    // run (above uniform's), claims what its install will add.
+    let flush_in_flight = db.inner.filter_claims.claim(3_000);
+    let plan = {
+        let _compaction = db.inner.compaction_lock.lock();
+        db.inner
+            .lower_and_plan_filters(PlannedWrite {
+                level: 3,
+                keys: 800,
+                removed: &inputs,
+            })
+            .unwrap()
+            .map(|(plan, _claim)| plan)
+    };
+    db.inner.lowered_pause.set(None);
+    drop(flush_in_flight);
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.len() > 1, "nothing lowered: {plan:?}");
+    assert!(
+        seen.windows(2).all(|w| w[1] < w[0]),
+        "the tree's excess over uniform after each lowering: {seen:?} (plan {plan:?})"
+    );
+}
