@@ -128,7 +128,11 @@ pub(crate) fn merge_by_hand(
         keys: inputs.iter().map(|t| table_keys(t)).sum(),
         removed: inputs,
     };
-    let (plan, claim) = db.inner.lower_and_plan_filters(write).unwrap();
+    let (plan, claim) = db
+        .inner
+        .lower_and_plan_filters(write)
+        .unwrap()
+        .expect("the store is open");
     let outputs = db
         .inner
         .tables
@@ -139,6 +143,11 @@ pub(crate) fn merge_by_hand(
             Ok(())
         })
         .unwrap();
+    let written = db
+        .inner
+        .claim_written(write, &plan, &outputs)
+        .unwrap()
+        .expect("the store is open");
     db.inner
         .install(VersionEdit {
             added: &outputs,
@@ -146,6 +155,7 @@ pub(crate) fn merge_by_hand(
             flushed: &[],
         })
         .unwrap();
+    drop(written);
     drop(claim);
     (outputs, plan)
 }

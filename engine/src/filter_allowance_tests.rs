@@ -508,3 +508,256 @@ fn a_flush_planned_between_a_compactions_lowerings_and_its_plan_stays_within_the
         .count();
     assert_eq!(missing, 0, "tables without a filter");
 }
+
+/// Compactions whose plans claim nothing, yet whose installs raise the
+/// tree's excess over uniform: a store reopened from Ribbon to Standard
+/// (as `mixed_kind_tests`' loads) holds narrow Ribbon tables at 8 bits
+/// per key (256 bytes, 64 under their Ribbon share of 320), and a tree
+/// without headroom. Each 200-key Ribbon table compacted into L3 is
+/// planned within its own Standard share (256 bytes) less that unused
+/// share, so it claims 0, and its allowance asks its tables to give the
+/// 64 bytes back; but the outputs are narrow (about 20 keys), each
+/// already at its share, the smallest Standard filter (one 512-bit
+/// block), so nothing is given back. Each such install raised the tree's
+/// excess by 64 bytes that no claim covered and no lowering made room
+/// for (`Plan::past_uniform_bytes` is at most the claim), one after
+/// another, as a background compaction thread runs them while L0 slows
+/// writes (a rebalancing step lowers filters above their share only past
+/// `BACKGROUND_TOLERANCE`, 0.5 bits per key, about 5% of the tree):
+/// 1.0201 x uniform after 12 such compactions (of 20).
+#[test]
+fn narrow_compactions_that_cannot_give_back_an_unused_share_stay_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    for _ in 0..100 {
+        db.put(b"zz", b"v").unwrap();
+    }
+    db.flush().unwrap();
+    let chunks: Vec<Vec<Vec<u8>>> = (0..20)
+        .map(|j| (0..200).map(|i| key("k", 200 * j + i)).collect())
+        .collect();
+    advance_sequence(&db, 10_000);
+    for (j, chunk) in chunks.iter().enumerate() {
+        place(&db, 2, chunk, 1_000 + 200 * j as u64, 8.0);
+    }
+    db.close().unwrap();
+
+    let db = Db::open(dir.path(), options(FilterKind::Standard)).unwrap();
+    advance_sequence(&db, 10_000);
+    let (filters, uniform) = memory(&db);
+    let over = (uniform - filters) as f64 * 8.0 / 20_000.0;
+    let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
+    place(&db, 3, &deep, 20_000, BITS + over - 0.01);
+    advance_sequence(&db, 50_000);
+    let (filters, uniform) = memory(&db);
+    assert!(
+        filters <= uniform,
+        "{filters} > {uniform} before the writes"
+    );
+
+    for (j, chunk) in chunks.iter().enumerate() {
+        let seq = 1_000 + 200 * j as u64;
+        let input = db.inner.current.load().version.levels[2]
+            .iter()
+            .find(|t| t.meta.smallest_key.as_slice() == chunk[0].as_slice())
+            .cloned()
+            .unwrap();
+        let entries: Vec<_> = (seq..)
+            .zip(chunk.iter().cloned())
+            .map(|(s, k)| (k, s))
+            .collect();
+        let (outputs, plan) =
+            merge_by_hand(&db, 3, OutputCuts::new(256, Vec::new()), &[input], &entries);
+        assert!(outputs.len() >= 5, "{} outputs", outputs.len());
+        let (filters, uniform) = memory(&db);
+        assert!(
+            filters as f64 <= uniform as f64 * 1.02,
+            "after {} compactions: filters take {filters} bytes, uniform's {uniform} \
+             ({:.4} x) at plan {plan:?}",
+            j + 1,
+            filters as f64 / uniform as f64
+        );
+    }
+    for chunk in &chunks {
+        for k in chunk {
+            assert_eq!(db.get(k).unwrap(), Some(b"v".to_vec()));
+        }
+    }
+}
+
+/// The room-making loop of a compaction (`lower_and_plan_filters`) on a
+/// tree where it takes many lowerings: the 40 narrow Ribbon tables of
+/// [`narrow_ribbon_reopened_as_standard`] compacted into L3, where 30
+/// Standard tables of 1,000 keys each sit a little over their target
+/// (each lowering frees about 160 bytes of the 3,700 the install would
+/// take past uniform). `Db::close` sets the shutdown flag and joins the
+/// background threads: a compaction thread in that loop went on
+/// rebuilding filter after filter (each reading its whole table) before
+/// close could return. Once the store shuts down the loop must stop, and
+/// the compaction be given up (it has written nothing; a plan past
+/// uniform would take the tree there at the last install).
+#[test]
+fn the_room_making_loop_stops_when_the_store_shuts_down() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::filter_budget::PlannedWrite;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    for _ in 0..1_000 {
+        db.put(b"zz", b"v").unwrap();
+    }
+    db.flush().unwrap();
+    for (j, chunk) in narrow_keys().chunks(20).enumerate() {
+        place(&db, 2, chunk, 1 + 20 * j as u64, 6.0);
+    }
+    db.close().unwrap();
+    let db = Arc::new(Db::open(dir.path(), options(FilterKind::Standard)).unwrap());
+    advance_sequence(&db, 40_000);
+    for j in 0..30 {
+        let deep: Vec<_> = (0..1_000).map(|i| key(&format!("d{j:02}"), i)).collect();
+        place(&db, 3, &deep, 1, 11.0);
+    }
+    let inputs: Vec<_> = db.inner.current.load().version.levels[2].clone();
+    assert_eq!(inputs.len(), 40);
+
+    let lowered = Arc::new(AtomicUsize::new(0));
+    let hook = {
+        let db = Arc::clone(&db);
+        let lowered = Arc::clone(&lowered);
+        Arc::new(move || {
+            lowered.fetch_add(1, Ordering::AcqRel);
+            // What `Db::close` does first.
+            db.inner.bg.lock().shutdown = true;
+        }) as Arc<dyn Fn() + Send + Sync>
+    };
+    db.inner.lowered_pause.set(Some(hook));
+    let planned = {
+        let _compaction = db.inner.compaction_lock.lock();
+        db.inner
+            .lower_and_plan_filters(PlannedWrite {
+                level: 3,
+                keys: 800,
+                removed: &inputs,
+            })
+            .unwrap()
+            .map(|(plan, _claim)| plan)
+    };
+    db.inner.lowered_pause.set(None);
+    let lowered = lowered.load(Ordering::Acquire);
+    assert!(
+        planned.is_none() && lowered == 1,
+        "{lowered} filters lowered after the store began to shut down, then planned {planned:?}"
+    );
+    let (filters, uniform) = memory(&db);
+    assert!(filters <= uniform, "{filters} > {uniform}");
+}
+
+/// The room-making loop of a compaction lowers filters to free bytes; a
+/// filter of another kind over its target in the store's kind is lowered
+/// in the store's kind when that move's claim fits what is free
+/// (`Rebalancing::lowering`). But what is free there is the tree's room
+/// without the compaction (its claim is dropped while it lowers), so the
+/// loop took narrow Ribbon tables at 8 bits (256 bytes, 64 under their
+/// Ribbon share) in a store reopened as Standard into Standard filters at
+/// their target (a 200-key Standard filter takes about 240 bytes, its
+/// share 256): each such "lowering" shrank the filter by less than it
+/// shrank the table's share, and raised the tree's excess over uniform
+/// by its claim, spending the room the compaction was lowering filters
+/// to make. Here the only filters over their target are three such
+/// Ribbon tables, and the compaction (40 narrow Ribbon tables at 6 bits
+/// into L3) would take the tree past uniform with a flush in flight.
+#[test]
+fn the_room_making_loop_only_frees_bytes() {
+    use std::sync::Mutex;
+
+    use crate::filter_budget::{PlannedWrite, table_targets};
+    use crate::rebuild::RebuildJob;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
+    advance_sequence(&db, 40_000);
+    for (j, chunk) in narrow_keys().chunks(20).enumerate() {
+        place(&db, 2, chunk, 1 + 20 * j as u64, 6.0);
+    }
+    for j in 0..3 {
+        let m: Vec<_> = (0..200).map(|i| key(&format!("m{j}"), i)).collect();
+        place(&db, 3, &m, 1_000 + 200 * j as u64, 8.0);
+    }
+    db.close().unwrap();
+    let db = Arc::new(Db::open(dir.path(), options(FilterKind::Standard)).unwrap());
+    advance_sequence(&db, 60_000);
+    let deep: Vec<_> = (0..20_000).map(|i| key("d", i)).collect();
+    let deep = place(&db, 3, &deep, 2_000, 9.0);
+    let upper: Vec<_> = (0..8_000).map(|i| key("a", i)).collect();
+    let upper = place(&db, 1, &upper, 30_000, 10.0);
+    // Both Standard tables just under their targets (which depend on
+    // keys only): no filter of the store's kind is over its target.
+    let policy = db.inner.options.filter_policy.clone();
+    let targets = table_targets(
+        &policy,
+        FilterKind::Standard,
+        &db.inner.current.load().version.levels,
+    );
+    let target = |t: &Arc<TableHandle>| {
+        targets
+            .iter()
+            .find(|(x, _)| x.meta.number == t.meta.number)
+            .map(|(_, b)| *b)
+            .unwrap()
+    };
+    let (t1, deep_bits) = (target(&upper) - 0.02, target(&deep) - 0.02);
+    {
+        let _compaction = db.inner.compaction_lock.lock();
+        db.inner
+            .rebuild_tables_locked(&[
+                RebuildJob {
+                    table: upper,
+                    bits_per_key: t1,
+                    kind: FilterKind::Standard,
+                },
+                RebuildJob {
+                    table: deep,
+                    bits_per_key: deep_bits,
+                    kind: FilterKind::Standard,
+                },
+            ])
+            .unwrap();
+    }
+    let inputs: Vec<_> = db.inner.current.load().version.levels[2].clone();
+    assert_eq!(inputs.len(), 40);
+
+    let excess = |db: &Db| {
+        let (filters, uniform) = memory(db);
+        filters as i64 - uniform as i64
+    };
+    let seen = Arc::new(Mutex::new(vec![excess(&db)]));
+    let hook = {
+        let db = Arc::clone(&db);
+        let seen = Arc::clone(&seen);
+        Arc::new(move || seen.lock().unwrap().push(excess(&db))) as Arc<dyn Fn() + Send + Sync>
+    };
+    db.inner.lowered_pause.set(Some(hook));
+    // A flush in flight, planned at the optimum's bits for a fresh L0
+    // run (above uniform's), claims what its install will add.
+    let flush_in_flight = db.inner.filter_claims.claim(3_000);
+    let plan = {
+        let _compaction = db.inner.compaction_lock.lock();
+        db.inner
+            .lower_and_plan_filters(PlannedWrite {
+                level: 3,
+                keys: 800,
+                removed: &inputs,
+            })
+            .unwrap()
+            .map(|(plan, _claim)| plan)
+    };
+    db.inner.lowered_pause.set(None);
+    drop(flush_in_flight);
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.len() > 1, "nothing lowered: {plan:?}");
+    assert!(
+        seen.windows(2).all(|w| w[1] < w[0]),
+        "the tree's excess over uniform after each lowering: {seen:?} (plan {plan:?})"
+    );
+}

@@ -508,9 +508,8 @@ impl<'a> Rebalancing<'a> {
     /// stays, so the rebuild only frees bytes and claims none (a narrow
     /// Standard filter at 15 bits in a store reopened as Ribbon at 10 is
     /// smaller than a narrow Ribbon filter at any bits; rebuilt as Ribbon
-    /// it would never be lowered).
-    fn lowering(&self, over: f64, spare: &[Arc<TableHandle>]) -> Option<Rebuild> {
-        let free_bytes = (self.free_bits / 8.0).max(0.0);
+    /// it would never be lowered). `free_bytes`: what a move may claim.
+    fn lowering(&self, over: f64, spare: &[Arc<TableHandle>], free_bytes: f64) -> Option<Rebuild> {
         self.candidates(spare)
             .filter_map(|(t, target)| {
                 let filter = table_filter_bytes(t);
@@ -652,15 +651,22 @@ pub(crate) fn rebalance_pick(
     } else {
         0.0
     };
-    r.lowering(tolerance.over, &[])
+    r.lowering(tolerance.over, &[], (r.free_bits / 8.0).max(0.0))
         .or_else(|| r.lowering_to_share(need, &[]))
         .or_else(|| r.raise(tolerance.under))
 }
 
 /// The live table, other than those of `spare`, whose filter is furthest
 /// over its target by more than `over` bits per key, with its lowering
-/// (as [`rebalance_pick`] lowers); else the one above its uniform share
-/// whose lowering frees the most of `need` bytes; or `None`.
+/// (as [`rebalance_pick`] lowers, but only a lowering that claims
+/// nothing); else the one above its uniform share whose lowering frees
+/// the most of `need` bytes; or `None`. For a write making room for its
+/// install: what is free here is the room without that write (its claim
+/// is not held while it lowers), so a move of a filter of another kind
+/// into the store's kind that claims bytes (its share shrinking by more
+/// than its filter) would spend the room being made: three narrow Ribbon
+/// tables so moved in a store reopened as Standard each raised the tree's
+/// excess by 40 bytes (`filter_allowance_tests.rs`).
 pub(crate) fn lowering_pick(
     policy: &FilterPolicy,
     kind: FilterKind,
@@ -671,8 +677,42 @@ pub(crate) fn lowering_pick(
     spare: &[Arc<TableHandle>],
 ) -> Option<Rebuild> {
     let r = Rebalancing::new(policy, kind, levels, claimed)?;
-    r.lowering(over, spare)
+    r.lowering(over, spare, 0.0)
         .or_else(|| r.lowering_to_share(need as f64, spare))
+}
+
+/// What installing `added` in place of `removed` adds to the tree's
+/// excess over uniform's bytes under `policy`, exactly, from the filters
+/// written (negative when it frees bytes; 0 for policies without
+/// budgets): the added tables' filters beyond their uniform shares, plus
+/// the share the removed tables' filters leave unused.
+pub(crate) fn install_excess_bytes(
+    policy: &FilterPolicy,
+    kind: FilterKind,
+    added: &[Arc<TableHandle>],
+    removed: &[Arc<TableHandle>],
+) -> i64 {
+    let FilterPolicy::Optimized { bits_per_key } = *policy else {
+        return 0;
+    };
+    let (added_shares, added_filters) =
+        shares_and_filters(kind, added.iter().map(|t| t.as_ref()), bits_per_key);
+    let (removed_shares, removed_filters) =
+        shares_and_filters(kind, removed.iter().map(|t| t.as_ref()), bits_per_key);
+    (added_filters + removed_shares) as i64 - (added_shares + removed_filters) as i64
+}
+
+/// Bytes by which the live tables' filters and the claims of the writes
+/// in flight exceed uniform's bytes for the live tables (0 within them;
+/// 0 for policies without budgets).
+pub(crate) fn tree_past_uniform_bytes(
+    policy: &FilterPolicy,
+    kind: FilterKind,
+    levels: &[Vec<Arc<TableHandle>>],
+    claimed: u64,
+) -> u64 {
+    Rebalancing::new(policy, kind, levels, claimed)
+        .map_or(0, |r| r.past_uniform_bytes.max(0.0).ceil() as u64)
 }
 
 /// Filter bytes by which writes whose tables are not installed yet will
@@ -700,6 +740,17 @@ impl FilterClaims {
                 bytes: p.claim_bytes,
             },
         )
+    }
+}
+
+impl FilterClaims {
+    /// Claims `bytes` until the returned guard drops.
+    pub(crate) fn claim(&self, bytes: u64) -> ClaimGuard<'_> {
+        self.plan(|_| Plan {
+            claim_bytes: bytes,
+            ..Plan::unbounded(0.0)
+        })
+        .1
     }
 }
 

@@ -119,13 +119,6 @@ impl DbInner {
             return self.trivial_move(c);
         }
         let inputs: Vec<Arc<TableHandle>> = c.all_inputs().cloned().collect();
-        for t in &inputs {
-            Counters::add(&self.counters.bytes_compacted_read, t.meta.file_size);
-            Counters::add(
-                &self.counters.levels[t.meta.level].bytes_compacted_read,
-                t.meta.file_size,
-            );
-        }
         let mut merged = MergingCursor::new(input_cursors(&inputs));
         // Read after the inputs were chosen: a snapshot registered later has
         // a sequence at or above every entry of the inputs, so the newest
@@ -139,7 +132,18 @@ impl DbInner {
             keys: inputs.iter().map(|t| table_keys(t)).sum(),
             removed: &inputs,
         };
-        let (plan, claim) = self.lower_and_plan_filters(write)?;
+        // Given up once the store shuts down while filters are lowered to
+        // make room for it (nothing written yet; it runs after the reopen).
+        let Some((plan, claim)) = self.lower_and_plan_filters(write)? else {
+            return Ok(());
+        };
+        for t in &inputs {
+            Counters::add(&self.counters.bytes_compacted_read, t.meta.file_size);
+            Counters::add(
+                &self.counters.levels[t.meta.level].bytes_compacted_read,
+                t.meta.file_size,
+            );
+        }
         #[cfg(test)]
         self.merge_pause.pause();
         let outputs = self.tables.write(
@@ -149,11 +153,25 @@ impl DbInner {
             &self.counters,
             &mut |out| retain.run(&mut merged, out),
         )?;
+        let written = match self.claim_written(write, &plan, &outputs) {
+            Ok(Some(claim)) => claim,
+            // Never offered to an install: deleted. Given up once the
+            // store shuts down.
+            Ok(None) => {
+                discard(&outputs);
+                return Ok(());
+            }
+            Err(e) => {
+                discard(&outputs);
+                return Err(e);
+            }
+        };
         self.install(VersionEdit {
             added: &outputs,
             removed: &inputs,
             flushed: &[],
         })?;
+        drop(written);
         drop(claim);
         Counters::add(&self.counters.compactions, 1);
         Counters::add(&self.counters.levels[c.output_level].writes_into, 1);
@@ -314,4 +332,11 @@ fn input_cursors(inputs: &[Arc<TableHandle>]) -> Vec<Box<dyn EntryCursor>> {
         i += run;
     }
     cursors
+}
+
+/// Deletes tables that were written and never offered to an install.
+fn discard(tables: &[Arc<TableHandle>]) {
+    for t in tables {
+        t.mark_obsolete();
+    }
 }
