@@ -21,6 +21,8 @@
 
 #[cfg(target_arch = "x86_64")]
 mod backsub_avx2;
+#[cfg(target_arch = "x86_64")]
+mod backsub_avx512;
 mod banding;
 mod hasher;
 mod layout;
