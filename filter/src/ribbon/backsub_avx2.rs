@@ -30,34 +30,49 @@ use super::layout::{Layout, MAX_COLUMNS};
 use super::storage::Solution;
 
 /// Rows solved together.
-const GROUP: usize = 8;
+pub(super) const GROUP: usize = 8;
+
+/// Back-substitution of every block, from the last to the first, with
+/// `$solve_group` solving one group of rows (`solve_group` here, or
+/// `backsub_avx512`'s). Expanded inside a function that enables the CPU
+/// features the group solver needs, so that it is inlined there.
+macro_rules! solve_blocks {
+    ($banding:expr, $layout:expr, $solve_group:path) => {{
+        use core::arch::x86_64::{_mm_extract_epi64, _mm_setzero_si128};
+        use $crate::ribbon::backsub_avx2::GROUP;
+        let (banding, layout) = ($banding, $layout);
+        let mut solution =
+            $crate::ribbon::storage::Solution::zeroed(layout.num_segments() as usize);
+        // Column j's 128 solution bits above the current group.
+        let mut state = [_mm_setzero_si128(); $crate::ribbon::layout::MAX_COLUMNS as usize];
+        for block in (0..layout.num_blocks()).rev() {
+            let columns = layout.columns_of_block(block) as usize;
+            if columns == 0 {
+                continue;
+            }
+            let rows = banding.block_rows(block);
+            let state = &mut state[..columns];
+            let coeffs = rows.coeffs.as_chunks::<GROUP>().0;
+            let results = rows.results.as_chunks::<GROUP>().0;
+            for (coeffs, results) in coeffs.iter().zip(results).rev() {
+                $solve_group(coeffs, results, state);
+            }
+            for (j, &segment) in state.iter().enumerate() {
+                let value = (u128::from(_mm_extract_epi64::<1>(segment) as u64) << 64)
+                    | u128::from(_mm_extract_epi64::<0>(segment) as u64);
+                solution.set(layout.segment(block, j as u32) as usize, value);
+            }
+        }
+        solution
+    }};
+}
+pub(super) use solve_blocks;
 
 /// [`super::solution::back_substitute`] with AVX2. REQUIRES: the CPU has
 /// AVX2 (the caller checks), `banding` has `layout.num_slots()` rows.
 #[target_feature(enable = "avx2")]
 pub(super) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
-    let mut solution = Solution::zeroed(layout.num_segments() as usize);
-    // Column j's 128 solution bits above the current group.
-    let mut state = [_mm_setzero_si128(); MAX_COLUMNS as usize];
-    for block in (0..layout.num_blocks()).rev() {
-        let columns = layout.columns_of_block(block) as usize;
-        if columns == 0 {
-            continue;
-        }
-        let rows = banding.block_rows(block);
-        let state = &mut state[..columns];
-        let coeffs = rows.coeffs.as_chunks::<GROUP>().0;
-        let results = rows.results.as_chunks::<GROUP>().0;
-        for (coeffs, results) in coeffs.iter().zip(results).rev() {
-            solve_group(coeffs, results, state);
-        }
-        for (j, &segment) in state.iter().enumerate() {
-            let value = (u128::from(_mm_extract_epi64::<1>(segment) as u64) << 64)
-                | u128::from(_mm_extract_epi64::<0>(segment) as u64);
-            solution.set(layout.segment(block, j as u32) as usize, value);
-        }
-    }
-    solution
+    solve_blocks!(banding, layout, solve_group)
 }
 
 /// Solves the eight rows of `coeffs` and `results` (slots `base..base +
@@ -66,6 +81,17 @@ pub(super) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
 /// `1 <= state.len() <= 32`.
 #[target_feature(enable = "avx2")]
 fn solve_group(coeffs: &[Coeffs; GROUP], results: &[u32; GROUP], state: &mut [__m128i]) {
+    let parities = parities_above(coeffs, state);
+    finish_group(coeffs, results, state, parities);
+}
+
+/// Bit j of word p: the parity of row p's coefficients on the slots above
+/// the group (`base + 8..`) anded with column j of `state`, for every
+/// column of `state`; the bits past them 0. REQUIRES: `1 <= state.len()
+/// <= 32`.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn parities_above(coeffs: &[Coeffs; GROUP], state: &[__m128i]) -> __m256i {
     let columns = state.len();
     debug_assert!((1..=MAX_COLUMNS as usize).contains(&columns));
     // SAFETY: a row's coefficients are two u64s, the 16 bytes read (low
@@ -136,6 +162,23 @@ fn solve_group(coeffs: &[Coeffs; GROUP], results: &[u32; GROUP], state: &mut [__
         parities = _mm256_or_si256(_mm256_slli_epi32::<2>(parities), two);
         rest = front;
     }
+    parities
+}
+
+/// The rest of [`solve_group`], given the rows' `parities` above the group
+/// ([`parities_above`]): the results added, the slots of the group solved
+/// and each column's eight new bits shifted into `state`. REQUIRES:
+/// `1 <= state.len() <= 32`.
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(super) fn finish_group(
+    coeffs: &[Coeffs; GROUP],
+    results: &[u32; GROUP],
+    state: &mut [__m128i],
+    parities: __m256i,
+) {
+    let columns = state.len();
+    debug_assert!((1..=MAX_COLUMNS as usize).contains(&columns));
     // The results, the columns only (a row's result has no bits past its
     // block's columns, but the one-row form ignores any there).
     let column_mask = if columns >= 32 {

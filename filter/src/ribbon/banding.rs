@@ -84,8 +84,14 @@ impl Banding {
         }
     }
 
+    /// Bytes of the band per slot: a row's coefficients and its result.
+    pub(crate) const BYTES_PER_SLOT: u64 = (size_of::<Coeffs>() + size_of::<u32>()) as u64;
+
     /// Adds equations `equation(0..n)`; `false` as soon as one contradicts
     /// the others. REQUIRES: as for [`Banding::add`], for each.
+    /// `PREFETCH`: the equations come in order of their start blocks, so
+    /// each new one asks for the rows [`PREFETCH_SLOTS`] past its start
+    /// (useless in any other order).
     ///
     /// [`CHAINS`] ranges of the sequence are eliminated in turn, one step
     /// each, so the processor overlaps their chains of dependent loads
@@ -96,7 +102,11 @@ impl Banding {
     /// changes, so every row a step reads as occupied is the same when the
     /// equation is finally stored, and the step that stores checks and
     /// fills its row at once.
-    pub(crate) fn add_all(&mut self, n: usize, equation: impl Fn(usize) -> Equation) -> bool {
+    pub(crate) fn add_all<const PREFETCH: bool>(
+        &mut self,
+        n: usize,
+        equation: impl Fn(usize) -> Equation,
+    ) -> bool {
         let num_starts = self.num_starts;
         let cursor = |k: usize| Cursor::checked(equation(k), num_starts);
         let mut rows = self.rows();
@@ -115,7 +125,9 @@ impl Banding {
                     Step::Done => match chains.advance($j) {
                         Some(k) => {
                             cursors[$j] = cursor(k);
-                            rows.prefetch(cursors[$j].word + 2 * PREFETCH_SLOTS);
+                            if PREFETCH {
+                                rows.prefetch(cursors[$j].word + 2 * PREFETCH_SLOTS);
+                            }
                         }
                         None => {
                             // Every other chain is on its last equation.
@@ -587,7 +599,10 @@ mod tests {
                         eqs.push(eq);
                     }
                     let mut band = Banding::new(slots as u64);
-                    let ok = band.add_all(eqs.len(), |k| eqs[k]);
+                    let ok = band.add_all::<true>(eqs.len(), |k| eqs[k]);
+                    let mut plain = Banding::new(slots as u64);
+                    assert_eq!(plain.add_all::<false>(eqs.len(), |k| eqs[k]), ok);
+                    assert!(plain.coeffs == band.coeffs && plain.results == band.results);
                     let got: Vec<_> = (0..slots).map(|i| band.row(i)).collect();
                     let (want_ok, want) = reference_add_all(slots, &eqs);
                     let what = format!("{slots} slots, {n} equations, shape {shape}");

@@ -25,6 +25,69 @@ pub(super) fn sort_by_block(
     }
 }
 
+/// The seeded hashes of `hashes` split into `1 << region_bits` regions by
+/// their top `region_bits` bits (so by start: the start grows with the
+/// seeded hash), each region in the keys' order. One pass, into regions of
+/// a fixed capacity (the mean plus eight standard deviations and 64):
+/// `None` if a region overflows (never for hashes of distinct keys; many
+/// duplicates can), and the caller sorts another way.
+/// REQUIRES: `1 <= region_bits <= 32`.
+pub(super) fn split_by_region<'a>(
+    hashes: &[KeyHash],
+    hasher: &RibbonHasher,
+    region_bits: u32,
+    order: &'a mut Vec<u64>,
+) -> Option<Regions<'a>> {
+    assert!((1..=32).contains(&region_bits));
+    let regions = 1usize << region_bits;
+    let mean = hashes.len() / regions + 1;
+    let capacity = mean + 8 * (mean as f64).sqrt() as usize + 64;
+    // Written below, a prefix of each region: not zeroed first.
+    order.clear();
+    order.reserve_exact(regions * capacity);
+    let slots = &mut order.spare_capacity_mut()[..regions * capacity];
+    let mut ends: Vec<usize> = (0..regions).map(|r| r * capacity).collect();
+    let shift = 64 - region_bits;
+    for &h in hashes {
+        let x = hasher.seeded(h);
+        // `r < regions`: the top `region_bits` bits of `x`.
+        let r = (x >> shift) as usize;
+        let at = ends[r];
+        if at == (r + 1) * capacity {
+            return None;
+        }
+        slots[at].write(x);
+        ends[r] = at + 1;
+    }
+    Some(Regions {
+        slots,
+        capacity,
+        ends,
+    })
+}
+
+/// Regions of seeded hashes ([`split_by_region`]). Invariant: region `r`
+/// is `slots[r * capacity..ends[r]]`, every position of it written, and
+/// `ends[r] <= (r + 1) * capacity <= slots.len()`.
+pub(super) struct Regions<'a> {
+    slots: &'a [std::mem::MaybeUninit<u64>],
+    capacity: usize,
+    ends: Vec<usize>,
+}
+
+impl Regions<'_> {
+    /// The regions in order, each its seeded hashes.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &[u64]> {
+        self.ends.iter().enumerate().map(|(r, &end)| {
+            let region = &self.slots[r * self.capacity..end];
+            // SAFETY: every position of a region was written (the
+            // `Regions` invariant), and `MaybeUninit<u64>` has the layout
+            // of `u64`: the slice is of initialized `u64`s.
+            unsafe { std::slice::from_raw_parts(region.as_ptr().cast::<u64>(), region.len()) }
+        })
+    }
+}
+
 /// A position in `order`. REQUIRES of an implementation: it holds every
 /// position up to the number of keys sorted.
 trait Position: Copy + Default + Eq + std::ops::Add<Output = Self> {
@@ -126,6 +189,33 @@ mod tests {
         let mut want: Vec<u64> = hashes.iter().map(|&h| hasher.seeded(h)).collect();
         want.sort_by_key(|&x| hasher.start(x) / COEFF_BITS);
         want
+    }
+
+    #[test]
+    fn regions_hold_each_key_once_by_its_top_bits_in_order() {
+        for (n, bits) in [(0u64, 1u32), (1, 3), (1000, 2), (20_000, 6), (5000, 9)] {
+            let hasher = RibbonHasher::new(5, 1 << 20);
+            let hashes: Vec<KeyHash> = (0..n).map(|i| KeyHash::of(&i.to_le_bytes())).collect();
+            let mut order = vec![3; 7];
+            for _ in 0..2 {
+                let regions =
+                    split_by_region(&hashes, &hasher, bits, &mut order).expect("distinct keys fit");
+                let got: Vec<Vec<u64>> = regions.iter().map(<[u64]>::to_vec).collect();
+                assert_eq!(got.len(), 1 << bits);
+                for (r, region) in got.iter().enumerate() {
+                    let want: Vec<u64> = hashes
+                        .iter()
+                        .map(|&h| hasher.seeded(h))
+                        .filter(|&x| (x >> (64 - bits)) as usize == r)
+                        .collect();
+                    assert_eq!(region, &want, "{n} keys, {bits} bits, region {r}");
+                }
+            }
+        }
+        // One key many times overflows its region.
+        let hasher = RibbonHasher::new(5, 1 << 20);
+        let same = vec![KeyHash::of(b"k"); 2000];
+        assert!(split_by_region(&same, &hasher, 4, &mut Vec::new()).is_none());
     }
 
     #[test]

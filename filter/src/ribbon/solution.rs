@@ -27,9 +27,17 @@ fn parity(v: u128) -> u32 {
 /// `state[j]` is exactly that block's segment of column j.
 ///
 /// On x86-64 with AVX2 the same solution is computed eight rows at a time
-/// (`backsub_avx2`); else with popcnt when the CPU has it, else portably.
+/// (`backsub_avx2`; with AVX-512 and `vpopcntq`, `backsub_avx512`, whose
+/// parities above a group take a quarter of the instructions); else with
+/// popcnt when the CPU has it, else portably.
 /// REQUIRES: `banding` has `layout.num_slots()` rows.
 pub(crate) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        // SAFETY: the CPU has every feature `backsub_avx512` requires,
+        // checked just above.
+        return unsafe { super::backsub_avx512::back_substitute(banding, layout) };
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above; that is the only
@@ -44,6 +52,16 @@ pub(crate) fn back_substitute(banding: &Banding, layout: &Layout) -> Solution {
         return unsafe { back_substitute_popcnt(banding, layout) };
     }
     back_substitute_portable(banding, layout)
+}
+
+/// Whether the CPU runs `backsub_avx512`: AVX2, AVX-512 F and VL, and
+/// `vpopcntq`.
+#[cfg(target_arch = "x86_64")]
+fn has_avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -292,6 +310,15 @@ mod tests {
         } else {
             println!("no AVX2 on this CPU: its back-substitution not compared");
         }
+        #[cfg(target_arch = "x86_64")]
+        if has_avx512() {
+            // SAFETY: the CPU has what `backsub_avx512` requires, checked
+            // just above.
+            solutions
+                .push(unsafe { super::super::backsub_avx512::back_substitute(&band, &layout) });
+        } else {
+            println!("no AVX-512 on this CPU: its back-substitution not compared");
+        }
         for solution in &solutions {
             assert_eq!(solution.len() as u64, layout.num_segments());
             for &eq in &eqs {
@@ -368,6 +395,14 @@ mod tests {
                         unsafe { super::super::backsub_avx2::back_substitute(&band, &layout) };
                     assert_eq!(avx2, portable, "{layout:?}");
                 }
+                #[cfg(target_arch = "x86_64")]
+                if has_avx512() {
+                    // SAFETY: the CPU has what `backsub_avx512` requires,
+                    // checked just above.
+                    let avx512 =
+                        unsafe { super::super::backsub_avx512::back_substitute(&band, &layout) };
+                    assert_eq!(avx512, portable, "{layout:?}");
+                }
             }
         }
     }
@@ -400,6 +435,14 @@ mod tests {
                     let avx2 =
                         unsafe { super::super::backsub_avx2::back_substitute(&band, &layout) };
                     assert_eq!(avx2, portable, "{bpk}");
+                }
+                #[cfg(target_arch = "x86_64")]
+                if has_avx512() {
+                    // SAFETY: the CPU has what `backsub_avx512` requires,
+                    // checked just above.
+                    let avx512 =
+                        unsafe { super::super::backsub_avx512::back_substitute(&band, &layout) };
+                    assert_eq!(avx512, portable, "{bpk}");
                 }
             }
         }
