@@ -744,6 +744,12 @@ impl FilterClaims {
 }
 
 impl FilterClaims {
+    /// The bytes the writes in flight hold.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> u64 {
+        *self.0.lock()
+    }
+
     /// Claims `bytes` until the returned guard drops.
     pub(crate) fn claim(&self, bytes: u64) -> ClaimGuard<'_> {
         self.plan(|_| Plan {

@@ -19,6 +19,8 @@ mod cleanup_tests;
 #[cfg(test)]
 mod deletion_tests;
 #[cfg(test)]
+mod given_up_tests;
+#[cfg(test)]
 mod move_shapes_tests;
 #[cfg(test)]
 mod moving_readers_tests;
