@@ -17,6 +17,17 @@ use crate::filter_budget::{
 use crate::inner::DbInner;
 use crate::rebuild::RebuildJob;
 use crate::version::TableHandle;
+use crate::{FilterKind, FilterPolicy};
+
+/// What one step of a room-making loop did (`DbInner::lower_one`).
+enum Lowered {
+    /// Lowered one filter.
+    One,
+    /// No bytes needed, or no filter left to lower.
+    Nothing,
+    /// The store began to shut down while bytes were still needed.
+    ShuttingDown,
+}
 
 /// A background cycle rebuilds a filter only this far off its target:
 /// budgets move a little with every write, and each rebuild reads its whole
@@ -103,33 +114,19 @@ impl DbInner {
     ) -> Result<Option<(Plan, ClaimGuard<'_>)>> {
         let policy = self.filter_policy.read().clone();
         let kind = self.options.filter_kind;
-        let tables = self.current.load().version.levels.iter().flatten().count();
-        for _ in 0..tables {
+        for _ in 0..self.lowerings_bound() {
             let (plan, claim) = self.plan_filters(write);
             if plan.past_uniform_bytes == 0 {
                 return Ok(Some((plan, claim)));
             }
             drop(claim);
-            if self.shutting_down() {
-                return Ok(None);
-            }
-            let rebuilt = self.rebalance_one_locked(|claimed, levels| {
-                let plan = plan_write(&policy, kind, levels, write, claimed);
-                if plan.past_uniform_bytes == 0 {
-                    return None;
-                }
-                lowering_pick(
-                    &policy,
-                    kind,
-                    levels,
-                    claimed,
-                    SETTLED_TOLERANCE.over,
-                    plan.past_uniform_bytes,
-                    write.removed,
-                )
+            let lowered = self.lower_one(&policy, kind, write.removed, |claimed, levels| {
+                plan_write(&policy, kind, levels, write, claimed).past_uniform_bytes
             })?;
-            if !rebuilt {
-                break;
+            match lowered {
+                Lowered::One => {}
+                Lowered::Nothing => break,
+                Lowered::ShuttingDown => return Ok(None),
             }
             #[cfg(test)]
             self.lowered_pause.pause();
@@ -171,36 +168,63 @@ impl DbInner {
         if extra == 0 {
             return Ok(Some(claim));
         }
-        let tables = self.current.load().version.levels.iter().flatten().count();
-        for _ in 0..tables {
-            let mut shutting_down = false;
-            let rebuilt = self.rebalance_one_locked(|claimed, levels| {
-                let need = tree_past_uniform_bytes(&policy, kind, levels, claimed).min(extra);
-                if need == 0 {
-                    return None;
-                }
-                shutting_down = self.shutting_down();
-                if shutting_down {
-                    return None;
-                }
-                lowering_pick(
-                    &policy,
-                    kind,
-                    levels,
-                    claimed,
-                    SETTLED_TOLERANCE.over,
-                    need,
-                    write.removed,
-                )
+        for _ in 0..self.lowerings_bound() {
+            let lowered = self.lower_one(&policy, kind, write.removed, |claimed, levels| {
+                tree_past_uniform_bytes(&policy, kind, levels, claimed).min(extra)
             })?;
-            if shutting_down {
-                return Ok(None);
-            }
-            if !rebuilt {
-                break;
+            match lowered {
+                Lowered::One => {}
+                Lowered::Nothing => break,
+                Lowered::ShuttingDown => return Ok(None),
             }
         }
         Ok(Some(claim))
+    }
+
+    /// How many filters a room-making loop lowers at most: every live
+    /// table twice (over its target, to it; then above its share, toward
+    /// it). Each lowering frees bytes, so the loops end before this
+    /// unless lowerings keep meeting new tables.
+    fn lowerings_bound(&self) -> usize {
+        2 * self.current.load().version.levels.iter().flatten().count() + 1
+    }
+
+    /// One step of a room-making loop: lowers the filter `lowering_pick`
+    /// chooses (none of `removed`; claiming nothing) to free `need` bytes,
+    /// as the live tree and the claims stand when it picks.
+    /// REQUIRES: the compaction lock is held.
+    fn lower_one(
+        &self,
+        policy: &FilterPolicy,
+        kind: FilterKind,
+        removed: &[Arc<TableHandle>],
+        need: impl FnOnce(u64, &[Vec<Arc<TableHandle>>]) -> u64,
+    ) -> Result<Lowered> {
+        let mut shutting_down = false;
+        let rebuilt = self.rebalance_one_locked(|claimed, levels| {
+            let need = need(claimed, levels);
+            if need == 0 {
+                return None;
+            }
+            shutting_down = self.shutting_down();
+            if shutting_down {
+                return None;
+            }
+            lowering_pick(
+                policy,
+                kind,
+                levels,
+                claimed,
+                SETTLED_TOLERANCE.over,
+                need,
+                removed,
+            )
+        })?;
+        Ok(match (shutting_down, rebuilt) {
+            (true, _) => Lowered::ShuttingDown,
+            (false, true) => Lowered::One,
+            (false, false) => Lowered::Nothing,
+        })
     }
 
     /// Rebuilds the filter `pick` chooses from the live tree and the
