@@ -126,11 +126,15 @@ mod tests {
             let regions = 1usize << bits;
             let last = (regions as u64 - 1) << (64 - bits);
             for n in 1..600usize {
+                let mean = n / regions + 1;
+                let capacity = mean + 8 * (mean as f64).sqrt() as usize + 64;
+                // Under Miri (slow) only next to the capacity.
+                if cfg!(miri) && n.abs_diff(capacity) > 1 {
+                    continue;
+                }
                 let xs: Vec<u64> = (0..n as u64).map(|i| last | i).collect();
                 let keys = seeded_to(&hasher, xs.iter().copied());
                 assert!(keys.iter().zip(&xs).all(|(&h, &x)| hasher.seeded(h) == x));
-                let mean = n / regions + 1;
-                let capacity = mean + 8 * (mean as f64).sqrt() as usize + 64;
                 let mut order = vec![1; 3];
                 let split = split_by_region(&keys, &hasher, bits, &mut order);
                 match split {
