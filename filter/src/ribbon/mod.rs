@@ -610,6 +610,97 @@ mod tests {
         }
     }
 
+    /// The filter bytes `main` builds: `build_limited`'s seeds at the
+    /// first size, every key sorted by block (the only order before the
+    /// unsorted and region orders). `None` if no seed of the first size
+    /// solves.
+    fn bytes_sorted_by_block(hashes: &[KeyHash], target: RibbonTarget) -> Option<Vec<u8>> {
+        let items = hashes.len() as u64;
+        let layout = layout_for(target, items, blocks_for(items));
+        let first_seed = hashes.first().map_or(0, |h| (h.raw() >> 56) as u32);
+        let mut order = Vec::new();
+        (0..SEEDS_PER_SIZE).find_map(|attempt| {
+            let seed = (first_seed + attempt) % NUM_SEEDS;
+            let mut band = Banding::new(layout.num_slots());
+            solve_in_order(&mut band, hashes, &layout, seed, &mut order, Order::Blocks).then(|| {
+                let solution = solution::back_substitute(&band, &layout);
+                RibbonFilter::assemble(layout, seed, solution, items).to_bytes()
+            })
+        })
+    }
+
+    /// At the block counts on either side of both of `solve`'s thresholds
+    /// (the band exactly 512 KiB or one block more, exactly 2.5 MiB or one
+    /// block more), with fractional budgets of 1 to 30 bits, with
+    /// duplicates, with one key many times: `build` writes the bytes the
+    /// sort by block gives, and holds every key.
+    #[test]
+    fn build_bytes_equal_sorted_build_at_the_thresholds() {
+        let slot_bytes = Banding::BYTES_PER_SLOT * COEFF_BITS;
+        let at_unsorted = UNSORTED_BAND_BYTES / slot_bytes;
+        let at_regions = REGION_BAND_BYTES / slot_bytes;
+        assert_eq!(at_unsorted * slot_bytes, UNSORTED_BAND_BYTES - 2048);
+        assert_eq!(at_regions * slot_bytes, REGION_BAND_BYTES);
+        for (blocks, bpk, tag) in [
+            (at_unsorted, 1.0, b'p'),
+            (at_unsorted + 1, 29.7, b'q'),
+            (at_regions, 9.5, b'r'),
+            (at_regions + 1, 3.3, b's'),
+        ] {
+            // The fewest keys sized to `blocks` blocks.
+            let (mut lo, mut hi) = (1u64, 1 << 20);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if blocks_for(mid) >= blocks {
+                    hi = mid
+                } else {
+                    lo = mid + 1
+                }
+            }
+            assert_eq!(blocks_for(lo), blocks);
+            let n = u32::try_from(lo).unwrap();
+            let distinct = hashes(n, tag);
+            let mut dups = hashes(n - n / 7, tag);
+            dups.extend_from_within(..(n / 7) as usize);
+            let same = vec![KeyHash::of(&[tag]); n as usize];
+            for keys in [distinct, dups, same] {
+                let target = RibbonTarget::BitsPerKey(bpk);
+                let f = RibbonFilter::build(&keys, target);
+                assert_eq!(f.num_slots(), blocks * COEFF_BITS, "{blocks} blocks");
+                assert!(keys.iter().all(|&h| f.contains_hash(h)), "{blocks} blocks");
+                let want = bytes_sorted_by_block(&keys, target).expect("a seed solves");
+                assert!(f.to_bytes() == want, "{blocks} blocks, {bpk} bits a key");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(24))]
+        /// Any key count from none to past the region order's band, any
+        /// budget of 1 to 30 bits a key, some keys repeated: the bytes the
+        /// sort by block gives.
+        #[test]
+        fn build_bytes_equal_sorted_build(
+            n in 0u32..140_000,
+            bpk in 1.0f64..30.0,
+            repeated in 0u32..8,
+            tag in 0u8..255,
+        ) {
+            let mut keys = hashes(n - n * repeated / 8, tag);
+            let copies = (n * repeated / 8) as usize;
+            for i in 0..copies {
+                keys.push(keys[i % keys.len().max(1)]);
+            }
+            let target = RibbonTarget::BitsPerKey(bpk);
+            let f = RibbonFilter::build(&keys, target);
+            proptest::prop_assert!(keys.iter().all(|&h| f.contains_hash(h)));
+            if n > 0 {
+                let want = bytes_sorted_by_block(&keys, target);
+                proptest::prop_assert!(want.is_some_and(|w| w == f.to_bytes()));
+            }
+        }
+    }
+
     #[test]
     fn no_keys_answers_absent_and_no_bits_answers_maybe() {
         let empty = RibbonFilter::from_hashes(&[], 10.0);
