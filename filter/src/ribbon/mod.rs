@@ -39,7 +39,7 @@ use banding::Banding;
 use hasher::{COEFF_BITS, NUM_SEEDS, RibbonHasher, coefficients, result_bits};
 use layout::Layout;
 pub use layout::MAX_COLUMNS;
-use order::{sort_by_block, split_by_region};
+use order::{MAX_REGION_BITS, sort_by_block, split_by_region};
 pub use sizing::{RIBBON_FIXED_BYTES, RibbonSizing, RibbonTarget, ribbon_sizing};
 use sizing::{blocks_for, layout_for};
 use storage::Solution;
@@ -394,8 +394,9 @@ fn solve(
 enum Order {
     /// The keys' own.
     Unsorted,
-    /// By regions of about [`REGION_BLOCKS`] blocks, each in the keys'
-    /// own order (by block if a region overflows).
+    /// By regions of [`REGION_BLOCKS`] blocks or fewer (half as many at
+    /// least: a power of two regions), each in the keys' own order (by
+    /// block if a region overflows).
     Regions,
     /// Sorted by start block.
     Blocks,
@@ -431,10 +432,13 @@ fn solve_in_order(
             return band.add_all::<false>(hashes.len(), |k| equation(hasher.seeded(hashes[k])));
         }
         Order::Regions => {
-            // About REGION_BLOCKS blocks a region (a power of two regions,
-            // 2 to 2^32).
+            // REGION_BLOCKS blocks a region or fewer (a power of two
+            // regions, 2 or more; at most 128 below REGION_BAND_BYTES).
             let regions = layout.num_blocks().div_ceil(REGION_BLOCKS).max(2);
-            let bits = regions.next_power_of_two().trailing_zeros().min(32);
+            let bits = regions
+                .next_power_of_two()
+                .trailing_zeros()
+                .min(MAX_REGION_BITS);
             if let Some(regions) = split_by_region(hashes, &hasher, bits, order) {
                 return regions
                     .iter()
@@ -463,7 +467,7 @@ const UNSORTED_BAND_BYTES: u64 = 512 << 10;
 /// a million (the band out of L2, where the sort's prefetches pay).
 const REGION_BAND_BYTES: u64 = 5 << 19;
 
-/// Blocks a region has about, in [`Order::Regions`] (8: 64 regions at
+/// Blocks a region has at most, in [`Order::Regions`] (8: 64 regions at
 /// 60,000 keys, 128 at 100,000; 32 and 256 regions were no faster).
 const REGION_BLOCKS: u64 = 8;
 

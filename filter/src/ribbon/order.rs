@@ -25,20 +25,25 @@ pub(super) fn sort_by_block(
     }
 }
 
+/// The most region bits [`split_by_region`] takes: 65,536 regions, far
+/// more than a band of the size banded by regions has blocks.
+pub(super) const MAX_REGION_BITS: u32 = 16;
+
 /// The seeded hashes of `hashes` split into `1 << region_bits` regions by
 /// their top `region_bits` bits (so by start: the start grows with the
 /// seeded hash), each region in the keys' order. One pass, into regions of
 /// a fixed capacity (the mean plus eight standard deviations and 64):
-/// `None` if a region overflows (never for hashes of distinct keys; many
-/// duplicates can), and the caller sorts another way.
-/// REQUIRES: `1 <= region_bits <= 32`.
+/// `None` if a region overflows (not expected for random keys; many
+/// duplicates, or keys chosen to land in one region, can), and the caller
+/// sorts another way.
+/// REQUIRES: `1 <= region_bits <= MAX_REGION_BITS`.
 pub(super) fn split_by_region<'a>(
     hashes: &[KeyHash],
     hasher: &RibbonHasher,
     region_bits: u32,
     order: &'a mut Vec<u64>,
 ) -> Option<Regions<'a>> {
-    assert!((1..=32).contains(&region_bits));
+    assert!((1..=MAX_REGION_BITS).contains(&region_bits));
     let regions = 1usize << region_bits;
     let mean = hashes.len() / regions + 1;
     let capacity = mean + 8 * (mean as f64).sqrt() as usize + 64;
