@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use bloomlsm_sstable::EntryKind;
 
-use crate::filter_budget::{Plan, PlannedWrite, table_keys};
+use crate::filter_budget::{Plan, PlannedWrite, table_filter_bytes, table_keys};
 use crate::install::VersionEdit;
 use crate::table_files::OutputCuts;
 use crate::version::TableHandle;
@@ -158,4 +158,33 @@ pub(crate) fn merge_by_hand(
     drop(written);
     drop(claim);
     (outputs, plan)
+}
+
+/// (filter bytes of the live tables, uniform's bytes for them at `bits`
+/// in the kind of each one's filter).
+pub(crate) fn filter_and_uniform_bytes(db: &Db, bits: f64) -> (u64, u64) {
+    let kind = db.inner.options.filter_kind;
+    let sv = db.inner.current.load_full();
+    sv.version
+        .levels
+        .iter()
+        .flatten()
+        .fold((0, 0), |(f, u), t| {
+            let own = t.table.filter().map_or(kind, |f| f.kind());
+            (
+                f + table_filter_bytes(t),
+                u + bloomlsm_filter::planning::planned_memory_bytes(own, table_keys(t), bits),
+            )
+        })
+}
+
+/// The file numbers of the live tables, level by level.
+pub(crate) fn live_numbers(db: &Db) -> Vec<u64> {
+    let sv = db.inner.current.load_full();
+    sv.version
+        .levels
+        .iter()
+        .flatten()
+        .map(|t| t.meta.number)
+        .collect()
 }

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use bloomlsm_filter::planning::planned_memory_bytes;
 
 use crate::budget_test_shapes::{
-    advance_sequence, merge_by_hand, place, prefixed_key as key, static_budget_options,
+    advance_sequence, filter_and_uniform_bytes, merge_by_hand, place, prefixed_key as key,
+    static_budget_options,
 };
-use crate::filter_budget::{Plan, table_filter_bytes, table_keys};
+use crate::filter_budget::{Plan, PlannedWrite, table_filter_bytes, table_keys};
 use crate::table_files::OutputCuts;
 use crate::version::TableHandle;
 use crate::{Db, FilterKind, FilterPolicy, Options};
@@ -23,22 +24,9 @@ fn options(kind: FilterKind) -> Options {
     static_budget_options(kind, BITS)
 }
 
-/// (filter bytes of the live tables, uniform's bytes for them at `BITS`
-/// in the kind of each one's filter).
+/// (filter bytes of the live tables, uniform's bytes for them at `BITS`).
 fn memory(db: &Db) -> (u64, u64) {
-    let kind = db.inner.options.filter_kind;
-    let sv = db.inner.current.load_full();
-    sv.version
-        .levels
-        .iter()
-        .flatten()
-        .fold((0, 0), |(f, u), t| {
-            let own = t.table.filter().map_or(kind, |f| f.kind());
-            (
-                f + table_filter_bytes(t),
-                u + planned_memory_bytes(own, table_keys(t), BITS),
-            )
-        })
+    filter_and_uniform_bytes(db, BITS)
 }
 
 /// A live table: (level, keys, bits per key recorded, filter bytes).
@@ -600,8 +588,6 @@ fn narrow_compactions_that_cannot_give_back_an_unused_share_stay_within_the_boun
 fn the_room_making_loop_stops_when_the_store_shuts_down() {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use crate::filter_budget::PlannedWrite;
-
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
     for _ in 0..1_000 {
@@ -632,18 +618,7 @@ fn the_room_making_loop_stops_when_the_store_shuts_down() {
         }) as Arc<dyn Fn() + Send + Sync>
     };
     db.inner.lowered_pause.set(Some(hook));
-    let planned = {
-        let _compaction = db.inner.compaction_lock.lock();
-        db.inner
-            .lower_and_plan_filters(PlannedWrite {
-                level: 3,
-                keys: 800,
-                removed: &inputs,
-            })
-            .unwrap()
-            .map(|(plan, _claim)| plan)
-    };
-    db.inner.lowered_pause.set(None);
+    let planned = room_for_800_keys_into_l3(&db, &inputs);
     let lowered = lowered.load(Ordering::Acquire);
     assert!(
         planned.is_none() && lowered == 1,
@@ -671,7 +646,7 @@ fn the_room_making_loop_stops_when_the_store_shuts_down() {
 fn the_room_making_loop_only_frees_bytes() {
     use std::sync::Mutex;
 
-    use crate::filter_budget::{PlannedWrite, table_targets};
+    use crate::filter_budget::table_targets;
     use crate::rebuild::RebuildJob;
 
     let dir = tempfile::tempdir().unwrap();
@@ -741,18 +716,7 @@ fn the_room_making_loop_only_frees_bytes() {
     // A flush in flight, planned at the optimum's bits for a fresh L0
     // run (above uniform's), claims what its install will add.
     let flush_in_flight = db.inner.filter_claims.claim(3_000);
-    let plan = {
-        let _compaction = db.inner.compaction_lock.lock();
-        db.inner
-            .lower_and_plan_filters(PlannedWrite {
-                level: 3,
-                keys: 800,
-                removed: &inputs,
-            })
-            .unwrap()
-            .map(|(plan, _claim)| plan)
-    };
-    db.inner.lowered_pause.set(None);
+    let plan = room_for_800_keys_into_l3(&db, &inputs);
     drop(flush_in_flight);
     let seen = seen.lock().unwrap().clone();
     assert!(seen.len() > 1, "nothing lowered: {plan:?}");
@@ -760,4 +724,23 @@ fn the_room_making_loop_only_frees_bytes() {
         seen.windows(2).all(|w| w[1] < w[0]),
         "the tree's excess over uniform after each lowering: {seen:?} (plan {plan:?})"
     );
+}
+
+/// The room-making loop and plan of a compaction of `inputs` writing 800
+/// keys into L3, under the compaction lock (the claim dropped), with the
+/// `lowered_pause` hook cleared after it.
+fn room_for_800_keys_into_l3(db: &Db, inputs: &[Arc<TableHandle>]) -> Option<Plan> {
+    let planned = {
+        let _compaction = db.inner.compaction_lock.lock();
+        db.inner
+            .lower_and_plan_filters(PlannedWrite {
+                level: 3,
+                keys: 800,
+                removed: inputs,
+            })
+            .unwrap()
+            .map(|(plan, _claim)| plan)
+    };
+    db.inner.lowered_pause.set(None);
+    planned
 }

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::budget_test_shapes::live_numbers;
 use crate::fs::fault::FaultFs;
 use crate::rebalance::SETTLED_TOLERANCE;
 use crate::test_hooks::ReadPause;
@@ -124,17 +125,6 @@ fn check_tree(db: &Db, what: &str) {
     }
     let live = sv.version.levels.iter().flatten().count();
     assert_eq!(sst_files(db), live, "{what}: table files on disk");
-}
-
-/// The numbers of the live tables.
-fn live_numbers(db: &Db) -> Vec<u64> {
-    let sv = db.inner.current.load_full();
-    sv.version
-        .levels
-        .iter()
-        .flatten()
-        .map(|t| t.meta.number)
-        .collect()
 }
 
 fn sst_files(db: &Db) -> usize {

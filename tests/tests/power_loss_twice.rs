@@ -44,9 +44,12 @@ fn copy_dir(from: &Path) -> tempfile::TempDir {
     to
 }
 
-/// Every pair and the last sequence number of the store in `dir`, opened
-/// on the real file system, and whether its tables are exactly its files.
-fn answers(dir: &Path, what: &str) -> (BTreeMap<Vec<u8>, Vec<u8>>, u64) {
+/// Every pair of a store and its last sequence number.
+type Answers = (BTreeMap<Vec<u8>, Vec<u8>>, u64);
+
+/// The [`Answers`] of the store in `dir`, opened on the real file system,
+/// after checking that its tables are exactly its files.
+fn answers(dir: &Path, what: &str) -> Answers {
     let db = Db::open(dir, options()).unwrap_or_else(|e| panic!("{what}: open failed: {e}"));
     let got = (contents(&db), db.last_sequence());
     let live = db.stats().total.tables;
@@ -59,6 +62,27 @@ fn answers(dir: &Path, what: &str) -> (BTreeMap<Vec<u8>, Vec<u8>>, u64) {
     got
 }
 
+/// The workload crashed by a power loss at operation `first` (unlinks
+/// revived as `revival` says): its directory, the answers of a clean open
+/// of it, and the operations that open makes.
+fn first_crash(first: u64, revival: Revival) -> (tempfile::TempDir, Answers, u64) {
+    let crashed = scratch_dir();
+    let fs = FaultFs::new();
+    fs.set_revival(revival);
+    fs.fail_from_op(first);
+    run_until_crash(crashed.path(), &fs);
+    fs.simulate_power_loss().unwrap();
+    let reference = answers(
+        copy_dir(crashed.path()).path(),
+        &format!("first crash at {first}"),
+    );
+    // The operations of an open of the crashed store.
+    let probe = copy_dir(crashed.path());
+    let fs = FaultFs::new();
+    drop(Db::open_with_fs(probe.path(), options(), Arc::new(fs.clone())).unwrap());
+    (crashed, reference, fs.ops())
+}
+
 #[test]
 fn a_power_loss_while_recovering_from_one_changes_no_answer() {
     let fs = FaultFs::new();
@@ -66,26 +90,13 @@ fn a_power_loss_while_recovering_from_one_changes_no_answer() {
     let total_ops = fs.ops();
     let mut second_crashes = 0;
     for first in (0..total_ops).step_by(STEP as usize) {
-        let crashed = scratch_dir();
-        let fs = FaultFs::new();
         // Every undone unlink back, or a seeded half of them.
-        fs.set_revival(if first % 2 == 0 {
+        let revival = if first % 2 == 0 {
             Revival::All
         } else {
             Revival::Seeded(first)
-        });
-        fs.fail_from_op(first);
-        run_until_crash(crashed.path(), &fs);
-        fs.simulate_power_loss().unwrap();
-        let reference = answers(
-            copy_dir(crashed.path()).path(),
-            &format!("first crash at {first}"),
-        );
-        // The operations of an open of the crashed store.
-        let probe = copy_dir(crashed.path());
-        let fs = FaultFs::new();
-        drop(Db::open_with_fs(probe.path(), options(), Arc::new(fs.clone())).unwrap());
-        let open_ops = fs.ops();
+        };
+        let (crashed, reference, open_ops) = first_crash(first, revival);
         for second in 0..open_ops {
             let dir = copy_dir(crashed.path());
             let fs = FaultFs::new();
@@ -136,20 +147,7 @@ fn a_transient_fault_in_the_recovering_open_then_a_power_loss_changes_no_answer(
     let total_ops = fs.ops();
     let mut renames_pending = [0u32; 2];
     for first in (0..total_ops).step_by(TRANSIENT_STEP as usize) {
-        let crashed = scratch_dir();
-        let fs = FaultFs::new();
-        fs.set_revival(Revival::Seeded(first));
-        fs.fail_from_op(first);
-        run_until_crash(crashed.path(), &fs);
-        fs.simulate_power_loss().unwrap();
-        let reference = answers(
-            copy_dir(crashed.path()).path(),
-            &format!("first crash at {first}"),
-        );
-        let probe = copy_dir(crashed.path());
-        let fs = FaultFs::new();
-        drop(Db::open_with_fs(probe.path(), options(), Arc::new(fs.clone())).unwrap());
-        let open_ops = fs.ops();
+        let (crashed, reference, open_ops) = first_crash(first, Revival::Seeded(first));
         for fault in 0..open_ops {
             for (i, fate) in [RenameFate::Undone, RenameFate::Kept]
                 .into_iter()

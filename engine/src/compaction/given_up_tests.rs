@@ -8,30 +8,16 @@ use std::sync::Arc;
 
 use super::pick::{Compaction, DeeperRanges};
 use crate::budget_test_shapes::{
-    advance_sequence, place, prefixed_key as key, static_budget_options,
+    advance_sequence, filter_and_uniform_bytes, live_numbers, place, prefixed_key as key,
+    static_budget_options,
 };
-use crate::filter_budget::{table_filter_bytes, table_keys};
 use crate::fs::fault::FaultFs;
 use crate::{Db, FilterKind};
 
 const BITS: f64 = 10.0;
 
 fn memory(db: &Db) -> (u64, u64) {
-    let kind = db.inner.options.filter_kind;
-    db.inner
-        .current
-        .load()
-        .version
-        .levels
-        .iter()
-        .flatten()
-        .fold((0, 0), |(f, u), t| {
-            let own = t.table.filter().map_or(kind, |f| f.kind());
-            (
-                f + table_filter_bytes(t),
-                u + bloomlsm_filter::planning::planned_memory_bytes(own, table_keys(t), BITS),
-            )
-        })
+    filter_and_uniform_bytes(db, BITS)
 }
 
 fn table_files(dir: &std::path::Path) -> Vec<String> {
@@ -88,16 +74,7 @@ fn run(stop: Stop) {
     advance_sequence(&db, 50_000);
     place(&db, 3, &deep, 20_000, BITS + over - 0.01);
     let before = table_files(dir.path());
-    let live_before: Vec<u64> = db
-        .inner
-        .current
-        .load()
-        .version
-        .levels
-        .iter()
-        .flatten()
-        .map(|t| t.meta.number)
-        .collect();
+    let live_before: Vec<u64> = live_numbers(&db);
     let input = db.inner.current.load().version.levels[2][0].clone();
 
     // The store begins to shut down once the room-making loop is done,
@@ -154,16 +131,7 @@ fn run(stop: Stop) {
         written > 0,
         "the merge wrote nothing: not the case under test"
     );
-    let live_after: Vec<u64> = db
-        .inner
-        .current
-        .load()
-        .version
-        .levels
-        .iter()
-        .flatten()
-        .map(|t| t.meta.number)
-        .collect();
+    let live_after: Vec<u64> = live_numbers(&db);
     assert_eq!(live_after, live_before, "the tree changed");
     assert_eq!(db.inner.filter_claims.held(), 0, "a claim left held");
     assert_eq!(table_files(dir.path()), before, "files left or lost");
