@@ -4,6 +4,8 @@
 
 use std::process::{Command, Output};
 
+use bloomlsm_tests::table_files;
+
 fn cli(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
         .args(args)
@@ -153,19 +155,6 @@ fn assert_in_order(haystack: &str, names: &[&str]) {
     }
 }
 
-fn sst_count(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "sst")
-        })
-        .count()
-}
-
 #[test]
 fn get_of_a_missing_key_prints_not_found_and_exits_one() {
     let (dir, _) = store_with_table();
@@ -220,14 +209,14 @@ fn put_writes_all_its_pairs_as_one_table() {
     for (key, value) in [("a", "1"), ("b", "2"), ("c", "3")] {
         assert_eq!(ok_json(&["get", d, key])["value"], value);
     }
-    assert_eq!(sst_count(dir.path()), 0, "get opens read-only");
+    assert_eq!(table_files(dir.path()), 0, "get opens read-only");
     // The next write's open turns the call's batch into exactly one table.
     ok_json(&["put", d, "d", "4"]);
-    assert_eq!(sst_count(dir.path()), 1);
+    assert_eq!(table_files(dir.path()), 1);
     ok_json(&["get", d, "d"]);
-    assert_eq!(sst_count(dir.path()), 1, "get opens read-only");
+    assert_eq!(table_files(dir.path()), 1, "get opens read-only");
     let deleted = text_of(&["delete", d, "b", "a"]);
-    assert_eq!(sst_count(dir.path()), 2, "one table per put call");
+    assert_eq!(table_files(dir.path()), 2, "one table per put call");
     assert_eq!(
         deleted,
         "deleted       2\nsmallest_key  a\nlargest_key   b\n"
@@ -358,7 +347,7 @@ fn study_commands_change_no_file_of_the_store() {
     db.put(b"only-in-the-wal", b"yes").unwrap();
     db.delete(b"key00001").unwrap();
     db.close().unwrap();
-    assert!(sst_count(dir.path()) > 1);
+    assert!(table_files(dir.path()) > 1);
     let before = image(dir.path());
     let table = dir
         .path()

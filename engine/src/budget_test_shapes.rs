@@ -79,13 +79,24 @@ pub(crate) fn place(
     first_seq: u64,
     bits: f64,
 ) -> Arc<TableHandle> {
+    place_planned(db, level, keys, first_seq, &Plan::unbounded(bits))
+}
+
+/// [`place`], with the filter as `plan` says.
+pub(crate) fn place_planned(
+    db: &Db,
+    level: usize,
+    keys: &[Vec<u8>],
+    first_seq: u64,
+    plan: &Plan,
+) -> Arc<TableHandle> {
     let inner = &db.inner;
     let tables = inner
         .tables
         .write(
             level,
             OutputCuts::one_table(),
-            &Plan::unbounded(bits),
+            plan,
             &inner.counters,
             &mut |out| {
                 for (i, k) in keys.iter().enumerate() {
@@ -178,13 +189,13 @@ pub(crate) fn filter_and_uniform_bytes(db: &Db, bits: f64) -> (u64, u64) {
         })
 }
 
+/// The live tables, level by level.
+pub(crate) fn live_tables(db: &Db) -> Vec<Arc<TableHandle>> {
+    let sv = db.inner.current.load_full();
+    sv.version.levels.iter().flatten().cloned().collect()
+}
+
 /// The file numbers of the live tables, level by level.
 pub(crate) fn live_numbers(db: &Db) -> Vec<u64> {
-    let sv = db.inner.current.load_full();
-    sv.version
-        .levels
-        .iter()
-        .flatten()
-        .map(|t| t.meta.number)
-        .collect()
+    live_tables(db).iter().map(|t| t.meta.number).collect()
 }

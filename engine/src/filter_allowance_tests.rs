@@ -10,8 +10,8 @@ use std::sync::Arc;
 use bloomlsm_filter::planning::planned_memory_bytes;
 
 use crate::budget_test_shapes::{
-    advance_sequence, filter_and_uniform_bytes, merge_by_hand, place, prefixed_key as key,
-    static_budget_options,
+    advance_sequence, filter_and_uniform_bytes, live_tables, merge_by_hand, place, place_planned,
+    prefixed_key as key, static_budget_options,
 };
 use crate::filter_budget::{Plan, PlannedWrite, table_filter_bytes, table_keys};
 use crate::table_files::OutputCuts;
@@ -430,10 +430,6 @@ fn merge_narrow_into_l3_within_the_bound(db: &Db) {
 fn a_flush_planned_between_a_compactions_lowerings_and_its_plan_stays_within_the_bound() {
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use crate::filter_budget::PlannedWrite;
-    use crate::install::VersionEdit;
-    use bloomlsm_sstable::EntryKind;
-
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(narrow_ribbon_reopened_as_standard(dir.path(), 60_000));
 
@@ -448,33 +444,12 @@ fn a_flush_planned_between_a_compactions_lowerings_and_its_plan_stays_within_the
             }
             for f in 0..4 {
                 let keys: Vec<_> = (0..2_000).map(|i| key(&format!("f{f}"), i)).collect();
-                let inner = &db.inner;
-                let (plan, claim) = inner.plan_filters(PlannedWrite {
+                let (plan, claim) = db.inner.plan_filters(PlannedWrite {
                     level: 0,
                     keys: keys.len() as u64,
                     removed: &[],
                 });
-                let tables = inner
-                    .tables
-                    .write(
-                        0,
-                        OutputCuts::one_table(),
-                        &plan,
-                        &inner.counters,
-                        &mut |out| {
-                            for (i, k) in keys.iter().enumerate() {
-                                out.add(k, 40_001 + 2_000 * f + i as u64, EntryKind::Put, b"v")?;
-                            }
-                            Ok(())
-                        },
-                    )
-                    .unwrap();
-                inner
-                    .install(VersionEdit {
-                        added: &tables,
-                        ..Default::default()
-                    })
-                    .unwrap();
+                place_planned(&db, 0, &keys, 40_001 + 2_000 * f, &plan);
                 drop(claim);
             }
         }) as Arc<dyn Fn() + Send + Sync>
@@ -484,14 +459,8 @@ fn a_flush_planned_between_a_compactions_lowerings_and_its_plan_stays_within_the
     merge_narrow_into_l3_within_the_bound(&db);
     db.inner.lowered_pause.set(None);
     assert!(flushed.load(Ordering::Acquire), "the flush never ran");
-    let missing = db
-        .inner
-        .current
-        .load()
-        .version
-        .levels
+    let missing = live_tables(&db)
         .iter()
-        .flatten()
         .filter(|t| t.table.filter().is_none())
         .count();
     assert_eq!(missing, 0, "tables without a filter");

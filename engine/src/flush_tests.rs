@@ -3,6 +3,7 @@
 //! version kept (a snapshot between the memtables still reads its own
 //! values), and every flushed memtable's WAL retired, across a reopen.
 
+use crate::store_files::files_named;
 use crate::{Db, Options};
 
 fn options() -> Options {
@@ -27,16 +28,7 @@ fn freeze(db: &Db) {
 }
 
 fn wal_files(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "wal")
-        })
-        .count()
+    files_named(dir, "wal").len()
 }
 
 #[test]
@@ -163,16 +155,7 @@ fn after_three(i: u32) -> Option<&'static [u8]> {
 }
 
 fn table_files(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "sst")
-        })
-        .count()
+    files_named(dir, "sst").len()
 }
 
 /// A power loss at every file-system operation of a merged flush (the

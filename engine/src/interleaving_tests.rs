@@ -16,6 +16,7 @@ use std::time::Duration;
 use crate::budget_test_shapes::live_numbers;
 use crate::fs::fault::FaultFs;
 use crate::rebalance::SETTLED_TOLERANCE;
+use crate::store_files::files_named;
 use crate::test_hooks::ReadPause;
 use crate::{Db, FilterKind, FilterPolicy, Options, Snapshot};
 
@@ -128,16 +129,7 @@ fn check_tree(db: &Db, what: &str) {
 }
 
 fn sst_files(db: &Db) -> usize {
-    std::fs::read_dir(&db.inner.dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "sst")
-        })
-        .count()
+    files_named(&db.inner.dir, "sst").len()
 }
 
 const KEYS: u64 = 300;

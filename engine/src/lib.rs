@@ -76,6 +76,8 @@ mod recovery;
 mod replay;
 mod skiplist;
 mod stats;
+#[cfg(test)]
+mod store_files;
 mod table_files;
 #[cfg(test)]
 mod test_hooks;

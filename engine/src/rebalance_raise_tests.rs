@@ -16,7 +16,7 @@ use bloomlsm_filter::planning::planned_memory_bytes;
 use parking_lot::Mutex;
 
 use crate::budget_test_shapes::{
-    advance_sequence, mix, narrow_options, place, prefixed_key, spread_key as key,
+    advance_sequence, live_tables, mix, narrow_options, place, prefixed_key, spread_key as key,
     static_budget_options,
 };
 use crate::filter_budget::{table_filter_bytes, table_keys, table_targets};
@@ -105,15 +105,7 @@ fn reopen(dir: &std::path::Path, kind: FilterKind, bits: f64, model: &Model, wha
     let db = Db::open(dir, options(kind, bits)).unwrap();
     let samples = watch(&db, bits);
     let opened = sample(&db.inner, bits);
-    let tables = db
-        .inner
-        .current
-        .load()
-        .version
-        .levels
-        .iter()
-        .flatten()
-        .count();
+    let tables = live_tables(&db).len();
     db.wait_for_background_work().unwrap();
     let rebuilt = db.stats().filters_rebalanced;
     // The settle ended because nothing is left, not at its bound.

@@ -45,6 +45,18 @@ pub fn table_files(dir: &Path) -> usize {
         .count()
 }
 
+/// Closes `db`, open on `dir`, and checks that its live tables are
+/// exactly the table files left in `dir`: no orphan, none missing.
+pub fn close_with_no_orphan_table(db: bloomlsm::Db, dir: &Path, what: &str) {
+    let live = db.stats().total.tables;
+    drop(db);
+    assert_eq!(
+        table_files(dir) as u64,
+        live,
+        "{what}: orphan or missing table"
+    );
+}
+
 /// WAL files (`*.wal`) in a store directory.
 pub fn wal_files(dir: &Path) -> usize {
     std::fs::read_dir(dir)

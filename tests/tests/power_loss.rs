@@ -17,8 +17,8 @@ use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, Options, SyncMode, WalRecovery};
 use bloomlsm_tests::crash_workload::small_table_options;
 use bloomlsm_tests::{
-    apply_history_model, apply_history_write, contents, history_prefix, history_write, key,
-    recovered_history, recovered_prefix, table_files, value, wal_files,
+    apply_history_model, apply_history_write, close_with_no_orphan_table, contents, history_prefix,
+    history_write, key, recovered_history, recovered_prefix, value, wal_files,
 };
 
 const WRITES: u64 = 150;
@@ -70,13 +70,7 @@ fn every_crash_point_recovers_every_synced_write() {
             "crash at {crash_at}: a write that never started came back"
         );
         lost_tail_writes += recovered - acked;
-        let live = db.stats().total.tables;
-        drop(db);
-        assert_eq!(
-            table_files(dir.path()) as u64,
-            live,
-            "crash at {crash_at}: orphan or missing table"
-        );
+        close_with_no_orphan_table(db, dir.path(), &format!("crash at {crash_at}"));
         crash_points += 1;
     }
     println!(
@@ -369,13 +363,7 @@ fn every_crash_point_in_never_mode_recovers_a_prefix() {
             );
         }
         recovered_total += recovered;
-        let live = db.stats().total.tables;
-        drop(db);
-        assert_eq!(
-            table_files(dir.path()) as u64,
-            live,
-            "crash at {crash_at}: orphan or missing table"
-        );
+        close_with_no_orphan_table(db, dir.path(), &format!("crash at {crash_at}"));
     }
     let (k, v) = history_write(8);
     assert!(v.is_none() && k == key(3), "the history has deletes");
@@ -567,13 +555,7 @@ fn every_crash_point_around_filter_rebuilds_reopens_with_matching_records() {
             (acked..=acked + 1).contains(&recovered),
             "crash at {crash_at}: {acked} writes acknowledged, {recovered} recovered"
         );
-        let live = db.stats().total.tables;
-        drop(db);
-        assert_eq!(
-            table_files(dir.path()) as u64,
-            live,
-            "crash at {crash_at}: orphan or missing table"
-        );
+        close_with_no_orphan_table(db, dir.path(), &format!("crash at {crash_at}"));
     }
     println!("{total_ops} crash points around filter rebuilds");
 }

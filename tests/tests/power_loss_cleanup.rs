@@ -13,7 +13,7 @@ use bloomlsm::{Db, Error, Options, SyncMode};
 use bloomlsm_tests::crash_workload::{
     self, CrashRun, Write, contents_after, synced_inline_options,
 };
-use bloomlsm_tests::{scratch_dir, table_files};
+use bloomlsm_tests::{close_with_no_orphan_table, scratch_dir};
 
 const RUNS: u64 = 3;
 const RUN_KEYS: u64 = 24;
@@ -135,13 +135,7 @@ fn every_crash_point_around_bottom_cleanups_recovers_the_acknowledged_state() {
                 "crash at {crash_at}: last sequence"
             );
         }
-        let live = db.stats().total.tables;
-        drop(db);
-        assert_eq!(
-            table_files(dir.path()) as u64,
-            live,
-            "crash at {crash_at}: orphan or missing table"
-        );
+        close_with_no_orphan_table(db, dir.path(), &format!("crash at {crash_at}"));
     }
     println!("{total_ops} crash points, {cleanups} cleanups in the full run");
 }

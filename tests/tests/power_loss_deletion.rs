@@ -13,7 +13,7 @@ use bloomlsm::{Db, Options};
 use bloomlsm_tests::crash_workload::{
     self, CrashRun, Write, contents_after, synced_inline_options,
 };
-use bloomlsm_tests::{scratch_dir, table_files};
+use bloomlsm_tests::{close_with_no_orphan_table, scratch_dir};
 
 const KEYS: u64 = 96;
 
@@ -114,13 +114,7 @@ fn every_crash_point_around_deletion_picks_recovers_the_acknowledged_state() {
             after, got,
             "crash at {crash_at}: settling changed the answers"
         );
-        let live = db.stats().total.tables;
-        drop(db);
-        assert_eq!(
-            table_files(dir.path()) as u64,
-            live,
-            "crash at {crash_at}: orphan or missing table"
-        );
+        close_with_no_orphan_table(db, dir.path(), &format!("crash at {crash_at}"));
     }
     println!(
         "{} crash points after the load, {picks} deletion-triggered picks in the full run",

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, FilterPolicy, Options};
 use bloomlsm_tests::crash_workload::synced_inline_options;
-use bloomlsm_tests::{apply_history_write, contents, recovered_history, scratch_dir, table_files};
+use bloomlsm_tests::{
+    apply_history_write, close_with_no_orphan_table, contents, recovered_history, scratch_dir,
+};
 
 const WRITES: u64 = 1_200;
 
@@ -111,13 +113,7 @@ fn reopen_and_check(dir: &Path, acked: u64, what: &str) -> BTreeMap<Vec<u8>, Vec
         "{what}: {acked} writes acknowledged, {recovered} recovered"
     );
     let got = contents(&db);
-    let live = db.stats().total.tables;
-    drop(db);
-    assert_eq!(
-        table_files(dir) as u64,
-        live,
-        "{what}: orphan or missing table"
-    );
+    close_with_no_orphan_table(db, dir, what);
     got
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bloomlsm::fs::fault::{FaultFs, RenameFate, Revival};
 use bloomlsm::{Db, Options};
 use bloomlsm_tests::crash_workload::{self, Write, small_table_options};
-use bloomlsm_tests::{contents, history_write, scratch_dir, table_files};
+use bloomlsm_tests::{close_with_no_orphan_table, contents, history_write, scratch_dir};
 
 const WRITES: u64 = 120;
 
@@ -52,13 +52,7 @@ type Answers = (BTreeMap<Vec<u8>, Vec<u8>>, u64);
 fn answers(dir: &Path, what: &str) -> Answers {
     let db = Db::open(dir, options()).unwrap_or_else(|e| panic!("{what}: open failed: {e}"));
     let got = (contents(&db), db.last_sequence());
-    let live = db.stats().total.tables;
-    drop(db);
-    assert_eq!(
-        table_files(dir) as u64,
-        live,
-        "{what}: orphan or missing table"
-    );
+    close_with_no_orphan_table(db, dir, what);
     got
 }
 

@@ -12,6 +12,7 @@ use crate::budget_test_shapes::{
     static_budget_options,
 };
 use crate::fs::fault::FaultFs;
+use crate::store_files::files_named;
 use crate::{Db, FilterKind};
 
 const BITS: f64 = 10.0;
@@ -21,13 +22,7 @@ fn memory(db: &Db) -> (u64, u64) {
 }
 
 fn table_files(dir: &std::path::Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".sst"))
-        .collect();
-    v.sort();
-    v
+    files_named(dir, "sst")
 }
 
 #[test]
