@@ -112,6 +112,35 @@ fn damage_before_a_record_of_the_log_is_corruption_in_torn_tail_mode() {
 }
 
 #[test]
+fn any_bit_flipped_in_a_record_before_intact_ones_is_corruption() {
+    // The bytes a torn record's successor is read from (its batch header's
+    // op count) are not checksummed either: a flip there must not make the
+    // intact records after it look like the end of the log.
+    let bytes = wal_of(1..=3);
+    let first_len = wal_of([1]).len();
+    let mut missed = Vec::new();
+    for at in 0..first_len {
+        for bit in 0..8 {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 1 << bit;
+            let got = replay(vec![damaged], TORN, FRESH);
+            let refused = matches!(
+                &got,
+                Err(Error::Corruption {
+                    offset: 0,
+                    reason: Damage::Wal(WalDamage::BeforeIntact),
+                    ..
+                })
+            );
+            if !refused {
+                missed.push(format!("byte {at} bit {bit}: {got:?}"));
+            }
+        }
+    }
+    assert!(missed.is_empty(), "not refused:\n{}", missed.join("\n"));
+}
+
+#[test]
 fn a_large_record_torn_anywhere_is_a_torn_tail() {
     // Random payload bytes hold plausible record lengths at about one
     // offset in 4G/len; checksumming each would exhaust any linear budget
