@@ -119,8 +119,9 @@ pub(crate) fn replay_logs(
 
 /// Refuses damage at `at` of `logs[i]` unless it is the end of the log:
 /// no record of the log (see the module comment) after it in that WAL or
-/// in any newer one. `expected` is the sequence the damaged record would
-/// have started at.
+/// in any newer one (nor right where the damaged record's header says it
+/// ends). `expected` is the sequence the damaged record would have
+/// started at.
 fn check_torn_tail(logs: &[WalBytes], i: usize, at: u64, expected: u64) -> Result<()> {
     let log = &logs[i];
     let at_usize = at as usize;
@@ -128,6 +129,9 @@ fn check_torn_tail(logs: &[WalBytes], i: usize, at: u64, expected: u64) -> Resul
         Some(successor) => SeqFilter::Exactly(successor),
         None => SeqFilter::From(expected),
     };
+    if wal::record_at_framed_end(&log.bytes, at_usize, SeqFilter::From(expected)) {
+        return Err(Error::corruption(&log.path, at, WalDamage::BeforeIntact));
+    }
     let budget = wal::search_budget(&log.bytes);
     match wal::record_follows(&log.bytes, at_usize + 1, filter, budget) {
         Some(false) => {}

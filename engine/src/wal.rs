@@ -121,6 +121,22 @@ pub(crate) fn successor_of_torn(bytes: &[u8], at: usize, expected: u64) -> Optio
     (count > 0).then(|| expected.checked_add(u64::from(count)))?
 }
 
+/// Whether the damaged record at `at` frames a payload that ends inside
+/// `bytes` and an intact record whose first sequence `filter` admits
+/// starts right where it ends. The successor [`successor_of_torn`] reads
+/// comes from the damaged record's unchecksummed op count; its length is
+/// another field, so a record of the log right after it is found even
+/// when damage changed the count. A torn append ends the file inside its
+/// payload, so it frames no end there.
+pub(crate) fn record_at_framed_end(bytes: &[u8], at: usize, filter: SeqFilter) -> bool {
+    let Some((len, start)) = plausible_header(bytes, at) else {
+        return false;
+    };
+    let end = start + len;
+    first_seq_at(bytes, end).is_some_and(|seq| filter.admits(seq))
+        && record_at(bytes, end).is_some()
+}
+
 /// Parses one record at `at`: `Some((payload end, payload))` when intact.
 fn record_at(bytes: &[u8], at: usize) -> Option<(usize, &[u8])> {
     let (len, start) = plausible_header(bytes, at)?;
