@@ -116,24 +116,51 @@ fn any_bit_flipped_in_a_record_before_intact_ones_is_corruption() {
     // The bytes a torn record's successor is read from (its batch header's
     // op count) are not checksummed either: a flip there must not make the
     // intact records after it look like the end of the log.
-    let bytes = wal_of(1..=3);
-    let first_len = wal_of([1]).len();
+    let triple = |seq| record(&batch(seq, 3, 20));
+    let middle = [triple(1), triple(4), triple(7)];
+    let older_last = [wal_of([1]), wal_of([2])].concat();
+    // (WALs, which WAL is damaged, the damaged record's range, whether
+    // the record after it is in a newer WAL)
+    let cases = [
+        (vec![wal_of(1..=3)], 0, 0..wal_of([1]).len(), false),
+        (
+            vec![middle.concat()],
+            0,
+            middle[0].len()..middle[0].len() + middle[1].len(),
+            false,
+        ),
+        (
+            vec![older_last.clone(), wal_of([3])],
+            0,
+            wal_of([1]).len()..older_last.len(),
+            true,
+        ),
+    ];
     let mut missed = Vec::new();
-    for at in 0..first_len {
-        for bit in 0..8 {
-            let mut damaged = bytes.clone();
-            damaged[at] ^= 1 << bit;
-            let got = replay(vec![damaged], TORN, FRESH);
-            let refused = matches!(
-                &got,
-                Err(Error::Corruption {
-                    offset: 0,
-                    reason: Damage::Wal(WalDamage::BeforeIntact),
-                    ..
-                })
-            );
-            if !refused {
-                missed.push(format!("byte {at} bit {bit}: {got:?}"));
+    for (case, (wals, damaged_wal, range, newer)) in cases.into_iter().enumerate() {
+        for at in range.clone() {
+            for bit in 0..8 {
+                let mut damaged = wals.clone();
+                damaged[damaged_wal][at] ^= 1 << bit;
+                let got = replay(damaged, TORN, FRESH);
+                let refused = match &got {
+                    Err(Error::Corruption {
+                        offset,
+                        reason: Damage::Wal(reason),
+                        ..
+                    }) => {
+                        *offset == range.start as u64
+                            && if newer {
+                                matches!(reason, WalDamage::BeforeNewerWal { .. })
+                            } else {
+                                *reason == WalDamage::BeforeIntact
+                            }
+                    }
+                    _ => false,
+                };
+                if !refused {
+                    missed.push(format!("case {case} byte {at} bit {bit}: {got:?}"));
+                }
             }
         }
     }
