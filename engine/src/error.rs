@@ -82,6 +82,17 @@ pub enum Error {
     /// The store has used every sequence number (2^56 - 1 of them).
     #[error("the store has no sequence numbers left")]
     SequenceExhausted,
+    /// A store file's number (a stray file's, or the manifest's next
+    /// number) is past [`crate::MAX_OPEN_FILE_NUMBER`]: numbering new files
+    /// after it would write a manifest whose next number reads as damage.
+    /// Nothing was changed; the store opens once the file is gone.
+    #[error("{path} is numbered {number}: too few file numbers are left after it")]
+    FileNumbersExhausted {
+        /// The file with the number (the MANIFEST for its next number).
+        path: PathBuf,
+        /// Its number.
+        number: u64,
+    },
     /// Options that cannot work together.
     #[error("invalid options: {0}")]
     InvalidOptions(String),

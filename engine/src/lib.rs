@@ -98,4 +98,5 @@ pub use options::{
     Options, SyncMode, WalRecovery,
 };
 pub use stats::{LevelStats, Stats};
+pub use table_files::MAX_OPEN_FILE_NUMBER;
 pub use trace::{LookupTrace, TraceResult, TraceSource, TraceStep};

@@ -19,6 +19,7 @@ use bloomlsm_sstable::MAX_SEQUENCE;
 use crate::damage::ManifestDamage;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, names};
+use crate::table_files::MAX_FILE_NUMBER;
 
 /// Manifest magic ("bloomman"). FROZEN.
 pub(crate) const MANIFEST_MAGIC: u64 = 0x6e61_6d6d_6f6f_6c62;
@@ -252,9 +253,6 @@ pub(crate) enum ManifestWriteFailure {
     /// `MANIFEST` was replaced; the directory fsync failed.
     AfterRename(Error),
 }
-
-/// File numbers stay far from overflow (a store allocates a few per second).
-const MAX_FILE_NUMBER: u64 = 1 << 62;
 
 /// crc32 over version, length and payload.
 fn checksum(version_and_len: &[u8], payload: &[u8]) -> u32 {

@@ -25,7 +25,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::read_only_fs::{CreatedLock, ReadOnlyFs};
 use crate::replay::{LogStart, replay_wals};
-use crate::table_files::{OutputCuts, TableFiles};
+use crate::table_files::{MAX_OPEN_FILE_NUMBER, OutputCuts, TableFiles};
 use crate::version::Version;
 use crate::wal::WalWriter;
 
@@ -191,20 +191,16 @@ fn read_store(
     };
 
     // Read everything that may refuse the store.
-    let max_seen = listing
+    let (max_seen, max_seen_name) = listing
         .iter()
         .filter_map(|n| match names::parse(n) {
-            FileType::Table(x) | FileType::Wal(x) => Some(x),
+            FileType::Table(x) | FileType::Wal(x) => Some((x, n.as_str())),
             _ => None,
         })
         .max()
-        .unwrap_or(0);
-    let tables = TableFiles::new(
-        dir,
-        Arc::clone(fs),
-        options,
-        state.next_file_number.max(max_seen + 1),
-    );
+        .unwrap_or((0, names::MANIFEST));
+    let next_file_number = next_file_number(dir, state.next_file_number, max_seen, max_seen_name)?;
+    let tables = TableFiles::new(dir, Arc::clone(fs), options, next_file_number);
     let num_levels = options.num_levels;
     let mut version = Version::new(num_levels);
     for meta in &state.tables {
@@ -397,6 +393,31 @@ fn recover_into(
 /// Refuses a directory without a manifest that holds anything but a LOCK
 /// or temporary files: it is not a store, and opening it would create one
 /// among someone else's files.
+/// The number the store's next file gets: past the manifest's next number
+/// and every table or WAL on disk (a table written but never installed, or
+/// a WAL no manifest names yet, is not reused). Refused past
+/// [`MAX_OPEN_FILE_NUMBER`], before anything is written.
+fn next_file_number(
+    dir: &Path,
+    manifest_next: u64,
+    max_seen: u64,
+    max_seen_name: &str,
+) -> Result<u64> {
+    if max_seen >= MAX_OPEN_FILE_NUMBER {
+        return Err(Error::FileNumbersExhausted {
+            path: dir.join(max_seen_name),
+            number: max_seen,
+        });
+    }
+    if manifest_next > MAX_OPEN_FILE_NUMBER {
+        return Err(Error::FileNumbersExhausted {
+            path: dir.join(names::MANIFEST),
+            number: manifest_next,
+        });
+    }
+    Ok(manifest_next.max(max_seen + 1))
+}
+
 fn refuse_non_store(dir: &Path, listing: &[String], fresh: bool) -> Result<()> {
     match listing
         .iter()

@@ -40,6 +40,16 @@ pub(crate) struct TableFiles {
     options: Options,
 }
 
+/// The largest next file number a manifest may record (a larger one reads
+/// as damage: no store gets near it, allocating a few numbers a second).
+pub(crate) const MAX_FILE_NUMBER: u64 = 1 << 62;
+
+/// The largest next file number an open accepts: a store whose files or
+/// manifest ask for more is refused ([`crate::Error::FileNumbersExhausted`]),
+/// so that one open may hand out 2^32 numbers (32 PiB of 8 MiB tables)
+/// before it could write a manifest whose next number reads as damage.
+pub const MAX_OPEN_FILE_NUMBER: u64 = MAX_FILE_NUMBER - (1 << 32);
+
 impl TableFiles {
     pub(crate) fn new(
         dir: &Path,
@@ -60,7 +70,9 @@ impl TableFiles {
         &self.cache
     }
 
-    /// A file number never handed out before in this store.
+    /// A file number never handed out before in this store. Stays at most
+    /// [`MAX_FILE_NUMBER`]: an open starts at most [`MAX_OPEN_FILE_NUMBER`]
+    /// (`recovery`), and no open hands out 2^32 numbers.
     pub(crate) fn new_file_number(&self) -> u64 {
         self.next_file.fetch_add(1, Ordering::SeqCst)
     }

@@ -1,0 +1,116 @@
+//! File numbers stay readable: a stray table or WAL numbered past
+//! `MAX_OPEN_FILE_NUMBER` is refused at open with a typed error naming it
+//! (before, a store opened with one wrote a manifest whose next file
+//! number its next open refused as damage, or wrapped to 0 in release
+//! builds), and the store opens again, everything in it, once the file is
+//! gone. Below the limit the store opens, numbers its new files above the
+//! stray one, and reopens.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+use std::path::Path;
+
+use bloomlsm::{Db, Error, MAX_OPEN_FILE_NUMBER, Options};
+
+fn options() -> Options {
+    Options {
+        memtable_bytes: 4 << 10,
+        background_work: false,
+        ..Options::default()
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+/// A store of 300 keys over several tables and a WAL, closed.
+fn store(dir: &Path) {
+    let db = Db::open(dir, options()).unwrap();
+    for i in 0..300 {
+        db.put(&key(i), format!("v{i}").as_bytes()).unwrap();
+    }
+    db.close().unwrap();
+}
+
+fn all_there(db: &Db) {
+    for i in 0..300 {
+        assert_eq!(
+            db.get(&key(i)).unwrap(),
+            Some(format!("v{i}").into_bytes()),
+            "key {i}"
+        );
+    }
+}
+
+fn numbers(dir: &Path) -> Vec<u64> {
+    let mut n: Vec<u64> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let stem = name
+                .strip_suffix(".sst")
+                .or_else(|| name.strip_suffix(".wal"))?;
+            stem.parse().ok()
+        })
+        .collect();
+    n.sort_unstable();
+    n
+}
+
+#[test]
+fn a_stray_file_numbered_near_the_end_is_refused_by_name() {
+    for (number, ext) in [
+        (u64::MAX, "sst"),
+        (u64::MAX, "wal"),
+        (MAX_OPEN_FILE_NUMBER, "sst"),
+        (1 << 62, "wal"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        store(dir.path());
+        let stray = dir.path().join(format!("{number}.{ext}"));
+        std::fs::write(&stray, b"not a store file").unwrap();
+        match Db::open(dir.path(), options()) {
+            Err(Error::FileNumbersExhausted { path, number: n }) => {
+                assert_eq!((path.as_path(), n), (stray.as_path(), number));
+            }
+            other => panic!("{number}.{ext}: expected FileNumbersExhausted, got {other:?}"),
+        }
+        // Nothing was lost, and the store opens once the file is gone.
+        assert!(stray.exists(), "the refused open removed {stray:?}");
+        std::fs::remove_file(&stray).unwrap();
+        let db = Db::open(dir.path(), options()).unwrap();
+        all_there(&db);
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn below_the_limit_new_files_are_numbered_above_a_stray_one() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    // Room for the files this test writes (a few dozen), not for 2^32.
+    let stray = MAX_OPEN_FILE_NUMBER - 10_000;
+    // An orphan table (no manifest names it): deleted at open, but its
+    // number is not handed out again.
+    std::fs::write(dir.path().join(format!("{stray}.sst")), b"orphan").unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    all_there(&db);
+    for i in 300..600 {
+        db.put(&key(i), b"later").unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let high: Vec<u64> = numbers(dir.path())
+        .into_iter()
+        .filter(|&n| n > 1 << 40)
+        .collect();
+    assert!(!high.is_empty(), "no file numbered past the stray one");
+    assert!(high.iter().all(|&n| n > stray), "{high:?}");
+    // Reopened, it finds every key, the new ones in files of high numbers.
+    let db = Db::open(dir.path(), options()).unwrap();
+    all_there(&db);
+    for i in 300..600 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(b"later".to_vec()), "key {i}");
+    }
+    db.close().unwrap();
+}
