@@ -62,6 +62,27 @@ impl ProcMemory {
     }
 }
 
+/// CPU time the whole process has used (every thread, exited ones
+/// included: `getrusage(RUSAGE_SELF)`), user plus system, microseconds; 0
+/// where it cannot be read. Beside a phase's wall time it tells a slowdown
+/// of the phase's own work (more CPU per operation: contention, misses)
+/// from time taken by other processes or the kernel (the same CPU per
+/// operation, fewer operations a second).
+pub fn cpu_micros() -> u64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a `rusage` to the pointer, which points to
+    // one; RUSAGE_SELF is a valid `who`.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return 0;
+    }
+    // SAFETY: getrusage returned 0, so it filled the struct (and a zeroed
+    // `rusage` is a valid one anyway).
+    let usage = unsafe { usage.assume_init() };
+    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    micros(usage.ru_utime) + micros(usage.ru_stime)
+}
+
 /// The first number after `name` on the line that starts with it.
 fn field(text: &str, name: &str) -> Option<u64> {
     text.lines()

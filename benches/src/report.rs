@@ -270,10 +270,13 @@ impl Report {
             return String::new();
         }
         let mut by: BTreeMap<(&str, &str), BTreeMap<usize, f64>> = BTreeMap::new();
+        let mut cpu: BTreeMap<(&str, &str), BTreeMap<usize, f64>> = BTreeMap::new();
         for m in &self.measurements {
-            by.entry((m.workload.as_str(), m.engine.as_str()))
+            let at = (m.workload.as_str(), m.engine.as_str());
+            by.entry(at).or_default().insert(m.threads, m.ops_per_sec);
+            cpu.entry(at)
                 .or_default()
-                .insert(m.threads, m.ops_per_sec);
+                .insert(m.threads, m.cpu_us_per_op);
         }
         let mut out = String::from("\n| workload | engine |");
         for t in &counts {
@@ -282,8 +285,11 @@ impl Report {
         for t in &counts {
             out += &format!(" vs rocksdb at {t} |");
         }
+        for t in &counts {
+            out += &format!(" CPU us/op at {t} |");
+        }
         out += "\n|---|---|";
-        out += &"---:|".repeat(2 * counts.len());
+        out += &"---:|".repeat(3 * counts.len());
         out += "\n";
         let workloads = distinct(
             self.measurements
@@ -308,6 +314,12 @@ impl Report {
                         (Some(a), Some(b)) => format!(" {} |", ratio(*a, *b)),
                         _ => " - |".into(),
                     };
+                }
+                let cpu_row = cpu.get(&(*w, *e));
+                for t in &counts {
+                    out += &cpu_row
+                        .and_then(|c| c.get(t))
+                        .map_or(" - |".into(), |v| format!(" {v:.2} |"));
                 }
                 out += "\n";
             }

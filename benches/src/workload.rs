@@ -77,6 +77,10 @@ pub struct Measurement {
     pub device_bytes_per_op: f64,
     /// Read system calls per operation (`syscr`, whole process).
     pub read_syscalls_per_op: f64,
+    /// CPU microseconds (user and system, whole process) per operation:
+    /// the phase's own work, whatever else the machine ran meanwhile.
+    #[serde(default)]
+    pub cpu_us_per_op: f64,
     /// false positives / (false positives + negatives) in this workload.
     pub observed_fpr: f64,
     /// Gets that found nothing (absent keys).
@@ -109,6 +113,7 @@ struct Phase {
     started: Instant,
     counters: ReadCounters,
     io: ProcIo,
+    cpu_micros: u64,
 }
 
 impl Phase {
@@ -116,6 +121,7 @@ impl Phase {
         Self {
             counters: engine.counters(),
             io: ProcIo::now(),
+            cpu_micros: crate::procfs::cpu_micros(),
             started: Instant::now(),
         }
     }
@@ -130,6 +136,7 @@ impl Phase {
     ) -> Measurement {
         let seconds = self.started.elapsed().as_secs_f64();
         let io = ProcIo::now().since(self.io);
+        let cpu_micros = crate::procfs::cpu_micros().saturating_sub(self.cpu_micros);
         let ops = hist.len();
         let per_op = |n: u64| n as f64 / ops.max(1) as f64;
         let after = engine.counters();
@@ -149,6 +156,7 @@ impl Phase {
             block_reads_per_op: per_op(after.data_block_reads - self.counters.data_block_reads),
             device_bytes_per_op: per_op(io.read_bytes),
             read_syscalls_per_op: per_op(io.read_syscalls),
+            cpu_us_per_op: per_op(cpu_micros),
             observed_fpr: if fp + neg == 0 {
                 0.0
             } else {
