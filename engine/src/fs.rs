@@ -289,8 +289,13 @@ pub(crate) mod names {
         Other,
     }
 
+    /// What `name` is. A table or WAL name must be the one [`table`] or
+    /// [`wal`] gives its number (`+5.sst` or `0000005.wal` is `Other`, left
+    /// alone): recovery opens, replays and deletes files by number, so a
+    /// second spelling of a number would be read or removed in place of
+    /// another file.
     pub(crate) fn parse(name: &str) -> FileType {
-        let number = |s: &str| s.parse::<u64>().ok();
+        let number = |s: &str| s.parse::<u64>().ok().filter(|n| format!("{n:06}") == s);
         if name == LOCK {
             FileType::Lock
         } else if name == MANIFEST {
@@ -303,6 +308,34 @@ pub(crate) mod names {
             FileType::Wal(n)
         } else {
             FileType::Other
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn only_the_names_the_store_writes_are_tables_and_wals() {
+            let dir = Path::new("/store");
+            for n in [0, 7, 999_999, 1_000_000, u64::MAX] {
+                let table = table(dir, n);
+                let wal = wal(dir, n);
+                let name = |p: &Path| p.file_name().unwrap().to_str().unwrap().to_owned();
+                assert_eq!(parse(&name(&table)), FileType::Table(n));
+                assert_eq!(parse(&name(&wal)), FileType::Wal(n));
+            }
+            for other in [
+                "7.sst",
+                "+000007.sst",
+                "0000007.wal",
+                " 000007.wal",
+                "00000a.sst",
+                ".sst",
+            ] {
+                assert_eq!(parse(other), FileType::Other, "{other}");
+            }
+            assert_eq!(parse("000007.sst.tmp"), FileType::Temp);
         }
     }
 }

@@ -114,3 +114,36 @@ fn below_the_limit_new_files_are_numbered_above_a_stray_one() {
     }
     db.close().unwrap();
 }
+
+#[test]
+fn another_spelling_of_a_file_number_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    let live = numbers(dir.path());
+    let (wal, table) = (live[live.len() - 1], live[0]);
+    // Spellings recovery would read, replay or delete by number as if they
+    // were the store's own files (the live WAL's and a live table's numbers
+    // among them).
+    let strays = [
+        format!("+{wal:06}.wal"),
+        format!("0{wal:06}.wal"),
+        format!("{:07}.wal", wal + 1),
+        format!("0{table:06}.sst"),
+        format!("+{:06}.sst", wal + 2),
+    ];
+    for s in &strays {
+        std::fs::write(dir.path().join(s), format!("stray {s}")).unwrap();
+    }
+    let db = Db::open(dir.path(), options()).unwrap();
+    all_there(&db);
+    db.put(&key(1), b"new").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    for s in &strays {
+        let bytes = std::fs::read(dir.path().join(s)).unwrap();
+        assert_eq!(bytes, format!("stray {s}").into_bytes(), "{s} changed");
+    }
+    let db = Db::open(dir.path(), options()).unwrap();
+    assert_eq!(db.get(&key(1)).unwrap(), Some(b"new".to_vec()));
+    db.close().unwrap();
+}
