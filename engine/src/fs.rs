@@ -293,14 +293,17 @@ pub(crate) mod names {
     /// [`wal`] gives its number (`+5.sst` or `0000005.wal` is `Other`, left
     /// alone): recovery opens, replays and deletes files by number, so a
     /// second spelling of a number would be read or removed in place of
-    /// another file.
+    /// another file. The only temporary file the store writes is
+    /// [`MANIFEST_TMP`]; any other `.tmp` name is someone else's (recovery
+    /// deletes temporaries, and a directory of only temporaries is opened
+    /// as a new store).
     pub(crate) fn parse(name: &str) -> FileType {
         let number = |s: &str| s.parse::<u64>().ok().filter(|n| format!("{n:06}") == s);
         if name == LOCK {
             FileType::Lock
         } else if name == MANIFEST {
             FileType::Manifest
-        } else if name.ends_with(".tmp") {
+        } else if name == MANIFEST_TMP {
             FileType::Temp
         } else if let Some(n) = name.strip_suffix(".sst").and_then(number) {
             FileType::Table(n)
@@ -335,7 +338,10 @@ pub(crate) mod names {
             ] {
                 assert_eq!(parse(other), FileType::Other, "{other}");
             }
-            assert_eq!(parse("000007.sst.tmp"), FileType::Temp);
+            assert_eq!(parse(MANIFEST_TMP), FileType::Temp);
+            for other in ["000007.sst.tmp", "notes.tmp", ".tmp", "MANIFEST.tmp.tmp"] {
+                assert_eq!(parse(other), FileType::Other, "{other}");
+            }
         }
     }
 }

@@ -390,9 +390,6 @@ fn recover_into(
     })
 }
 
-/// Refuses a directory without a manifest that holds anything but a LOCK
-/// or temporary files: it is not a store, and opening it would create one
-/// among someone else's files.
 /// The number the store's next file gets: past the manifest's next number
 /// and every table or WAL on disk (a table written but never installed, or
 /// a WAL no manifest names yet, is not reused). Refused past
@@ -418,6 +415,9 @@ fn next_file_number(
     Ok(manifest_next.max(max_seen + 1))
 }
 
+/// Refuses a directory without a manifest that holds anything but a LOCK
+/// or a temporary manifest: it is not a store, and opening it would create one
+/// among someone else's files.
 fn refuse_non_store(dir: &Path, listing: &[String], fresh: bool) -> Result<()> {
     match listing
         .iter()

@@ -147,3 +147,39 @@ fn another_spelling_of_a_file_number_is_left_alone() {
     assert_eq!(db.get(&key(1)).unwrap(), Some(b"new".to_vec()));
     db.close().unwrap();
 }
+
+#[test]
+fn a_stray_tmp_file_is_left_alone() {
+    // The store writes one temporary name, `MANIFEST.tmp`; any other name
+    // ending in `.tmp` is someone else's file.
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    let strays = ["notes.tmp", "000007.sst.tmp", "backup.wal.tmp"];
+    for s in strays {
+        std::fs::write(dir.path().join(s), s).unwrap();
+    }
+    let db = Db::open(dir.path(), options()).unwrap();
+    all_there(&db);
+    db.close().unwrap();
+    for s in strays {
+        let bytes = std::fs::read(dir.path().join(s));
+        assert_eq!(bytes.ok(), Some(s.as_bytes().to_vec()), "{s} was removed");
+    }
+}
+
+#[test]
+fn a_directory_holding_only_a_stray_tmp_file_is_not_a_store() {
+    // Without a manifest, anything but LOCK or the store's own temporary
+    // manifest means the directory is someone else's: the open must not
+    // create a store there (and then delete the file as a temporary).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("draft.tmp"), b"someone's work").unwrap();
+    let got = Db::open(dir.path(), options());
+    let kept = std::fs::read(dir.path().join("draft.tmp")).ok();
+    assert!(
+        matches!(got, Err(Error::NotAStore { .. })),
+        "expected NotAStore, got {:?}",
+        got.map(|_| "a store")
+    );
+    assert_eq!(kept, Some(b"someone's work".to_vec()));
+}
