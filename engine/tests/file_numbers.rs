@@ -183,3 +183,27 @@ fn a_directory_holding_only_a_stray_tmp_file_is_not_a_store() {
     );
     assert_eq!(kept, Some(b"someone's work".to_vec()));
 }
+
+#[test]
+#[ignore = "open-time limit only: an open accepted just under MAX_OPEN_FILE_NUMBER numbers its own files past it and the next open refuses them (naming a live table as the file to remove); needs bounded allocation, see review report"]
+fn a_store_opened_below_the_limit_opens_again_after_its_own_writes() {
+    // A stray orphan just under the limit is accepted (the store opens and
+    // numbers its files above it, deleting the orphan). The files the
+    // store then writes itself must never make its next open refuse it:
+    // the stray is gone, and nothing else can be removed to open it.
+    let dir = tempfile::tempdir().unwrap();
+    store(dir.path());
+    let stray = MAX_OPEN_FILE_NUMBER - 3;
+    std::fs::write(dir.path().join(format!("{stray}.sst")), b"orphan").unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    for i in 300..600 {
+        db.put(&key(i), b"later").unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    assert!(!dir.path().join(format!("{stray}.sst")).exists());
+    let reopened = Db::open(dir.path(), options());
+    let db = reopened.unwrap_or_else(|e| panic!("the store refused its own files: {e}"));
+    all_there(&db);
+    db.close().unwrap();
+}
