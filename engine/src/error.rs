@@ -82,10 +82,12 @@ pub enum Error {
     /// The store has used every sequence number (2^56 - 1 of them).
     #[error("the store has no sequence numbers left")]
     SequenceExhausted,
-    /// A store file's number (a stray file's, or the manifest's next
-    /// number) is past [`crate::MAX_OPEN_FILE_NUMBER`]: numbering new files
-    /// after it would write a manifest whose next number reads as damage.
-    /// Nothing was changed; the store opens once the file is gone.
+    /// At open: a stray file is numbered past [`crate::MAX_OPEN_FILE_NUMBER`]
+    /// (and not within 2^32 of the manifest's next number, as the store's
+    /// own files are): numbering new files after it would leave too few.
+    /// Nothing was changed; the store opens once the file is gone. When
+    /// the path is the MANIFEST: the store has handed out every file
+    /// number a manifest can record (2^62), and writes stop.
     #[error("{path} is numbered {number}: too few file numbers are left after it")]
     FileNumbersExhausted {
         /// The file with the number (the MANIFEST for its next number).

@@ -25,7 +25,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::read_only_fs::{CreatedLock, ReadOnlyFs};
 use crate::replay::{LogStart, replay_wals};
-use crate::table_files::{MAX_OPEN_FILE_NUMBER, OutputCuts, TableFiles};
+use crate::table_files::{MAX_FILE_NUMBER, MAX_OPEN_FILE_NUMBER, OutputCuts, TableFiles};
 use crate::version::Version;
 use crate::wal::WalWriter;
 
@@ -289,7 +289,7 @@ fn recover_into(
     // Now the files of the running store. A new store's manifest comes
     // first: a directory holding other store files but no manifest is not
     // a store, so a crash right after this step must leave a manifest.
-    let wal_number = tables.new_file_number();
+    let wal_number = tables.new_file_number()?;
     let manifest = |version: &Version| ManifestState {
         next_file_number: tables.next_file_number(),
         last_seq,
@@ -392,21 +392,26 @@ fn recover_into(
 
 /// The number the store's next file gets: past the manifest's next number
 /// and every table or WAL on disk (a table written but never installed, or
-/// a WAL no manifest names yet, is not reused). Refused past
-/// [`MAX_OPEN_FILE_NUMBER`], before anything is written.
+/// a WAL no manifest names yet, is not reused). Refused, before anything
+/// is written, for a file at or past [`MAX_OPEN_FILE_NUMBER`] unless it is
+/// the store's own (within 2^32 of the manifest's next number: an earlier
+/// open that started below the limit numbered it) and below
+/// [`MAX_FILE_NUMBER`]. The manifest's own next number is at most
+/// [`MAX_FILE_NUMBER`] (`ManifestState::decode`), as allocation keeps it.
 fn next_file_number(
     dir: &Path,
     manifest_next: u64,
     max_seen: u64,
     max_seen_name: &str,
 ) -> Result<u64> {
-    if max_seen >= MAX_OPEN_FILE_NUMBER {
+    let own = max_seen < manifest_next.saturating_add(1 << 32);
+    if max_seen >= MAX_FILE_NUMBER || (max_seen >= MAX_OPEN_FILE_NUMBER && !own) {
         return Err(Error::FileNumbersExhausted {
             path: dir.join(max_seen_name),
             number: max_seen,
         });
     }
-    if manifest_next > MAX_OPEN_FILE_NUMBER {
+    if manifest_next > MAX_FILE_NUMBER {
         return Err(Error::FileNumbersExhausted {
             path: dir.join(names::MANIFEST),
             number: manifest_next,

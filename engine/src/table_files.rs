@@ -42,12 +42,14 @@ pub(crate) struct TableFiles {
 
 /// The largest next file number a manifest may record (a larger one reads
 /// as damage: no store gets near it, allocating a few numbers a second).
+/// [`TableFiles::new_file_number`] never hands out this number or more.
 pub(crate) const MAX_FILE_NUMBER: u64 = 1 << 62;
 
-/// The largest next file number an open accepts: a store whose files or
-/// manifest ask for more is refused ([`crate::Error::FileNumbersExhausted`]),
-/// so that one open may hand out 2^32 numbers (32 PiB of 8 MiB tables)
-/// before it could write a manifest whose next number reads as damage.
+/// The largest file number a stray file may have for an open to accept it
+/// ([`crate::Error::FileNumbersExhausted`] otherwise), leaving the store
+/// 2^32 numbers (32 PiB of 8 MiB tables) after it. A file past it within
+/// 2^32 of the manifest's next number is the store's own, numbered by an
+/// earlier open that started below it, and is accepted.
 pub const MAX_OPEN_FILE_NUMBER: u64 = MAX_FILE_NUMBER - (1 << 32);
 
 impl TableFiles {
@@ -70,11 +72,19 @@ impl TableFiles {
         &self.cache
     }
 
-    /// A file number never handed out before in this store. Stays at most
-    /// [`MAX_FILE_NUMBER`]: an open starts at most [`MAX_OPEN_FILE_NUMBER`]
-    /// (`recovery`), and no open hands out 2^32 numbers.
-    pub(crate) fn new_file_number(&self) -> u64 {
-        self.next_file.fetch_add(1, Ordering::SeqCst)
+    /// A file number never handed out before in this store, always below
+    /// [`MAX_FILE_NUMBER`], so the next number a manifest records is at
+    /// most [`MAX_FILE_NUMBER`] and reads back. Past it, refused with
+    /// [`Error::FileNumbersExhausted`] (naming the manifest).
+    pub(crate) fn new_file_number(&self) -> Result<u64> {
+        self.next_file
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_FILE_NUMBER).then_some(n + 1)
+            })
+            .map_err(|n| Error::FileNumbersExhausted {
+                path: self.dir.join(names::MANIFEST),
+                number: n,
+            })
     }
 
     /// The number the next `new_file_number` returns (for the manifest).
@@ -277,7 +287,7 @@ impl TableFiles {
         kind: FilterKind,
         counters: &Counters,
     ) -> Result<Arc<TableHandle>> {
-        let number = self.new_file_number();
+        let number = self.new_file_number()?;
         let path = names::table(&self.dir, number);
         let file = self.fs.create(&path)?;
         let rebuilt = bloomlsm_sstable::rebuild_filter(&old.table, file, &path, kind, bits_per_key)
@@ -371,4 +381,32 @@ pub(crate) fn check_record(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod number_tests {
+    use super::*;
+
+    #[test]
+    fn file_numbers_stop_below_the_largest_a_manifest_may_record() {
+        let dir = Path::new("/nonexistent-store");
+        let files = TableFiles::new(
+            dir,
+            Arc::new(crate::fs::RealFs),
+            &Options::default(),
+            MAX_FILE_NUMBER - 2,
+        );
+        assert_eq!(files.new_file_number().ok(), Some(MAX_FILE_NUMBER - 2));
+        assert_eq!(files.new_file_number().ok(), Some(MAX_FILE_NUMBER - 1));
+        for _ in 0..3 {
+            match files.new_file_number() {
+                Err(Error::FileNumbersExhausted { path, number }) => {
+                    assert_eq!((path, number), (dir.join("MANIFEST"), MAX_FILE_NUMBER));
+                }
+                other => panic!("expected FileNumbersExhausted, got {other:?}"),
+            }
+        }
+        // What a manifest written now would record reads back.
+        assert_eq!(files.next_file_number(), MAX_FILE_NUMBER);
+    }
 }

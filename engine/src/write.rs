@@ -133,7 +133,13 @@ impl DbInner {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
-        let number = self.tables.new_file_number();
+        let number = match self.tables.new_file_number() {
+            Ok(n) => n,
+            Err(e) => {
+                self.stop_writes(format!("cannot start a new WAL: {e}"));
+                return Err(e);
+            }
+        };
         let path = names::wal(&self.dir, number);
         let created = self.fs.create(&path).map_err(Error::from).and_then(|f| {
             self.tables.sync_dir()?;

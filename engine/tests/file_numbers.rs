@@ -185,7 +185,6 @@ fn a_directory_holding_only_a_stray_tmp_file_is_not_a_store() {
 }
 
 #[test]
-#[ignore = "open-time limit only: an open accepted just under MAX_OPEN_FILE_NUMBER numbers its own files past it and the next open refuses them (naming a live table as the file to remove); needs bounded allocation, see review report"]
 fn a_store_opened_below_the_limit_opens_again_after_its_own_writes() {
     // A stray orphan just under the limit is accepted (the store opens and
     // numbers its files above it, deleting the orphan). The files the

@@ -170,7 +170,7 @@ impl EntrySink for TableWriter<'_> {
         let builder = match &mut self.current {
             Some((_, builder)) => builder,
             None => {
-                let number = self.files.new_file_number();
+                let number = self.files.new_file_number()?;
                 let path = names::table(&self.files.dir, number);
                 let file =
                     BufWriter::with_capacity(WRITE_BUFFER_BYTES, self.files.fs.create(&path)?);
