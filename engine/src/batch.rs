@@ -205,6 +205,23 @@ impl WriteBatch {
     }
 }
 
+/// How many whole ops a WAL payload's bytes after its batch header hold,
+/// when they are exactly ops (none left over, at least one); the header's
+/// op count is not read. For a record whose payload fails its checksum:
+/// when only its count was damaged, this is the count it was written with.
+pub(crate) fn ops_filling(payload: &[u8]) -> Option<u64> {
+    let mut r = Reader {
+        bytes: payload,
+        at: BATCH_HEADER_LEN,
+    };
+    let mut ops = 0u64;
+    while r.at < payload.len() {
+        r.op().ok()?;
+        ops += 1;
+    }
+    (r.at == payload.len() && ops > 0).then_some(ops)
+}
+
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,

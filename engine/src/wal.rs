@@ -122,19 +122,30 @@ pub(crate) fn successor_of_torn(bytes: &[u8], at: usize, expected: u64) -> Optio
 }
 
 /// Whether the damaged record at `at` frames a payload that ends inside
-/// `bytes` and an intact record whose first sequence `filter` admits
-/// starts right where it ends. The successor [`successor_of_torn`] reads
-/// comes from the damaged record's unchecksummed op count; its length is
-/// another field, so a record of the log right after it is found even
-/// when damage changed the count. A torn append ends the file inside its
-/// payload, so it frames no end there.
+/// `bytes`, holds a first sequence `filter` admits followed by `n` whole
+/// ops (its op count not read), and an intact record of exactly the
+/// sequence `n` past it starts right where it ends. The successor
+/// [`successor_of_torn`] reads comes from the damaged record's
+/// unchecksummed op count; this one from its ops, so a record of the log
+/// right after it is found even when damage changed the count. A torn
+/// append ends the file inside its payload, so it frames no end there;
+/// a torn length may frame an end inside the record's own value, where
+/// bytes of another log are not taken for its successor (the sequence
+/// must be exactly the one its ops lead to).
 pub(crate) fn record_at_framed_end(bytes: &[u8], at: usize, filter: SeqFilter) -> bool {
     let Some((len, start)) = plausible_header(bytes, at) else {
         return false;
     };
     let end = start + len;
-    first_seq_at(bytes, end).is_some_and(|seq| filter.admits(seq))
-        && record_at(bytes, end).is_some()
+    let Some(first) = first_seq_at(bytes, at).filter(|&seq| filter.admits(seq)) else {
+        return false;
+    };
+    let Some(successor) =
+        crate::batch::ops_filling(&bytes[start..end]).and_then(|n| first.checked_add(n))
+    else {
+        return false;
+    };
+    first_seq_at(bytes, end) == Some(successor) && record_at(bytes, end).is_some()
 }
 
 /// Parses one record at `at`: `Some((payload end, payload))` when intact.
@@ -328,6 +339,7 @@ mod tests {
             let r = records(&bytes);
             if let Some(at) = r.damage {
                 let _ = successor_of_torn(&bytes, at as usize, seq);
+                let _ = record_at_framed_end(&bytes, at as usize, SeqFilter::From(seq));
             }
             let budget = search_budget(&bytes);
             let _ = record_follows(&bytes, 0, SeqFilter::From(seq), budget);

@@ -168,6 +168,37 @@ fn any_bit_flipped_in_a_record_before_intact_ones_is_corruption() {
 }
 
 #[test]
+fn a_torn_length_field_framing_a_record_inside_its_own_value_is_a_torn_tail() {
+    // The last append's header straddles a sector boundary and a power cut
+    // persists the sector after it but not the one before: the length's
+    // low two bytes read as zeros, while the sequence and op count (past
+    // the boundary) are intact. The shortened length frames an end inside
+    // the record's own value, which holds a WAL record of another log (an
+    // application storing WAL bytes): a sequence the log could hold, but
+    // not the torn record's successor. It is not a record of the log.
+    let before = wal_of([1]);
+    let payload_len = 70_000;
+    let framed = payload_len & !0xffff; // 65,536: what the torn length says
+    let embedded = record(&batch(1_000, 1, 5));
+    // Ops of the torn batch start after its header; its value after the
+    // op's kind, key length, 3-byte key and value length.
+    let value_at = crate::batch::BATCH_HEADER_LEN + 1 + 4 + 3 + 4;
+    let mut value = random_bytes(payload_len - value_at, 7);
+    value[framed - value_at..framed - value_at + embedded.len()].copy_from_slice(&embedded);
+    let mut b = WriteBatch::new();
+    b.put(b"big", &value);
+    let torn = record(b.encode(2));
+    assert_eq!(torn.len(), wal::RECORD_HEADER_LEN + payload_len);
+    let mut image = [before.clone(), torn].concat();
+    image[before.len()] = 0;
+    image[before.len() + 1] = 0;
+    // The power cut ends the file past the framed end, inside the value.
+    image.truncate(before.len() + wal::RECORD_HEADER_LEN + framed + embedded.len() + 100);
+    assert_eq!(replay(vec![image.clone()], TORN, FRESH).unwrap(), Some(1));
+    assert_eq!(replay(vec![image], PIT, FRESH).unwrap(), Some(1));
+}
+
+#[test]
 fn a_large_record_torn_anywhere_is_a_torn_tail() {
     // Random payload bytes hold plausible record lengths at about one
     // offset in 4G/len; checksumming each would exhaust any linear budget
