@@ -62,11 +62,11 @@ fn random_cases_match_btreemap() {
     let figures = figures.into_inner().unwrap();
     let deep = figures.iter().filter(|f| f.sorted_levels >= 4).count();
     eprintln!(
-        "db_model: {} cases, {} operations, {} tree changes checked, {} snapshot checks; \
+        "db_model: {} cases, {} operations, {} full checks, {} snapshot checks; \
          most levels below L0 in use per case {:?}",
         figures.len(),
         figures.iter().map(|f| f.ops).sum::<usize>(),
-        figures.iter().map(|f| f.tree_changes).sum::<u64>(),
+        figures.iter().map(|f| f.full_checks).sum::<u64>(),
         figures.iter().map(|f| f.snapshot_checks).sum::<u64>(),
         figures.iter().map(|f| f.sorted_levels).collect::<Vec<_>>(),
     );

@@ -13,7 +13,10 @@
 //! 0 to 31.875 bits per key) of the first open. Background work is off.
 //!
 //! Operations (up to 2,000): `Put` (keys of 1 to 3 bytes over
-//! `0x00 0x01 a 0xfe 0xff`, values of 0 to 380 bytes naming their write),
+//! `0x00 0x01 a 0xfe 0xff`, 44% of them among 12 hot keys that are
+//! prefixes of each other or the smallest and largest of their length, so
+//! their versions lie in the memtable, several L0 tables and several
+//! levels at once; values of 0 to 544 bytes naming their write),
 //! `Delete`, `Batch` (2 to 6 puts and deletes, often of the same key, or 8
 //! puts of neighbouring keys; read back whole), `Get`, `Scan` of a range
 //! (included, excluded or open bounds, a start past the end included),
@@ -27,7 +30,9 @@
 //! policy (snapshots released first). After every operation that changed
 //! the tree (an inline flush, compaction, trivial move or filter
 //! rebalancing, or an explicit one) the whole store and every held
-//! snapshot are scanned, and an eighth of the keys read by get.
+//! snapshot are scanned, and the hot keys and an eighth of the others
+//! read by get; every key at the end. A failing input's `Case` debug
+//! output is the Rust that replays it (`run_case` in a test).
 use libfuzzer_sys::fuzz_target;
 
 use bloomlsm::fuzzing::db_model::{Case, run_case};

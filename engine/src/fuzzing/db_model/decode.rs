@@ -7,7 +7,7 @@ use std::ops::Bound;
 
 use crate::FilterKind;
 
-use super::ops::{Case, FilterConfig, KeyId, KeyRange, Op, PolicySpec, Shape};
+use super::ops::{Case, FilterConfig, HOT_KEYS, KeyId, KeyRange, Op, PolicySpec, Shape};
 
 /// Most operations decoded from one input.
 pub const MAX_OPS: usize = 2_000;
@@ -29,8 +29,14 @@ impl Reader<'_> {
         b
     }
 
+    /// A hot key for bytes below 112 (44%), else any key.
     fn key(&mut self) -> KeyId {
-        self.byte()
+        let b = self.byte();
+        if b < 112 {
+            HOT_KEYS[usize::from(b) % HOT_KEYS.len()]
+        } else {
+            b
+        }
     }
 
     fn bool(&mut self) -> bool {
@@ -38,10 +44,10 @@ impl Reader<'_> {
     }
 
     /// 0 to 159 bytes one by one (127, 128 and 129 among them, around the
-    /// 128-byte blocks), then 160 to 380 in steps of 4.
+    /// 128-byte blocks), then 164 to 544 in steps of 4.
     fn value_len(&mut self) -> u16 {
         let b = u16::from(self.byte());
-        if b < 160 { b } else { 160 + (b - 160) * 4 }
+        if b < 160 { b } else { 160 + (b - 159) * 4 }
     }
 
     fn bound(&mut self) -> Bound<KeyId> {

@@ -4,7 +4,7 @@
 //! [`Case::from_bytes`] or written by hand) run on a store with every
 //! answer checked against a `BTreeMap` ([`run_case`]).
 //!
-//! Operations ([`Op`]): puts (values of 0 to 380 bytes, each naming its
+//! Operations ([`Op`]): puts (values of 0 to 544 bytes, each naming its
 //! write), deletes, write batches (the same key several times, runs of
 //! neighbouring keys), gets, range scans (any bounds, a start past the end
 //! included), up to [`SNAPSHOT_SLOTS`] snapshots (taken with a copy of the
@@ -26,6 +26,7 @@ pub mod shapes;
 
 pub use decode::MAX_OPS;
 pub use ops::{
-    ALPHABET, Case, FilterConfig, KEY_COUNT, KeyId, KeyRange, Op, PolicySpec, Shape, key, value,
+    ALPHABET, Case, FilterConfig, HOT_KEYS, KEY_COUNT, KeyId, KeyRange, Op, PolicySpec, Shape, key,
+    value,
 };
 pub use run::{RunFigures, SNAPSHOT_SLOTS, run_case};

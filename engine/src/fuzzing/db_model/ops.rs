@@ -16,6 +16,13 @@ pub const ALPHABET: [u8; 5] = [0x00, 0x01, b'a', 0xfe, 0xff];
 /// Keys of 1, 2 and 3 bytes over [`ALPHABET`].
 pub const KEY_COUNT: usize = 5 + 25 + 125;
 
+/// Ids of keys most operations touch: prefixes of each other (`a`,
+/// `a\0`, `a\x01`, `aa`, `aa\0`, `a\xff`, `a\xff\xff`), the smallest
+/// and the largest keys of each length. Written again and again, they
+/// have versions in the memtable, several L0 tables and several levels at
+/// once, where the order of versions decides every answer.
+pub const HOT_KEYS: [KeyId; 12] = [2, 15, 16, 17, 90, 19, 104, 0, 5, 4, 29, 154];
+
 /// A key, by its index in the key universe (taken modulo [`KEY_COUNT`]).
 pub type KeyId = u8;
 
@@ -211,6 +218,26 @@ mod tests {
         assert_eq!(keys.len(), KEY_COUNT);
         assert!(keys.iter().all(|k| (1..=3).contains(&k.len())));
         assert_eq!(key(KEY_COUNT as u8), key(0));
+    }
+
+    #[test]
+    fn hot_keys_are_the_keys_they_say() {
+        let hot: Vec<Vec<u8>> = HOT_KEYS.iter().map(|&id| key(id)).collect();
+        let want: Vec<&[u8]> = vec![
+            b"a",
+            b"a\0",
+            b"a\x01",
+            b"aa",
+            b"aa\0",
+            b"a\xff",
+            b"a\xff\xff",
+            b"\0",
+            b"\0\0",
+            b"\xff",
+            b"\xff\xff",
+            b"\xff\xff\xff",
+        ];
+        assert_eq!(hot, want);
     }
 
     #[test]

@@ -13,8 +13,21 @@ use crate::batch::WriteBatch;
 use crate::db::{Db, Snapshot};
 use crate::options::Options;
 
-use super::ops::{Case, KEY_COUNT, KeyId, KeyRange, Op, key, value};
+use super::ops::{Case, HOT_KEYS, KEY_COUNT, KeyId, KeyRange, Op, key, value};
 use super::shapes::with_filters;
+
+/// How much a check reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Check {
+    /// Only if the tree changed since the last check (a write's inline
+    /// flush, compaction, trivial move or filter rebalancing).
+    IfTreeChanged,
+    /// Now (after an explicit flush, compaction, rebuild or reopen, which
+    /// need not move the counters a tree change is seen by).
+    Now,
+    /// Now, with every key read by get.
+    EveryKey,
+}
 
 /// Snapshots held at once.
 pub const SNAPSHOT_SLOTS: usize = 4;
@@ -30,10 +43,11 @@ pub struct RunFigures {
     /// dynamic level budgets the data sits in the deepest levels, so the
     /// deepest level in use says little).
     pub sorted_levels: usize,
-    /// Changes of the tree seen between operations (flushes, compactions,
-    /// trivial moves, filter rebalancing), each followed by a check of
-    /// the store and every held snapshot.
-    pub tree_changes: u64,
+    /// Checks of the whole store and every held snapshot: after each
+    /// explicit flush, compaction, rebuild and reopen, and after each
+    /// write that changed the tree (an inline flush, compaction, trivial
+    /// move or filter rebalancing).
+    pub full_checks: u64,
     /// Snapshot checks (a get or a scan at a held snapshot).
     pub snapshot_checks: u64,
 }
@@ -78,7 +92,7 @@ pub fn run_case(case: &Case, dir: &Path) -> RunFigures {
         run.figures.ops += 1;
     }
     run.at = String::from("final check");
-    run.check_all(true);
+    run.check_all(Check::EveryKey);
     run.figures
 }
 
@@ -157,11 +171,11 @@ impl Run<'_> {
             Op::ReleaseSnapshot(slot) => self.snapshots[usize::from(*slot) % SNAPSHOT_SLOTS] = None,
             Op::Flush => {
                 ok(self.db().flush(), &self.at, "flush");
-                self.check_all(false);
+                self.check_all(Check::Now);
             }
             Op::Compact => {
                 ok(self.db().compact(), &self.at, "compact");
-                self.check_all(false);
+                self.check_all(Check::Now);
             }
             Op::RebuildFilters(policy) => {
                 ok(
@@ -169,7 +183,7 @@ impl Run<'_> {
                     &self.at,
                     "rebuild_filters",
                 );
-                self.check_all(false);
+                self.check_all(Check::Now);
             }
             Op::IterAcrossRebuild {
                 range,
@@ -197,7 +211,7 @@ impl Run<'_> {
                 let seen: Vec<(Vec<u8>, Vec<u8>)> =
                     ok(iter.collect::<Result<_, _>>(), &self.at, "old iterator");
                 assert_eq!(seen, want, "{}: the iterator's view changed", self.at);
-                self.check_all(false);
+                self.check_all(Check::Now);
             }
             Op::Reopen(filters) => {
                 // Snapshots do not outlive their store.
@@ -210,7 +224,7 @@ impl Run<'_> {
                 }
                 let db = ok(Db::open(self.dir, self.options.clone()), &self.at, "reopen");
                 self.db = Some(db);
-                self.check_all(false);
+                self.check_all(Check::Now);
             }
         }
     }
@@ -236,27 +250,27 @@ impl Run<'_> {
         for &k in keys {
             self.check_get(None, k);
         }
-        self.check_all(false);
+        self.check_all(Check::IfTreeChanged);
     }
 
-    /// When the tree changed since the last check (or `every_key`): a
-    /// full scan of the store and of each held snapshot, and gets of an
-    /// eighth of the keys (a different eighth each time; every key when
-    /// `every_key`).
-    fn check_all(&mut self, every_key: bool) {
+    /// A full scan of the store and of each held snapshot, and gets of the
+    /// hot keys and an eighth of the others (a different eighth each time;
+    /// every key for [`Check::EveryKey`]).
+    fn check_all(&mut self, check: Check) {
+        let every_key = check == Check::EveryKey;
         let stats = self.db().stats();
         let counter =
             stats.flushes + stats.compactions + stats.trivial_moves + stats.filters_rebalanced;
-        if counter == self.tree_counter && !every_key {
+        if counter == self.tree_counter && check == Check::IfTreeChanged {
             return;
         }
         self.tree_counter = counter;
-        self.figures.tree_changes += 1;
+        self.figures.full_checks += 1;
         let sorted_levels = stats.levels.iter().skip(1).filter(|l| l.tables > 0).count();
         self.figures.sorted_levels = self.figures.sorted_levels.max(sorted_levels);
-        let turn = (self.figures.tree_changes % 8) as usize;
+        let turn = (self.figures.full_checks % 8) as usize;
         let keys: Vec<KeyId> = (0..KEY_COUNT)
-            .filter(|i| every_key || i % 8 == turn)
+            .filter(|&i| every_key || i % 8 == turn || HOT_KEYS.contains(&(i as KeyId)))
             .map(|i| i as KeyId)
             .collect();
         self.check_scan(None, &KeyRange::ALL);
