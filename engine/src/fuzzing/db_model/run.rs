@@ -101,6 +101,18 @@ fn ok<T, E: Debug>(result: Result<T, E>, at: &str, what: &str) -> T {
     result.unwrap_or_else(|e| panic!("{at}: {what} failed on a healthy store: {e:?}"))
 }
 
+/// A value as the put that wrote it ([`value`]'s write number, when the
+/// value is long enough to hold it) and its length.
+fn describe(v: Option<&[u8]>) -> String {
+    match v {
+        None => "nothing".into(),
+        Some(v) => match v.get(..4).and_then(|id| <[u8; 4]>::try_from(id).ok()) {
+            Some(id) => format!("write {} ({} bytes)", u32::from_le_bytes(id), v.len()),
+            None => format!("{v:x?}"),
+        },
+    }
+}
+
 fn in_range(model: &Model, range: &KeyRange) -> Vec<(Vec<u8>, Vec<u8>)> {
     model
         .iter()
@@ -301,11 +313,13 @@ impl Run<'_> {
             Some(s) => ok(s.get(&key), &self.at, "snapshot get"),
             None => ok(self.db().get(&key), &self.at, "get"),
         };
-        assert_eq!(
-            got.as_deref(),
-            model.get(&key).map(Vec::as_slice),
-            "{}: get {key:x?} at snapshot slot {snapshot:?}",
-            self.at
+        let want = model.get(&key);
+        assert!(
+            got.as_ref() == want,
+            "{}: get {key:x?} at snapshot slot {snapshot:?}: got {}, want {}",
+            self.at,
+            describe(got.as_deref()),
+            describe(want.map(Vec::as_slice)),
         );
         if snapshot.is_some() {
             self.figures.snapshot_checks += 1;
