@@ -8,6 +8,8 @@
 //! `BLOOMLSM_DB_MODEL_CASES` sets the number of cases (default 16, a few
 //! seconds in a debug build); failing inputs are kept in
 //! `engine/tests/db_model.proptest-regressions` and replayed first.
+//! `BLOOMLSM_DB_MODEL_INPUT=FILE` replays one fuzz input (an artifact of
+//! `cargo fuzz run db_model`) and prints the case it decodes to.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 mod common;
@@ -44,6 +46,18 @@ fn run_bytes(bytes: &[u8]) -> Result<RunFigures, TestCaseError> {
             .unwrap_or_default();
         TestCaseError::fail(format!("{msg}\ncase: {case:?}"))
     })
+}
+
+#[test]
+fn replay_input_file() {
+    let Some(path) = std::env::var_os("BLOOMLSM_DB_MODEL_INPUT") else {
+        return;
+    };
+    let bytes = std::fs::read(&path).unwrap();
+    let started = std::time::Instant::now();
+    eprintln!("{:?}", Case::from_bytes(&bytes));
+    let figures = run_bytes(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{figures:?} in {:?}", started.elapsed());
 }
 
 #[test]
