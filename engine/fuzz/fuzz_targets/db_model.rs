@@ -32,7 +32,12 @@
 //! rebalancing, or an explicit one) the whole store and every held
 //! snapshot are scanned, and the hot keys and an eighth of the others
 //! read by get; every key at the end. A failing input's `Case` debug
-//! output is the Rust that replays it (`run_case` in a test).
+//! output is the Rust that replays it (`run_case` in a test);
+//! `BLOOMLSM_DB_MODEL_INPUT=FILE cargo test -p bloomlsm --test db_model
+//! replay` replays the file itself.
+//!
+//! Run with `-len_control=0` (as `make fuzz` does): libFuzzer otherwise
+//! starts from inputs of a few bytes, which build no deep tree.
 use libfuzzer_sys::fuzz_target;
 
 use bloomlsm::fuzzing::db_model::{Case, run_case};
