@@ -1,100 +1,57 @@
 #![no_main]
-//! Drives a `Db` with arbitrary operations, reopen steps included, and
-//! checks every read against a BTreeMap.
-use std::collections::BTreeMap;
-
-use arbitrary::Arbitrary;
-use bloomlsm::{Db, FilterPolicy, Options};
+//! Drives a `Db` with the operations arbitrary bytes decode to
+//! (`bloomlsm::fuzzing::db_model`, shared with the property test
+//! `engine/tests/db_model.rs`) and checks every read against a
+//! `BTreeMap`. Panics at the first wrong answer, and at any failed
+//! operation (the store is healthy: every operation must succeed).
+//!
+//! Shape (first bytes): one of four narrow layouts (memtable 256 to 2,048
+//! bytes, blocks of 64 or 128 bytes, tables cut at 256 or 512 bytes, L1 of
+//! 256 bytes to 2 KiB, size ratio 2 or 3, 7 levels, static or dynamic level
+//! budgets), deletion-triggered compaction at 0.25 or off, the filter kind
+//! (standard, blocked, ribbon) and policy (uniform, per level, optimized;
+//! 0 to 31.875 bits per key) of the first open. Background work is off.
+//!
+//! Operations (up to 2,000): `Put` (keys of 1 to 3 bytes over
+//! `0x00 0x01 a 0xfe 0xff`, 44% of them among 12 hot keys that are
+//! prefixes of each other or the smallest and largest of their length, so
+//! their versions lie in the memtable, several L0 tables and several
+//! levels at once; values of 0 to 544 bytes naming their write),
+//! `Delete`, `Batch` (2 to 6 puts and deletes, often of the same key, or 8
+//! puts of neighbouring keys; read back whole), `Get`, `Scan` of a range
+//! (included, excluded or open bounds, a start past the end included),
+//! `TakeSnapshot` (4 slots, each with a copy of the model),
+//! `SnapshotGet`, `SnapshotScan`, `ReleaseSnapshot`, `Flush`, `Compact`
+//! (rare: flushes and the store's own compactions build the tree),
+//! `RebuildFilters` at any policy (in place, or copies once a file holds
+//! too many old filters), `IterAcrossRebuild` (an iterator opened, a key
+//! written, filters rebuilt, flushed or compacted: the iterator reads the
+//! range as it was) and `Reopen` with the same or another filter kind and
+//! policy (snapshots released first). After every operation that changed
+//! the tree (an inline flush, compaction, trivial move or filter
+//! rebalancing, or an explicit one) the whole store and every held
+//! snapshot are scanned, and the hot keys and an eighth of the others
+//! read by get; every key at the end. A failing input's `Case` debug
+//! output is the Rust that replays it (`run_case` in a test);
+//! `BLOOMLSM_DB_MODEL_INPUT=FILE cargo test -p bloomlsm --test db_model
+//! replay` replays the file itself.
+//!
+//! Run with `-len_control=0` (as `make fuzz` does): libFuzzer otherwise
+//! starts from inputs of a few bytes, which build no deep tree.
 use libfuzzer_sys::fuzz_target;
 
-#[derive(Arbitrary, Debug)]
-enum Op {
-    Put(u8, u8),
-    Delete(u8),
-    Get(u8),
-    Flush,
-    Compact,
-    Reopen,
-    /// Every filter rebuilt at `bits % 24` bits per key (0: none): in
-    /// place (appended to each table's file) or as copies.
-    RebuildFilters(u8),
-    /// An iterator opened before such a rebuild and a compaction over the
-    /// rebuilt tables reads the store as it was when opened.
-    IterAcrossRebuild(u8),
-}
+use bloomlsm::fuzzing::db_model::{Case, run_case};
 
-/// The operations, and whether the store runs deletion-triggered
-/// compactions (at a quarter of a table's entries).
-#[derive(Arbitrary, Debug)]
-struct Input {
-    deletion_compaction: bool,
-    ops: Vec<Op>,
-}
-
-fn opts(deletion_compaction: bool) -> Options {
-    Options {
-        memtable_bytes: 512,
-        block_size: 128,
-        target_file_bytes: 512,
-        l1_bytes: 2048,
-        background_work: false,
-        deletion_compaction_ratio: deletion_compaction.then_some(0.25),
-        ..Options::default()
-    }
-}
-
-fuzz_target!(|input: Input| {
-    let Input {
-        deletion_compaction,
-        ops,
-    } = input;
-    let opts = || opts(deletion_compaction);
-    let dir = std::env::temp_dir().join(format!("bloomlsm-fuzz-db-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let Ok(mut db) = Db::open(&dir, opts()) else {
-        return;
+fuzz_target!(|data: &[u8]| {
+    let case = Case::from_bytes(data);
+    let base = std::path::Path::new("/dev/shm");
+    let base = if base.is_dir() {
+        base.to_path_buf()
+    } else {
+        std::env::temp_dir()
     };
-    let mut model = BTreeMap::new();
-    for op in ops.into_iter().take(200) {
-        match op {
-            Op::Put(k, v) => {
-                if db.put(&[k], &[v]).is_ok() {
-                    model.insert(vec![k], vec![v]);
-                }
-            }
-            Op::Delete(k) => {
-                if db.delete(&[k]).is_ok() {
-                    model.remove(&vec![k]);
-                }
-            }
-            Op::Get(k) => assert_eq!(db.get(&[k]).ok().flatten(), model.get(&vec![k]).cloned()),
-            Op::Flush => {
-                let _ = db.flush();
-            }
-            Op::Compact => {
-                let _ = db.compact();
-            }
-            Op::RebuildFilters(bits) => {
-                let bits_per_key = f64::from(bits % 24);
-                let _ = db.rebuild_filters(FilterPolicy::Uniform { bits_per_key });
-            }
-            Op::IterAcrossRebuild(bits) => {
-                let Ok(iter) = db.scan::<&[u8], _>(..) else {
-                    continue;
-                };
-                let bits_per_key = f64::from(bits % 24);
-                let _ = db.rebuild_filters(FilterPolicy::Uniform { bits_per_key });
-                let _ = db.compact();
-                let seen: Vec<(Vec<u8>, Vec<u8>)> =
-                    iter.map(|r| r.expect("the old view reads")).collect();
-                let want: Vec<(Vec<u8>, Vec<u8>)> =
-                    model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                assert_eq!(seen, want);
-            }
-            Op::Reopen => {
-                drop(db);
-                db = Db::open(&dir, opts()).expect("reopen");
-            }
-        }
-    }
+    let dir = base.join(format!("bloomlsm-fuzz-db-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    run_case(&case, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
 });

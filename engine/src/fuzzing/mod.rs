@@ -30,3 +30,5 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<usize, String> {
         .map(|s| s.tables.len())
         .map_err(|e| e.to_string())
 }
+
+pub mod db_model;
