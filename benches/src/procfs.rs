@@ -83,6 +83,31 @@ pub fn cpu_micros() -> u64 {
     micros(usage.ru_utime) + micros(usage.ru_stime)
 }
 
+/// The machine's CPU time so far, from the first line of `/proc/stat`
+/// (every CPU, in clock ticks): `(steal, total)`, where steal is time a
+/// hypervisor ran something else while this machine's virtual CPUs had
+/// work, and total sums every state. Zeros where it cannot be read.
+pub fn cpu_ticks() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    parse_cpu_ticks(&text)
+}
+
+/// [`cpu_ticks`] of the text of `/proc/stat`.
+pub fn parse_cpu_ticks(text: &str) -> (u64, u64) {
+    let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) else {
+        return (0, 0);
+    };
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map_while(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest and
+    // guest_nice are already in user and nice).
+    let total = fields.iter().take(8).sum();
+    (fields.get(7).copied().unwrap_or(0), total)
+}
+
 /// The first number after `name` on the line that starts with it.
 fn field(text: &str, name: &str) -> Option<u64> {
     text.lines()
@@ -123,6 +148,14 @@ pub fn release_free_memory() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_steal_and_total_ticks() {
+        let stat = "cpu  833221 0 182419 108206 21253 0 5284 20239 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        assert_eq!(parse_cpu_ticks(stat), (20239, 1_170_622));
+        assert_eq!(parse_cpu_ticks("cpu  1 2 3 4\n"), (0, 10));
+        assert_eq!(parse_cpu_ticks(""), (0, 0));
+    }
 
     #[test]
     fn parses_the_kernels_formats() {

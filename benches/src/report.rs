@@ -269,27 +269,23 @@ impl Report {
         if counts.len() < 2 {
             return String::new();
         }
-        let mut by: BTreeMap<(&str, &str), BTreeMap<usize, f64>> = BTreeMap::new();
-        let mut cpu: BTreeMap<(&str, &str), BTreeMap<usize, f64>> = BTreeMap::new();
+        let mut by: BTreeMap<(&str, &str), BTreeMap<usize, &Measurement>> = BTreeMap::new();
         for m in &self.measurements {
-            let at = (m.workload.as_str(), m.engine.as_str());
-            by.entry(at).or_default().insert(m.threads, m.ops_per_sec);
-            cpu.entry(at)
+            by.entry((m.workload.as_str(), m.engine.as_str()))
                 .or_default()
-                .insert(m.threads, m.cpu_us_per_op);
+                .insert(m.threads, m);
         }
         let mut out = String::from("\n| workload | engine |");
         for t in &counts {
             out += &format!(" {t} thread{} ops/s |", if *t == 1 { "" } else { "s" });
         }
-        for t in &counts {
-            out += &format!(" vs rocksdb at {t} |");
-        }
-        for t in &counts {
-            out += &format!(" CPU us/op at {t} |");
+        for heading in ["vs rocksdb at", "CPU us/op at", "steal at"] {
+            for t in &counts {
+                out += &format!(" {heading} {t} |");
+            }
         }
         out += "\n|---|---|";
-        out += &"---:|".repeat(3 * counts.len());
+        out += &"---:|".repeat(4 * counts.len());
         out += "\n";
         let workloads = distinct(
             self.measurements
@@ -305,22 +301,20 @@ impl Report {
                 };
                 let rocks = by.get(&(*w, "rocksdb"));
                 out += &format!("| {w} | {e} |");
-                for t in &counts {
-                    out += &row.get(t).map_or(" - |".into(), |v| format!(" {v:.0} |"));
-                }
-                for t in &counts {
-                    let r = rocks.and_then(|r| r.get(t));
-                    out += &match (row.get(t), r) {
-                        (Some(a), Some(b)) => format!(" {} |", ratio(*a, *b)),
-                        _ => " - |".into(),
-                    };
-                }
-                let cpu_row = cpu.get(&(*w, *e));
-                for t in &counts {
-                    out += &cpu_row
-                        .and_then(|c| c.get(t))
-                        .map_or(" - |".into(), |v| format!(" {v:.2} |"));
-                }
+                let cells = |f: &dyn Fn(&Measurement) -> String| -> String {
+                    counts
+                        .iter()
+                        .map(|t| row.get(t).map_or(" - |".into(), |m| format!(" {} |", f(m))))
+                        .collect()
+                };
+                out += &cells(&|m| format!("{:.0}", m.ops_per_sec));
+                out += &cells(&|m| {
+                    rocks
+                        .and_then(|r| r.get(&m.threads))
+                        .map_or("-".into(), |r| ratio(m.ops_per_sec, r.ops_per_sec))
+                });
+                out += &cells(&|m| format!("{:.2}", m.cpu_us_per_op));
+                out += &cells(&|m| format!("{:.1}%", m.steal_share * 100.0));
                 out += "\n";
             }
         }

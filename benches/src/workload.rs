@@ -81,6 +81,11 @@ pub struct Measurement {
     /// the phase's own work, whatever else the machine ran meanwhile.
     #[serde(default)]
     pub cpu_us_per_op: f64,
+    /// Share of the machine's CPU time a hypervisor gave to something
+    /// else during the phase (steal over all ticks of `/proc/stat`, every
+    /// CPU, whatever ran): work this machine had but could not run.
+    #[serde(default)]
+    pub steal_share: f64,
     /// false positives / (false positives + negatives) in this workload.
     pub observed_fpr: f64,
     /// Gets that found nothing (absent keys).
@@ -114,6 +119,7 @@ struct Phase {
     counters: ReadCounters,
     io: ProcIo,
     cpu_micros: u64,
+    ticks: (u64, u64),
 }
 
 impl Phase {
@@ -122,6 +128,7 @@ impl Phase {
             counters: engine.counters(),
             io: ProcIo::now(),
             cpu_micros: crate::procfs::cpu_micros(),
+            ticks: crate::procfs::cpu_ticks(),
             started: Instant::now(),
         }
     }
@@ -137,6 +144,9 @@ impl Phase {
         let seconds = self.started.elapsed().as_secs_f64();
         let io = ProcIo::now().since(self.io);
         let cpu_micros = crate::procfs::cpu_micros().saturating_sub(self.cpu_micros);
+        let (steal, total) = crate::procfs::cpu_ticks();
+        let steal = steal.saturating_sub(self.ticks.0);
+        let total = total.saturating_sub(self.ticks.1);
         let ops = hist.len();
         let per_op = |n: u64| n as f64 / ops.max(1) as f64;
         let after = engine.counters();
@@ -157,6 +167,7 @@ impl Phase {
             device_bytes_per_op: per_op(io.read_bytes),
             read_syscalls_per_op: per_op(io.read_syscalls),
             cpu_us_per_op: per_op(cpu_micros),
+            steal_share: steal as f64 / total.max(1) as f64,
             observed_fpr: if fp + neg == 0 {
                 0.0
             } else {

@@ -68,6 +68,9 @@ fn quick_run_reports_every_engine_workload_and_thread_count() {
             assert!(f(m, "ops_per_sec") > 0.0, "{engine}/{workload}");
             assert!(m["ops"].as_u64().unwrap() > 0);
             assert!(f(m, "device_bytes_per_op") >= 0.0);
+            // Each operation costs CPU; the machine's steal is a share.
+            assert!(f(m, "cpu_us_per_op") > 0.0, "{engine}/{workload}: {m}");
+            assert!((0.0..=1.0).contains(&f(m, "steal_share")), "{m}");
         }
         // Gets read blocks with system calls: at least one per block read.
         let r = find(ms, engine, "readrandom", 1);
@@ -101,6 +104,10 @@ fn quick_run_reports_every_engine_workload_and_thread_count() {
     let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
     assert!(md.contains("| readrandom | bloomlsm |"), "{md}");
     assert!(md.contains("2 threads ops/s"), "{md}");
+    assert!(
+        md.contains("CPU us/op at 2") && md.contains("steal at 2"),
+        "{md}"
+    );
     // The plot names its workloads and reads in K / M, not 1600000.0.
     let svg = std::fs::read_to_string(out.path().join("throughput.svg")).unwrap();
     // The SVG backend writes each text's content on a line of its own.
