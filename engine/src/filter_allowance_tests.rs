@@ -239,10 +239,7 @@ fn a_narrow_compaction_after_a_kind_change_keeps_its_filter() {
     let b: Vec<_> = (0..23).map(|i| key("k", 2 * i + 1)).collect();
     // Sequences up to 100 made durable by a flush (one L0 table of one
     // key), then the narrow tables under them.
-    for _ in 0..100 {
-        db.put(b"zz", b"v").unwrap();
-    }
-    db.flush().unwrap();
+    sequences_made_durable(&db, 100);
     place(&db, 2, &b, 1, 8.0);
     place(&db, 1, &a, 30, BITS);
     let before: Vec<(u64, u64)> = db.inner.current.load().version.levels[1..3]
@@ -281,10 +278,7 @@ fn a_narrow_compaction_after_a_kind_change_keeps_its_filter_without_headroom() {
     let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
     let a: Vec<_> = (0..21).map(|i| key("k", 2 * i)).collect();
     let b: Vec<_> = (0..23).map(|i| key("k", 2 * i + 1)).collect();
-    for _ in 0..100 {
-        db.put(b"zz", b"v").unwrap();
-    }
-    db.flush().unwrap();
+    sequences_made_durable(&db, 100);
     place(&db, 2, &b, 1, 8.0);
     place(&db, 1, &a, 30, BITS);
     db.close().unwrap();
@@ -380,10 +374,7 @@ fn a_write_whose_removed_tables_left_more_than_its_share_unused_stays_within_the
 /// unused: the tree at uniform, no headroom.
 fn narrow_ribbon_reopened_as_standard(dir: &std::path::Path, sequence: u64) -> Db {
     let db = Db::open(dir, options(FilterKind::Ribbon)).unwrap();
-    for _ in 0..1_000 {
-        db.put(b"zz", b"v").unwrap();
-    }
-    db.flush().unwrap();
+    sequences_made_durable(&db, 1_000);
     for (j, chunk) in narrow_keys().chunks(20).enumerate() {
         place(&db, 2, chunk, 1 + 20 * j as u64, 6.0);
     }
@@ -398,6 +389,16 @@ fn narrow_ribbon_reopened_as_standard(dir: &std::path::Path, sequence: u64) -> D
     let (filters, uniform) = memory(&db);
     assert!(filters <= uniform, "{filters} > {uniform} before the write");
     db
+}
+
+/// Writes `versions` versions of the one key `zz` and flushes them: one
+/// L0 table that makes sequences 1 to `versions` durable, so tables placed
+/// under it may carry any of them.
+fn sequences_made_durable(db: &Db, versions: u64) {
+    for _ in 0..versions {
+        db.put(b"zz", b"v").unwrap();
+    }
+    db.flush().unwrap();
 }
 
 fn narrow_keys() -> Vec<Vec<u8>> {
@@ -486,10 +487,7 @@ fn a_flush_planned_between_a_compactions_lowerings_and_its_plan_stays_within_the
 fn narrow_compactions_that_cannot_give_back_an_unused_share_stay_within_the_bound() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
-    for _ in 0..100 {
-        db.put(b"zz", b"v").unwrap();
-    }
-    db.flush().unwrap();
+    sequences_made_durable(&db, 100);
     let chunks: Vec<Vec<Vec<u8>>> = (0..20)
         .map(|j| (0..200).map(|i| key("k", 200 * j + i)).collect())
         .collect();
@@ -559,10 +557,7 @@ fn the_room_making_loop_stops_when_the_store_shuts_down() {
 
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
-    for _ in 0..1_000 {
-        db.put(b"zz", b"v").unwrap();
-    }
-    db.flush().unwrap();
+    sequences_made_durable(&db, 1_000);
     for (j, chunk) in narrow_keys().chunks(20).enumerate() {
         place(&db, 2, chunk, 1 + 20 * j as u64, 6.0);
     }

@@ -411,12 +411,8 @@ fn next_file_number(
             number: max_seen,
         });
     }
-    if manifest_next > MAX_FILE_NUMBER {
-        return Err(Error::FileNumbersExhausted {
-            path: dir.join(names::MANIFEST),
-            number: manifest_next,
-        });
-    }
+    // `ManifestState::decode` refused a larger one (a new store's is 2).
+    debug_assert!(manifest_next <= MAX_FILE_NUMBER);
     Ok(manifest_next.max(max_seen + 1))
 }
 

@@ -32,6 +32,15 @@ fn store(dir: &Path) {
     db.close().unwrap();
 }
 
+/// [`store`], then an orphan table numbered `stray` (no manifest names it:
+/// deleted at open, but its number is not handed out again), then the
+/// store opened.
+fn open_past_a_stray_orphan(dir: &Path, stray: u64) -> Db {
+    store(dir);
+    std::fs::write(dir.join(format!("{stray}.sst")), b"orphan").unwrap();
+    Db::open(dir, options()).unwrap()
+}
+
 fn all_there(db: &Db) {
     for i in 0..300 {
         assert_eq!(
@@ -87,13 +96,9 @@ fn a_stray_file_numbered_near_the_end_is_refused_by_name() {
 #[test]
 fn below_the_limit_new_files_are_numbered_above_a_stray_one() {
     let dir = tempfile::tempdir().unwrap();
-    store(dir.path());
     // Room for the files this test writes (a few dozen), not for 2^32.
     let stray = MAX_OPEN_FILE_NUMBER - 10_000;
-    // An orphan table (no manifest names it): deleted at open, but its
-    // number is not handed out again.
-    std::fs::write(dir.path().join(format!("{stray}.sst")), b"orphan").unwrap();
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = open_past_a_stray_orphan(dir.path(), stray);
     all_there(&db);
     for i in 300..600 {
         db.put(&key(i), b"later").unwrap();
@@ -191,10 +196,8 @@ fn a_store_opened_below_the_limit_opens_again_after_its_own_writes() {
     // store then writes itself must never make its next open refuse it:
     // the stray is gone, and nothing else can be removed to open it.
     let dir = tempfile::tempdir().unwrap();
-    store(dir.path());
     let stray = MAX_OPEN_FILE_NUMBER - 3;
-    std::fs::write(dir.path().join(format!("{stray}.sst")), b"orphan").unwrap();
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = open_past_a_stray_orphan(dir.path(), stray);
     for i in 300..600 {
         db.put(&key(i), b"later").unwrap();
     }
