@@ -175,8 +175,12 @@ pub enum ManifestDamage {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WalDamage {
-    /// A damaged record with an intact one after it in the same WAL.
-    #[error("damaged WAL record followed by intact records")]
+    /// A damaged record with an intact one after it in the same WAL, in a
+    /// WAL whose writer fsynced each record (or that does not say).
+    #[error(
+        "damaged WAL record followed by intact records \
+         (WalRecovery::PointInTime recovers the writes before it)"
+    )]
     BeforeIntact,
     /// So much damage that telling a torn tail would cost more than a
     /// linear budget of checksumming (damage crafted to be quadratic).
@@ -184,7 +188,11 @@ pub enum WalDamage {
     Undecidable,
     /// A damaged record at the end of a WAL that is not the newest one
     /// holding records.
-    #[error("damaged WAL record, and the newer WAL {} holds intact records", .newer.display())]
+    #[error(
+        "damaged WAL record, and the newer WAL {} holds intact records \
+         (WalRecovery::PointInTime recovers the writes before it)",
+        .newer.display()
+    )]
     BeforeNewerWal {
         /// The newer WAL.
         newer: PathBuf,

@@ -22,7 +22,7 @@ use crate::fs::names::{self, FileType};
 use crate::fs::{DirLock, FileSystem};
 use crate::manifest::{ManifestState, ManifestWriteFailure};
 use crate::memtable::MemTable;
-use crate::options::Options;
+use crate::options::{Options, SyncMode};
 use crate::read_only_fs::{CreatedLock, ReadOnlyFs};
 use crate::replay::{LogStart, replay_wals};
 use crate::table_files::{MAX_FILE_NUMBER, MAX_OPEN_FILE_NUMBER, OutputCuts, TableFiles};
@@ -308,6 +308,7 @@ fn recover_into(
     let wal_path = names::wal(dir, wal_number);
     let wal_file = fs.create(&wal_path)?;
     undo.files.push(wal_path.clone());
+    let wal = WalWriter::create(wal_file, wal_path, options.sync == SyncMode::Always)?;
     let counters = Counters::new(num_levels);
     let mut replay_tables = Vec::new();
     if !replayed.is_empty() {
@@ -384,7 +385,7 @@ fn recover_into(
         tables,
         version,
         mem: Arc::new(MemTable::new(wal_number)),
-        wal: Some(WalWriter::new(wal_file, wal_path)),
+        wal: Some(wal),
         last_seq,
         counters,
     })

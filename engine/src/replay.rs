@@ -4,9 +4,23 @@
 //! one ended, and the oldest live WAL continues where the tables end, so
 //! what a store recovers must be a prefix of the writes. Replay stops at
 //! the first damage ACROSS ALL WALs: in point-in-time mode it ends there;
-//! in torn-tail mode damage is tolerated only at the very end of the log
-//! (no record of the log after it in this or any newer WAL), and anything
-//! else is a corruption error naming the file and offset.
+//! in torn-tail mode damage is tolerated only where a crash can leave it,
+//! and anything else is a corruption error naming the file and offset.
+//! Where a crash can leave damage depends on what the damaged WAL's writer
+//! promised (its header, `wal/header.rs`):
+//! - each record fsynced before the next (`SyncMode::Always`; also a
+//!   version 1 WAL, which says nothing): only at the very end of the log,
+//!   with no record of the log after it in this or any newer WAL;
+//! - no fsync while the store ran (`SyncMode::Never`): anywhere. A power
+//!   loss may keep any of the WAL's pages and lose others, in this WAL and
+//!   the newer ones alike, and nothing after the damage was promised to
+//!   survive one, so the log ends at the damage as in point-in-time mode.
+//!   So does a newer WAL whose first record skips sequences (the older
+//!   WAL's file cut at a record boundary, its last records lost whole).
+//!
+//! In a WAL whose header says each record was fsynced, a damaged record
+//! whose header survived must also have nothing of the log past where its
+//! length says it ends: a torn record there was the last one appended.
 //!
 //! Damage is any byte range that is not an intact record, a checksummed
 //! record whose sequence numbers cannot continue the log (zero, past the
@@ -32,7 +46,7 @@ use crate::error::{Error, Result};
 use crate::fs::{FileSystem, names};
 use crate::memtable::MemTable;
 use crate::options::WalRecovery;
-use crate::wal::{self, SeqFilter};
+use crate::wal::{self, SeqFilter, WalFormat};
 
 /// Where the log must start: the first record of the oldest live WAL has
 /// a sequence in `lowest..=highest`. `lowest` is one past the largest
@@ -88,13 +102,24 @@ pub(crate) fn replay_logs(
 ) -> Result<Option<u64>> {
     let mut next: Option<u64> = None;
     let mut last = None;
+    // Whether the WAL before this one fsynced each record (and itself
+    // before this one's first record).
+    let mut older_durable = true;
     for (i, log) in logs.iter().enumerate() {
         let replay = wal::records(&log.bytes);
         let replayed_any = !replay.records.is_empty();
-        for record in replay.records {
+        for (k, record) in replay.records.into_iter().enumerate() {
             let (first, batch) = match checked_batch(&record.payload, next, start) {
                 Ok(b) => b,
                 Err(_) if mode == WalRecovery::PointInTime => return Ok(last),
+                // The older WAL, never fsynced, lost its last records
+                // whole (its file cut at a record boundary) while this
+                // one's first reached the disk: the log ends before it.
+                Err(WalDamage::Gap { expected, found })
+                    if k == 0 && !older_durable && found > expected =>
+                {
+                    return Ok(last);
+                }
                 Err(reason) => return Err(Error::corruption(&log.path, record.offset, reason)),
             };
             let count = batch.len() as u64;
@@ -105,12 +130,17 @@ pub(crate) fn replay_logs(
             last = Some(first + count - 1);
         }
         let newest = i + 1 == logs.len();
-        let damage = replay.damage.or((!newest && !replayed_any).then_some(0));
+        let records_start = replay.format.records_start() as u64;
+        let damage = replay
+            .damage
+            .or((!newest && !replayed_any).then_some(records_start));
         let Some(at) = damage else {
+            older_durable = replay.format.each_record_durable();
             continue;
         };
-        if mode == WalRecovery::TolerateTornTail {
-            check_torn_tail(logs, i, at, next.unwrap_or(start.lowest))?;
+        if mode == WalRecovery::TolerateTornTail && replay.format.each_record_durable() {
+            let synced = replay.format == WalFormat::Headed { synced: true };
+            check_torn_tail(logs, i, at, next.unwrap_or(start.lowest), synced)?;
         }
         return Ok(last);
     }
@@ -121,8 +151,17 @@ pub(crate) fn replay_logs(
 /// no record of the log (see the module comment) after it in that WAL or
 /// in any newer one (nor right where the damaged record's header says it
 /// ends). `expected` is the sequence the damaged record would have
-/// started at.
-fn check_torn_tail(logs: &[WalBytes], i: usize, at: u64, expected: u64) -> Result<()> {
+/// started at. `synced`: the WAL's header says each record was fsynced
+/// before the next, so the damaged record, if torn, was the last one
+/// appended, and no record of the log can start past where its length
+/// field says it ends (unless that field is torn too).
+fn check_torn_tail(
+    logs: &[WalBytes],
+    i: usize,
+    at: u64,
+    expected: u64,
+    synced: bool,
+) -> Result<()> {
     let log = &logs[i];
     let at_usize = at as usize;
     let filter = match wal::successor_of_torn(&log.bytes, at_usize, expected) {
@@ -133,14 +172,27 @@ fn check_torn_tail(logs: &[WalBytes], i: usize, at: u64, expected: u64) -> Resul
         return Err(Error::corruption(&log.path, at, WalDamage::BeforeIntact));
     }
     let budget = wal::search_budget(&log.bytes);
-    match wal::record_follows(&log.bytes, at_usize + 1, filter, budget) {
-        Some(false) => {}
-        Some(true) => return Err(Error::corruption(&log.path, at, WalDamage::BeforeIntact)),
-        None => return Err(Error::corruption(&log.path, at, WalDamage::Undecidable)),
+    // Past the damaged record's framed end any later sequence is the log's:
+    // a record whose header survived is followed there by records of the
+    // log only if it was not the last appended (say a page of the file
+    // lost in the middle took its end and its successor's header).
+    let past_frame = synced
+        .then(|| wal::framed_end(&log.bytes, at_usize))
+        .flatten();
+    let searches = [(at_usize + 1, filter)]
+        .into_iter()
+        .chain(past_frame.map(|end| (end, SeqFilter::From(expected))));
+    for (from, filter) in searches {
+        match wal::record_follows(&log.bytes, from, filter, budget) {
+            Some(false) => {}
+            Some(true) => return Err(Error::corruption(&log.path, at, WalDamage::BeforeIntact)),
+            None => return Err(Error::corruption(&log.path, at, WalDamage::Undecidable)),
+        }
     }
     for newer in &logs[i + 1..] {
         let budget = wal::search_budget(&newer.bytes);
-        match wal::record_follows(&newer.bytes, 0, SeqFilter::From(expected), budget) {
+        let from = wal::format_of(&newer.bytes).records_start();
+        match wal::record_follows(&newer.bytes, from, SeqFilter::From(expected), budget) {
             Some(false) => {}
             Some(true) => {
                 return Err(Error::corruption(
@@ -196,5 +248,7 @@ fn checked_batch(
     }
 }
 
+#[cfg(test)]
+mod header_tests;
 #[cfg(test)]
 mod tests;

@@ -1,8 +1,11 @@
 //! The write-ahead log: one record per write batch, appended before the
 //! memtable is touched.
 //!
-//! Record: `length: u32 LE | crc32 of payload: u32 LE | payload`, the
-//! payload a batch (`first sequence: u64 LE | op count: u32 LE | ops`).
+//! File: a 16-byte header (`header.rs`: format version 2, and whether the
+//! writer fsynced each record before the next), then records. A version 1
+//! WAL has no header. Record: `length: u32 LE | crc32 of payload: u32 LE |
+//! payload`, the payload a batch (`first sequence: u64 LE | op count: u32
+//! LE | ops`).
 //! This module splits a WAL into its intact records up to the first damage
 //! and can look for a record of the log after it; whether damage is a torn
 //! tail (a crash mid-append) or corruption is decided across all WALs in
@@ -13,6 +16,9 @@ use std::path::PathBuf;
 use bloomlsm_sstable::WritableFile;
 
 use crate::error::{Error, Result};
+
+pub(crate) mod header;
+pub(crate) use header::{WalFormat, decode as format_of};
 
 /// Bytes of a record header.
 pub(crate) const RECORD_HEADER_LEN: usize = 8;
@@ -26,12 +32,23 @@ pub(crate) struct WalWriter {
 }
 
 impl WalWriter {
-    pub(crate) fn new(file: Box<dyn WritableFile>, path: PathBuf) -> Self {
-        Self {
+    /// Starts a new, empty WAL in `file`: writes its header and fsyncs it,
+    /// so that any record appended later follows a durable header.
+    /// `synced`: every record will be appended with `sync` (the header says
+    /// so, and recovery reads damage in this WAL strictly).
+    pub(crate) fn create(
+        mut file: Box<dyn WritableFile>,
+        path: PathBuf,
+        synced: bool,
+    ) -> Result<Self> {
+        file.write_all(&header::encode(synced))
+            .and_then(|()| file.sync())
+            .map_err(|e| Error::io(&path, e))?;
+        Ok(Self {
             file,
             path,
             buf: Vec::new(),
-        }
+        })
     }
 
     /// Appends one record in a single write (so it reaches the OS whole or
@@ -69,8 +86,11 @@ pub(crate) struct Record {
 }
 
 /// The intact records of one WAL up to its first damage.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Replay {
+    /// How the file begins: where its records start, and what its writer
+    /// promised about them.
+    pub(crate) format: WalFormat,
     /// Intact records, in order, up to the first damage.
     pub(crate) records: Vec<Record>,
     /// Offset of the first byte that is not an intact record, if any.
@@ -148,6 +168,12 @@ pub(crate) fn record_at_framed_end(bytes: &[u8], at: usize, filter: SeqFilter) -
     first_seq_at(bytes, end) == Some(successor) && record_at(bytes, end).is_some()
 }
 
+/// Where the record whose header is at `at` ends by its length field, when
+/// that header could frame a batch inside `bytes`.
+pub(crate) fn framed_end(bytes: &[u8], at: usize) -> Option<usize> {
+    plausible_header(bytes, at).map(|(len, start)| start + len)
+}
+
 /// Parses one record at `at`: `Some((payload end, payload))` when intact.
 fn record_at(bytes: &[u8], at: usize) -> Option<(usize, &[u8])> {
     let (len, start) = plausible_header(bytes, at)?;
@@ -201,11 +227,21 @@ pub(crate) fn search_budget(bytes: &[u8]) -> usize {
     4 * bytes.len() + (1 << 20)
 }
 
-/// Splits one WAL's bytes into its intact records up to the first damage.
-/// Never panics on any bytes; work is linear in the file's size.
+/// Splits one WAL's bytes into its header and its intact records up to the
+/// first damage (a damaged header is damage at byte 0). Never panics on
+/// any bytes; work is linear in the file's size.
 pub(crate) fn records(bytes: &[u8]) -> Replay {
-    let mut out = Replay::default();
-    let mut at = 0usize;
+    let format = header::decode(bytes);
+    let mut out = Replay {
+        format,
+        records: Vec::new(),
+        damage: None,
+    };
+    if format == WalFormat::DamagedHeader {
+        out.damage = Some(0);
+        return out;
+    }
+    let mut at = format.records_start();
     while at < bytes.len() {
         if let Some((end, payload)) = record_at(bytes, at) {
             out.records.push(Record {

@@ -141,26 +141,26 @@ impl DbInner {
             }
         };
         let path = names::wal(&self.dir, number);
+        let always = self.options.sync == SyncMode::Always;
         let created = self.fs.create(&path).map_err(Error::from).and_then(|f| {
+            let wal = WalWriter::create(f, path, always)?;
             self.tables.sync_dir()?;
-            Ok(f)
+            Ok(wal)
         });
-        let synced = created.and_then(|f| {
-            if self.options.sync == SyncMode::Always
-                && let Some(wal) = w.wal.as_mut()
-            {
+        let synced = created.and_then(|new_wal| {
+            if always && let Some(wal) = w.wal.as_mut() {
                 wal.sync()?;
             }
-            Ok(f)
+            Ok(new_wal)
         });
-        let file = match synced {
-            Ok(f) => f,
+        let new_wal = match synced {
+            Ok(wal) => wal,
             Err(e) => {
                 self.stop_writes(format!("cannot start a new WAL: {e}"));
                 return Err(e);
             }
         };
-        let frozen = w.wal.replace(WalWriter::new(file, path));
+        let frozen = w.wal.replace(new_wal);
         self.replace_view(|current| {
             if let Some(frozen) = frozen {
                 w.frozen_wals.push((current.mem.wal_number, frozen));

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use bloomlsm::{
-    CorruptFilterPolicy, Db, Error, FilterPolicy, Options, TraceSource, WalRecovery, WriteBatch,
+    CorruptFilterPolicy, Db, Error, FilterPolicy, Options, SyncMode, TraceSource, WalRecovery,
+    WriteBatch,
 };
 
 /// The store's options: small memtables and tables, ratio 2, static level
@@ -508,14 +509,19 @@ fn a_read_only_open_refuses_what_is_not_a_store_and_creates_nothing() {
 fn wal_damage_is_reported_as_a_read_write_open_reports_it() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Db::open(dir.path(), Options::default()).unwrap();
+        // Each record fsynced: damage before intact records is corruption.
+        let synced = Options {
+            sync: SyncMode::Always,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), synced).unwrap();
         common::fill(&db, 50);
         db.close().unwrap();
     }
     // Damage the 10th record's payload: intact records follow it.
     let wal = common::newest_wal(dir.path());
     let mut bytes = std::fs::read(&wal).unwrap();
-    let mut at = 0usize;
+    let mut at = common::WAL_RECORDS_START;
     for _ in 0..10 {
         let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
         at += 8 + len;
@@ -568,6 +574,45 @@ fn wal_damage_is_reported_as_a_read_write_open_reports_it() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(ro_all, rw_all);
+}
+
+/// In a WAL written without fsync (the default `SyncMode::Never`) damage
+/// before intact records is what a power loss leaves when pages reach the
+/// disk out of order: both opens end the log at the damaged record, and
+/// recover the same prefix.
+#[test]
+fn unsynced_wal_damage_ends_the_log_alike_in_both_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        common::fill(&db, 50);
+        db.close().unwrap();
+    }
+    let wal = common::newest_wal(dir.path());
+    let mut bytes = std::fs::read(&wal).unwrap();
+    let mut at = common::WAL_RECORDS_START;
+    for _ in 0..10 {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        at += 8 + len;
+    }
+    // The 11th record's page never reached the disk.
+    bytes[at..at + 40].fill(0);
+    std::fs::write(&wal, bytes).unwrap();
+    let before = image(dir.path());
+    let all = |db: &Db| -> Vec<_> {
+        db.scan::<&[u8], _>(..)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let ro = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    let ro_all = all(&ro);
+    assert_eq!(ro_all.len(), 10, "the prefix before the damage");
+    ro.close().unwrap();
+    assert_unchanged(dir.path(), &before, "after a read-only open");
+    let copy = copy_store(dir.path(), true);
+    let rw = Db::open(copy.path(), Options::default()).unwrap();
+    assert_eq!(all(&rw), ro_all);
 }
 
 /// `CorruptFilterPolicy::Fail` refuses a read-only open as it refuses a

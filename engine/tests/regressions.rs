@@ -5,7 +5,7 @@
 mod common;
 
 use bloomlsm::{CorruptFilterPolicy, Db, FilterPolicy, Options};
-use common::{listing, newest_wal, wal_record};
+use common::{WAL_RECORDS_START, listing, newest_wal, wal_record};
 
 fn no_compaction() -> Options {
     Options {
@@ -336,12 +336,13 @@ fn a_batch_over_the_wal_record_limit_is_refused_and_writes_nothing() {
             .map(|n| std::fs::metadata(d.join(n)).unwrap().len())
             .sum()
     };
+    let before = wal_bytes(dir.path());
     let err = db.write(batch).unwrap_err();
     assert!(
         matches!(err, bloomlsm::Error::BatchTooLarge { .. }),
         "{err}"
     );
-    assert_eq!(wal_bytes(dir.path()), 0);
+    assert_eq!(wal_bytes(dir.path()), before, "only the WAL's header");
     assert_eq!(db.get(&0u32.to_be_bytes()).unwrap(), None);
     db.put(b"after", b"ok").unwrap();
     db.close().unwrap();
@@ -444,16 +445,13 @@ fn crafted_wal_sequence_numbers_are_refused_naming_file_and_offset() {
     ));
 }
 
-#[test]
-fn a_gap_between_wals_is_a_hole_never_replayed_past() {
-    // Two WALs where the older lost its last record cleanly (cut at a
-    // record boundary): the newer one's writes must not come back alone.
+/// Two live WALs where the older lost its last record cleanly (cut at a
+/// record boundary), and the newer one holds the next write. Returns the
+/// store's directory and the newer WAL.
+fn older_wal_cut_at_a_record_boundary(
+    options: &Options,
+) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        background_work: false,
-        memtable_bytes: 1 << 20,
-        ..Options::default()
-    };
     let fs = bloomlsm::fs::fault::FaultFs::new();
     let db =
         Db::open_with_fs(dir.path(), options.clone(), std::sync::Arc::new(fs.clone())).unwrap();
@@ -470,19 +468,37 @@ fn a_gap_between_wals_is_a_hole_never_replayed_past() {
     assert_eq!(wals.len(), 2, "{wals:?}");
     let (older, newer) = (dir.path().join(&wals[0]), dir.path().join(&wals[1]));
     // The newer WAL gets a record continuing the older one (seq 3).
-    std::fs::write(&newer, wal_record(3, b"w3")).unwrap();
+    let start = WAL_RECORDS_START;
+    let mut newer_bytes = std::fs::read(&newer).unwrap()[..start].to_vec();
+    newer_bytes.extend_from_slice(&wal_record(3, b"w3"));
+    std::fs::write(&newer, newer_bytes).unwrap();
     let older_bytes = std::fs::read(&older).unwrap();
-    let first_record = 8 + u32::from_le_bytes(older_bytes[..4].try_into().unwrap()) as usize;
-    std::fs::write(&older, &older_bytes[..first_record]).unwrap();
+    let len = u32::from_le_bytes(older_bytes[start..start + 4].try_into().unwrap()) as usize;
+    std::fs::write(&older, &older_bytes[..start + 8 + len]).unwrap();
+    (dir, newer)
+}
+
+#[test]
+fn a_gap_between_synced_wals_is_a_hole_never_replayed_past() {
+    // The older WAL was fsynced before the newer one took a record: its
+    // lost record is not a crash's, and the newer one's writes must not
+    // come back alone.
+    let options = Options {
+        background_work: false,
+        memtable_bytes: 1 << 20,
+        sync: bloomlsm::SyncMode::Always,
+        ..Options::default()
+    };
+    let (dir, newer) = older_wal_cut_at_a_record_boundary(&options);
     let err = Db::open(dir.path(), options.clone()).unwrap_err();
     assert!(
         matches!(
             &err,
             bloomlsm::Error::Corruption {
                 path,
-                offset: 0,
+                offset,
                 reason: bloomlsm::Damage::Wal(bloomlsm::WalDamage::Gap { expected: 2, found: 3 }),
-            } if *path == newer
+            } if *path == newer && *offset == WAL_RECORDS_START as u64
         ),
         "{err}"
     );
@@ -498,6 +514,32 @@ fn a_gap_between_wals_is_a_hole_never_replayed_past() {
         None,
         "a write after the hole came back"
     );
+}
+
+#[test]
+fn a_gap_after_an_unsynced_wal_ends_the_log_there() {
+    // Written without fsync, the older WAL's last pages may be lost while
+    // the newer WAL's reached the disk: a power loss leaves this, and the
+    // store recovers the prefix before the gap (never the write after it).
+    let options = Options {
+        background_work: false,
+        memtable_bytes: 1 << 20,
+        ..Options::default()
+    };
+    let (dir, _) = older_wal_cut_at_a_record_boundary(&options);
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_eq!(db.get(b"w1").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(db.get(b"w2").unwrap(), None);
+    assert_eq!(
+        db.get(b"w3").unwrap(),
+        None,
+        "a write after the hole came back"
+    );
+    db.put(b"w4", b"4").unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get(b"w3").unwrap(), None);
+    assert_eq!(db.get(b"w4").unwrap(), Some(b"4".to_vec()));
 }
 
 #[test]

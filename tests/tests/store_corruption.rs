@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use bloomlsm::{Db, Options};
+use bloomlsm::{Db, Options, SyncMode};
 use bloomlsm_tests::{key, value};
 
 const KEYS: u64 = 400;
@@ -20,9 +20,10 @@ fn options() -> Options {
     }
 }
 
-/// A store with several tables, and the last 40 writes only in the WAL.
-fn build(dir: &Path) {
-    let db = Db::open(dir, options()).unwrap();
+/// A store with several tables, and the last 40 writes only in the WAL,
+/// written with `sync`.
+fn build(dir: &Path, sync: SyncMode) {
+    let db = Db::open(dir, Options { sync, ..options() }).unwrap();
     for i in 0..KEYS {
         db.put(&key(i), &value(i)).unwrap();
     }
@@ -48,20 +49,46 @@ enum Outcome {
     WalTailDropped,
 }
 
+/// Which writes a flipped byte may cost without an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MayLose {
+    /// None (a table or the manifest).
+    Nothing,
+    /// Only the last write: in a WAL whose records were each fsynced,
+    /// only the last record may be taken for a torn tail.
+    LastWrite,
+    /// A suffix of the WAL's writes: in a WAL written without fsync,
+    /// damage ends the log at the damaged record (what a power loss
+    /// writing pages back out of order leaves).
+    WalSuffix,
+}
+
 /// Opens the damaged copy and reads every key: any value returned must be
-/// the one written.
-fn check(dir: &Path, wal: bool, what: &str) -> Outcome {
+/// the one written, and missing keys only as `may_lose` allows.
+fn check(dir: &Path, may_lose: MayLose, what: &str) -> Outcome {
     let Ok(db) = Db::open(dir, options()) else {
         return Outcome::RefusedAtOpen;
     };
     let mut outcome = Outcome::AllCorrect;
+    let mut first_lost = None;
     for i in 0..KEYS + 40 {
         match db.get(&key(i)) {
-            Ok(Some(v)) => assert_eq!(v, value(i), "wrong value returned for key {i}"),
+            Ok(Some(v)) => {
+                assert_eq!(v, value(i), "wrong value returned for key {i}");
+                assert!(
+                    first_lost.is_none(),
+                    "{what}: key {i} recovered after lost key {first_lost:?}: a hole"
+                );
+            }
             Ok(None) => {
-                // Only the last record may be taken for a torn tail: one
-                // write per record, so only the last write may be missing.
-                assert!(wal && i == KEYS + 39, "{what}: key {i} silently lost");
+                // One write per record.
+                let allowed = match may_lose {
+                    MayLose::Nothing => false,
+                    MayLose::LastWrite => i == KEYS + 39,
+                    MayLose::WalSuffix => i >= KEYS,
+                };
+                assert!(allowed, "{what}: key {i} silently lost");
+                first_lost.get_or_insert(i);
                 outcome = Outcome::WalTailDropped;
             }
             Err(e) => {
@@ -92,7 +119,7 @@ fn sweep(
     original: &Path,
     file_name: &std::ffi::OsStr,
     stride: usize,
-    wal: bool,
+    may_lose: MayLose,
 ) -> std::collections::BTreeMap<String, usize> {
     let len = std::fs::metadata(original.join(file_name)).unwrap().len() as usize;
     let mut counts = std::collections::BTreeMap::new();
@@ -106,7 +133,7 @@ fn sweep(
         *counts
             .entry(format!(
                 "{:?}",
-                check(work.path(), wal, &format!("{file_name:?} byte {at}"))
+                check(work.path(), may_lose, &format!("{file_name:?} byte {at}"))
             ))
             .or_insert(0) += 1;
     }
@@ -116,13 +143,18 @@ fn sweep(
 #[test]
 fn table_manifest_and_wal_flips() {
     let original = tempfile::tempdir().unwrap();
-    build(original.path());
+    build(original.path(), SyncMode::Always);
     let table = files(original.path(), "sst").remove(0);
     let name = table.file_name().unwrap().to_owned();
     // Every 7th byte of a table: data, filter, index, properties, footer.
-    let counts = sweep(original.path(), &name, 7, false);
+    let counts = sweep(original.path(), &name, 7, MayLose::Nothing);
     println!("table {name:?}: {counts:?}");
-    let manifest = sweep(original.path(), std::ffi::OsStr::new("MANIFEST"), 1, false);
+    let manifest = sweep(
+        original.path(),
+        std::ffi::OsStr::new("MANIFEST"),
+        1,
+        MayLose::Nothing,
+    );
     println!("manifest (every byte): {manifest:?}");
     assert_eq!(
         manifest.get("AllCorrect"),
@@ -130,14 +162,31 @@ fn table_manifest_and_wal_flips() {
         "a manifest flip went unnoticed"
     );
     let wal = files(original.path(), "wal").pop().unwrap();
-    let wal_counts = sweep(original.path(), wal.file_name().unwrap(), 3, true);
-    println!("wal (every 3rd byte): {wal_counts:?}");
+    let wal_counts = sweep(
+        original.path(),
+        wal.file_name().unwrap(),
+        3,
+        MayLose::LastWrite,
+    );
+    println!("wal, each record fsynced (every 3rd byte): {wal_counts:?}");
+    assert!(wal_counts.contains_key("RefusedAtOpen"), "{wal_counts:?}");
+
+    let unsynced = tempfile::tempdir().unwrap();
+    build(unsynced.path(), SyncMode::Never);
+    let wal = files(unsynced.path(), "wal").pop().unwrap();
+    let wal_counts = sweep(
+        unsynced.path(),
+        wal.file_name().unwrap(),
+        3,
+        MayLose::WalSuffix,
+    );
+    println!("wal, never fsynced (every 3rd byte): {wal_counts:?}");
 }
 
 #[test]
 fn damaged_filter_block_degrades_to_reading_the_table() {
     let original = tempfile::tempdir().unwrap();
-    build(original.path());
+    build(original.path(), SyncMode::Never);
     for table in files(original.path(), "sst") {
         let t = bloomlsm_sstable::Table::open_path(&table, 0, None).unwrap();
         let filter = t.footer().filter;
@@ -162,7 +211,7 @@ fn damaged_filter_block_degrades_to_reading_the_table() {
 #[test]
 fn table_size_mismatch_and_newer_format_are_refused_untouched() {
     let original = tempfile::tempdir().unwrap();
-    build(original.path());
+    build(original.path(), SyncMode::Never);
     // A table shorter than its manifest record is refused, untouched.
     let work = tempfile::tempdir().unwrap();
     copy_dir(original.path(), work.path());
@@ -194,7 +243,7 @@ fn table_size_mismatch_and_newer_format_are_refused_untouched() {
     bytes.extend_from_slice(&[0xa5; 10]);
     std::fs::write(&table, &bytes).unwrap();
     assert_eq!(
-        check(work.path(), false, "stale table end"),
+        check(work.path(), MayLose::Nothing, "stale table end"),
         Outcome::AllCorrect
     );
     assert!(std::fs::metadata(&table).unwrap().len() > recorded as u64);

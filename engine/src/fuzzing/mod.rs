@@ -24,6 +24,13 @@ pub fn replay_wal(bytes: &[u8], point_in_time: bool) -> Result<usize, String> {
     Ok(mem.len())
 }
 
+/// The header this build writes at the start of a WAL whose records are
+/// each fsynced (`synced`) or not: a fuzz target puts it before its bytes
+/// to reach the recovery of version 2 WALs.
+pub fn wal_header(synced: bool) -> [u8; 16] {
+    crate::wal::header::encode(synced)
+}
+
 /// Decodes manifest bytes; returns the number of tables named.
 pub fn decode_manifest(bytes: &[u8]) -> Result<usize, String> {
     crate::manifest::ManifestState::decode(Path::new("MANIFEST"), bytes)

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::damage::Damage;
 
-fn batch(seq: u64, ops: usize, value_len: usize) -> Vec<u8> {
+pub(super) fn batch(seq: u64, ops: usize, value_len: usize) -> Vec<u8> {
     let mut b = WriteBatch::new();
     for i in 0..ops {
         b.put(
@@ -17,7 +17,7 @@ fn batch(seq: u64, ops: usize, value_len: usize) -> Vec<u8> {
     b.encode(seq).to_vec()
 }
 
-fn record(payload: &[u8]) -> Vec<u8> {
+pub(super) fn record(payload: &[u8]) -> Vec<u8> {
     let mut out = (payload.len() as u32).to_le_bytes().to_vec();
     out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
     out.extend_from_slice(payload);
@@ -25,7 +25,7 @@ fn record(payload: &[u8]) -> Vec<u8> {
 }
 
 /// A WAL of one-op batches at sequences `seqs`.
-fn wal_of(seqs: impl IntoIterator<Item = u64>) -> Vec<u8> {
+pub(super) fn wal_of(seqs: impl IntoIterator<Item = u64>) -> Vec<u8> {
     seqs.into_iter()
         .flat_map(|s| record(&batch(s, 1, 5)))
         .collect()
@@ -43,7 +43,7 @@ fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-fn logs(wals: Vec<Vec<u8>>) -> Vec<WalBytes> {
+pub(super) fn logs(wals: Vec<Vec<u8>>) -> Vec<WalBytes> {
     wals.into_iter()
         .enumerate()
         .map(|(i, bytes)| WalBytes {
@@ -53,17 +53,21 @@ fn logs(wals: Vec<Vec<u8>>) -> Vec<WalBytes> {
         .collect()
 }
 
-const FRESH: LogStart = LogStart {
+pub(super) const FRESH: LogStart = LogStart {
     lowest: 1,
     highest: 1,
 };
 
 /// What replay makes of `wals`: the last sequence, or the WAL damage.
-fn replay(wals: Vec<Vec<u8>>, mode: WalRecovery, start: LogStart) -> Result<Option<u64>> {
+pub(super) fn replay(
+    wals: Vec<Vec<u8>>,
+    mode: WalRecovery,
+    start: LogStart,
+) -> Result<Option<u64>> {
     replay_logs(&logs(wals), mode, start, &MemTable::new(0))
 }
 
-fn wal_damage(r: Result<Option<u64>>) -> (String, u64, WalDamage) {
+pub(super) fn wal_damage(r: Result<Option<u64>>) -> (String, u64, WalDamage) {
     match r {
         Err(Error::Corruption {
             path,
@@ -74,8 +78,8 @@ fn wal_damage(r: Result<Option<u64>>) -> (String, u64, WalDamage) {
     }
 }
 
-const TORN: WalRecovery = WalRecovery::TolerateTornTail;
-const PIT: WalRecovery = WalRecovery::PointInTime;
+pub(super) const TORN: WalRecovery = WalRecovery::TolerateTornTail;
+pub(super) const PIT: WalRecovery = WalRecovery::PointInTime;
 
 #[test]
 fn every_cut_of_one_wal_is_a_torn_tail() {

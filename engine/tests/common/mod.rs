@@ -99,6 +99,10 @@ pub fn newest_wal(dir: &Path) -> PathBuf {
     dir.join(name)
 }
 
+/// Where a WAL's first record starts: past the 16-byte header that every
+/// WAL this build writes begins with (`engine/src/wal/header.rs`).
+pub const WAL_RECORDS_START: usize = 16;
+
 /// A checksummed WAL record of one batch: a put of `key = "v"` at
 /// `first_seq` (encoded by hand, as docs/DESIGN.md and the WAL module
 /// describe it, so the engine's own encoder is not what is tested).

@@ -1,0 +1,237 @@
+//! What a WAL's header promised decides how recovery reads damage followed
+//! by intact records: in a WAL whose writer fsynced each record before the
+//! next it is corruption (refused, as in a version 1 WAL); in one whose
+//! writer never fsynced it is what a power loss leaves when pages reach the
+//! disk out of order, and the log ends at the damage.
+
+use super::tests::{FRESH, PIT, TORN, batch, record, replay, wal_damage, wal_of};
+use super::*;
+use crate::wal::header::{self, HEADER_LEN};
+
+/// A version 2 WAL of one-op batches at `seqs`.
+fn headed(synced: bool, seqs: impl IntoIterator<Item = u64>) -> Vec<u8> {
+    let mut out = header::encode(synced).to_vec();
+    out.extend(wal_of(seqs));
+    out
+}
+
+/// Where each record of `headed(_, 1..=n)` starts, and the end of the last.
+fn record_starts(n: u64) -> Vec<usize> {
+    (0..=n).map(|k| HEADER_LEN + wal_of(1..=k).len()).collect()
+}
+
+/// `bytes` with `range` zeroed: a page the power loss never wrote.
+fn zeroed(bytes: &[u8], range: std::ops::Range<usize>) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    out[range].fill(0);
+    out
+}
+
+#[test]
+fn a_lost_record_of_an_unsynced_wal_ends_the_log_there() {
+    let n = 6;
+    let starts = record_starts(n);
+    for lost in 1..n as usize {
+        let range = starts[lost - 1]..starts[lost];
+        let unsynced = zeroed(&headed(false, 1..=n), range.clone());
+        let kept = (lost > 1).then_some(lost as u64 - 1);
+        assert_eq!(replay(vec![unsynced.clone()], TORN, FRESH).unwrap(), kept);
+        assert_eq!(replay(vec![unsynced], PIT, FRESH).unwrap(), kept);
+        // The same loss where each record was fsynced before the next
+        // cannot come from a crash.
+        let synced = zeroed(&headed(true, 1..=n), range.clone());
+        let (_, offset, reason) = wal_damage(replay(vec![synced.clone()], TORN, FRESH));
+        assert_eq!(
+            (offset, reason),
+            (range.start as u64, WalDamage::BeforeIntact),
+            "lost record {lost}"
+        );
+        assert_eq!(replay(vec![synced], PIT, FRESH).unwrap(), kept);
+    }
+}
+
+#[test]
+fn in_an_unsynced_wal_any_damage_ends_the_log_at_the_damaged_record() {
+    // A flipped bit cannot be told from a lost page there; the writes
+    // after it were never promised to survive a power loss, and what is
+    // recovered stays a prefix of the writes.
+    let n = 4;
+    let starts = record_starts(n);
+    let bytes = headed(false, 1..=n);
+    for at in starts[0]..starts[n as usize - 1] {
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x10;
+        let record = starts.iter().rposition(|&s| s <= at).unwrap_or(0);
+        let kept = (record > 0).then_some(record as u64);
+        assert_eq!(
+            replay(vec![damaged], TORN, FRESH).unwrap(),
+            kept,
+            "byte {at}"
+        );
+    }
+}
+
+#[test]
+fn a_lost_tail_of_an_older_unsynced_wal_ends_the_log_there() {
+    let older = headed(false, 1..=3);
+    let starts = record_starts(3);
+    let lost_last = zeroed(&older, starts[2]..starts[3]);
+    let header_only = older[..HEADER_LEN].to_vec();
+    for (older, kept) in [(lost_last, Some(2)), (header_only, None)] {
+        let newer = headed(false, 4..=5);
+        assert_eq!(replay(vec![older, newer], TORN, FRESH).unwrap(), kept);
+    }
+    // Synced, the older WAL was fsynced before the newer one's first record.
+    let older = headed(true, 1..=3);
+    let lost_last = zeroed(&older, starts[2]..starts[3]);
+    let header_only = older[..HEADER_LEN].to_vec();
+    for (older, at) in [(lost_last, starts[2]), (header_only, HEADER_LEN)] {
+        let newer = headed(true, 4..=5);
+        let (path, offset, reason) = wal_damage(replay(vec![older, newer], TORN, FRESH));
+        assert_eq!((path.as_str(), offset), ("000001.wal", at as u64));
+        assert!(
+            matches!(reason, WalDamage::BeforeNewerWal { .. }),
+            "{reason:?}"
+        );
+    }
+}
+
+#[test]
+fn a_damaged_header_before_intact_records_is_corruption() {
+    for synced in [false, true] {
+        let bytes = headed(synced, 1..=3);
+        // Any bit of the header: a flipped magic makes a version 1 file
+        // whose first "record" is the header, and a flipped flag or
+        // checksum a damaged header. Neither relaxes recovery.
+        for bit in 0..HEADER_LEN * 8 {
+            let mut damaged = bytes.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            let (_, offset, reason) = wal_damage(replay(vec![damaged.clone()], TORN, FRESH));
+            assert_eq!(
+                (offset, reason),
+                (0, WalDamage::BeforeIntact),
+                "synced {synced}, bit {bit}"
+            );
+            assert_eq!(replay(vec![damaged], PIT, FRESH).unwrap(), None);
+        }
+    }
+}
+
+#[test]
+fn every_cut_of_a_headed_wal_is_a_torn_tail() {
+    for synced in [false, true] {
+        let bytes = headed(synced, 1..=3);
+        let starts = record_starts(3);
+        for cut in 0..bytes.len() {
+            let whole = starts[1..].iter().filter(|&&e| e <= cut).count() as u64;
+            let want = (whole > 0).then_some(whole);
+            let wals = vec![bytes[..cut].to_vec()];
+            assert_eq!(
+                replay(wals, TORN, FRESH).unwrap(),
+                want,
+                "synced {synced}, cut {cut}"
+            );
+        }
+    }
+}
+
+#[test]
+fn version_1_and_version_2_wals_replay_the_same_batches() {
+    let payloads: Vec<Vec<u8>> = (1..=3).map(|s| batch(s * 2 - 1, 2, 30)).collect();
+    let unheaded: Vec<u8> = payloads.iter().flat_map(|p| record(p)).collect();
+    for wal in [
+        unheaded.clone(),
+        [&header::encode(false)[..], &unheaded].concat(),
+    ] {
+        let mem = MemTable::new(0);
+        let logs = [WalBytes {
+            path: PathBuf::from("000001.wal"),
+            bytes: wal,
+        }];
+        assert_eq!(replay_logs(&logs, TORN, FRESH, &mem).unwrap(), Some(6));
+        assert_eq!(mem.len(), 6);
+    }
+}
+
+/// Zeroes each 4 KiB page of a WAL of large records in turn (a page a
+/// device or file system lost): in a synced WAL that is refused whenever
+/// a record of the log starts after the page, even when the page took the
+/// end of a record whose header survived and its successor's header; in
+/// an unsynced one the log ends at the first damaged record.
+#[test]
+fn a_lost_page_in_the_middle_of_a_wal_is_refused_only_when_synced() {
+    const PAGE: usize = 4096;
+    let n = 12u64;
+    let payloads: Vec<Vec<u8>> = (1..=n).map(|s| batch(s, 1, 1500)).collect();
+    let records: Vec<u8> = payloads.iter().flat_map(|p| record(p)).collect();
+    let mut starts = vec![HEADER_LEN];
+    for p in &payloads {
+        starts.push(starts.last().unwrap() + 8 + p.len());
+    }
+    let mut refused = 0;
+    for synced in [false, true] {
+        let bytes = [&header::encode(synced)[..], &records].concat();
+        for page in 0..bytes.len().div_ceil(PAGE) {
+            let range = (page * PAGE).max(HEADER_LEN)..((page + 1) * PAGE).min(bytes.len());
+            let damaged = zeroed(&bytes, range.clone());
+            // Records wholly before the page survive; the first one it
+            // touches is the damage.
+            let kept = starts[1..]
+                .iter()
+                .filter(|&&end| end <= range.start)
+                .count() as u64;
+            let kept = (kept > 0).then_some(kept);
+            let record_after = starts[..n as usize].iter().any(|&s| s >= range.end);
+            let got = replay(vec![damaged], TORN, FRESH);
+            if synced && record_after {
+                let (_, offset, reason) = wal_damage(got);
+                let damaged_record = starts[..n as usize]
+                    .iter()
+                    .rposition(|&s| s <= range.start)
+                    .unwrap_or(0);
+                assert_eq!(
+                    (offset, reason),
+                    (starts[damaged_record] as u64, WalDamage::BeforeIntact),
+                    "page {page}"
+                );
+                refused += 1;
+            } else {
+                assert_eq!(got.unwrap(), kept, "synced {synced}, page {page}");
+            }
+        }
+    }
+    assert!(refused >= 3, "{refused}");
+}
+
+#[test]
+fn a_newer_wal_skipping_sequences_ends_the_log_only_after_an_unsynced_wal() {
+    // The older WAL cut at a record boundary: its write 3 lost whole.
+    let newer = |synced| headed(synced, 4..=5);
+    let older = |synced| headed(synced, 1..=2);
+    assert_eq!(
+        replay(vec![older(false), newer(false)], TORN, FRESH).unwrap(),
+        Some(2)
+    );
+    let (path, offset, reason) = wal_damage(replay(vec![older(true), newer(true)], TORN, FRESH));
+    assert_eq!(
+        (path.as_str(), offset, reason),
+        (
+            "000002.wal",
+            HEADER_LEN as u64,
+            WalDamage::Gap {
+                expected: 3,
+                found: 4
+            }
+        )
+    );
+    // Within one WAL no crash skips a record: still refused.
+    let skipping = [headed(false, 1..=2), wal_of([4])].concat();
+    let (_, _, reason) = wal_damage(replay(vec![skipping], TORN, FRESH));
+    assert_eq!(
+        reason,
+        WalDamage::Gap {
+            expected: 3,
+            found: 4
+        }
+    );
+}
