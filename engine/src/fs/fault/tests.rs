@@ -461,7 +461,7 @@ fn unsynced_pages_each_keep_their_bytes_or_read_as_zeros() {
         } else {
             cut += 1;
             assert!(
-                !last_kept || got.len() % 4096 == 0,
+                !last_kept || got.len().is_multiple_of(4096),
                 "seed {seed}: cut at {} inside a persisted page",
                 got.len()
             );
