@@ -2,12 +2,22 @@
 //! real file system while tracking what is durable, so a test can fail the
 //! N-th write or sync, return short reads, and simulate a power loss.
 //!
-//! The power loss cuts every file back to the bytes it had fsynced. Its
-//! directory changes not yet made durable by a fsync of the directory
+//! The power loss never touches the bytes a file had fsynced. What it
+//! leaves of the bytes written after them is a seeded choice
+//! ([`UnsyncedFate`]): by default all are lost, the file cut back to its
+//! synced length; under `UnsyncedFate::Pages` they are 4 KiB pages, each
+//! persisted with its bytes or read back as zeros, in any mix, and the
+//! file's length anything from the end of its last persisted page to its
+//! written length, as write-back from the page cache in any order, a
+//! disk's volatile cache and ext4 or xfs (which show a range never
+//! written back as zeros) allow.
+//!
+//! Directory changes not yet made durable by a fsync of the directory
 //! (creates, renames, unlinks) may each be lost or kept, as on ext4 or
 //! xfs, whose journal commits a directory's changes in order:
 //! - a rename is kept or undone by a seeded choice ([`RenameFate`]). Kept,
-//!   its file holds only its synced bytes and the file it replaced is gone;
+//!   its file holds its synced bytes (and what [`UnsyncedFate`] leaves of
+//!   the rest) and the file it replaced is gone;
 //!   undone, the file is back under its old name and the replaced one is
 //!   back with its synced bytes;
 //! - an unlink is undone (the file back with its synced bytes) or kept by
@@ -32,6 +42,9 @@ use bloomlsm_sstable::{RandomAccessFile, WritableFile};
 use parking_lot::Mutex;
 
 use super::{AtPath, DirLock, FileSystem, FsResult, RealFs};
+
+mod pages;
+pub use pages::UnsyncedFate;
 
 #[derive(Debug, Default, Clone, Copy)]
 struct FileState {
@@ -219,6 +232,9 @@ struct State {
     revival: Revival,
     /// Which pending renames a power loss keeps.
     rename_fate: RenameFate,
+    /// What a power loss leaves of the bytes written after a file's last
+    /// fsync.
+    unsynced_fate: UnsyncedFate,
     /// Mutating operations (writes and syncs) so far.
     ops: u64,
     /// Fail every mutating operation once `ops` reaches this.
@@ -275,6 +291,12 @@ impl FaultFs {
     /// `RenameFate::Seeded(0)`).
     pub fn set_rename_fate(&self, fate: RenameFate) {
         self.state.lock().rename_fate = fate;
+    }
+
+    /// What a power loss leaves of the bytes written to a file after its
+    /// last fsync (by default `UnsyncedFate::Truncated`: nothing).
+    pub fn set_unsynced_fate(&self, fate: UnsyncedFate) {
+        self.state.lock().unsynced_fate = fate;
     }
 
     /// Stops injecting failures.
@@ -361,12 +383,14 @@ impl FaultFs {
     /// directory are undone, newest first, with the unlinks [`Revival`]
     /// chooses among those neither before a kept rename nor after an
     /// undone one; files whose entry is not durable vanish, and every
-    /// other file is cut back to its last synced length.
+    /// other file keeps its synced bytes and what [`UnsyncedFate`] leaves
+    /// of the bytes written after them.
     /// REQUIRES: the store using this file system has been dropped or leaked.
     pub fn simulate_power_loss(&self) -> io::Result<()> {
         let mut s = self.state.lock();
         let at = s.ops;
         let revival = s.revival;
+        let unsynced_fate = s.unsynced_fate;
         let pending = std::mem::take(&mut s.pending);
         let cuts = Cuts::decide(&pending, s.rename_fate, at);
         for p in pending.iter().rev() {
@@ -428,10 +452,7 @@ impl FaultFs {
             if !st.entry_synced && !cuts.kept(&path, st.entry_op) {
                 fs::remove_file(&path)?;
             } else {
-                fs::OpenOptions::new()
-                    .write(true)
-                    .open(&path)?
-                    .set_len(st.synced_len)?;
+                unsynced_fate.settle(&path, st.synced_len, at)?;
             }
         }
         Ok(())

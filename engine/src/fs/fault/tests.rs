@@ -1,5 +1,6 @@
 //! The power-loss model itself: what comes back of an unlink, and what
-//! stays of a rename, that no directory fsync made durable.
+//! stays of a rename, that no directory fsync made durable; and what stays
+//! of the bytes written after a file's last fsync.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use super::*;
@@ -397,4 +398,104 @@ fn a_directory_fsync_makes_the_rename_durable() {
     fs.simulate_power_loss().unwrap();
     assert_eq!(fs::read(&manifest).unwrap(), b"new");
     assert!(!tmp.exists());
+}
+
+/// Bytes no zero-filled page can hold: byte `i` of a file is `i % 251 + 1`.
+fn nonzero_bytes(from: usize, to: usize) -> Vec<u8> {
+    (from..to).map(|i| (i % 251 + 1) as u8).collect()
+}
+
+/// A WAL-like file with `synced` bytes fsynced and `written` in all,
+/// after a power loss under `fate`: its bytes.
+fn after_power_loss(fate: UnsyncedFate, synced: usize, written: usize) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    fs.set_unsynced_fate(fate);
+    let path = dir.path().join("000007.wal");
+    let (head, tail) = (nonzero_bytes(0, synced), nonzero_bytes(synced, written));
+    file(&fs, &path, &head, &tail, true);
+    fs.simulate_power_loss().unwrap();
+    fs::read(&path).unwrap()
+}
+
+#[test]
+fn unsynced_pages_each_keep_their_bytes_or_read_as_zeros() {
+    // Unsynced from mid-page: the first page counts from 5,000 on, the
+    // last is cut at 23,000.
+    let (synced, written) = (5_000, 23_000);
+    let whole = nonzero_bytes(0, written);
+    let (mut kept, mut zeroed, mut cut, mut uncut) = (0, 0, 0, 0);
+    for seed in 0..64 {
+        let got = after_power_loss(UnsyncedFate::Pages(seed), synced, written);
+        assert!(
+            (synced..=written).contains(&got.len()),
+            "seed {seed}: {} bytes",
+            got.len()
+        );
+        assert_eq!(
+            got[..synced],
+            whole[..synced],
+            "seed {seed}: synced bytes touched"
+        );
+        let mut start = synced;
+        let mut last_kept = false;
+        while start < got.len() {
+            let end = ((start / 4096 + 1) * 4096).min(got.len());
+            let page = &got[start..end];
+            last_kept = page == &whole[start..end];
+            assert!(
+                last_kept || page.iter().all(|&b| b == 0),
+                "seed {seed}: bytes {start}..{end} neither written nor zeros"
+            );
+            if last_kept {
+                kept += 1
+            } else {
+                zeroed += 1
+            }
+            start = end;
+        }
+        // Past the last persisted page the file may run on in zeros, but
+        // it ends where it was written when its last page persisted.
+        if got.len() == written {
+            uncut += 1;
+        } else {
+            cut += 1;
+            assert!(
+                !last_kept || got.len().is_multiple_of(4096),
+                "seed {seed}: cut at {} inside a persisted page",
+                got.len()
+            );
+        }
+    }
+    assert!(
+        kept > 0 && zeroed > 0,
+        "both fates occur: {kept} pages kept, {zeroed} zeroed"
+    );
+    assert!(
+        cut > 0 && uncut > 0,
+        "both lengths occur: {cut} cut, {uncut} at the written length"
+    );
+    assert_eq!(
+        after_power_loss(UnsyncedFate::Pages(3), synced, written),
+        after_power_loss(UnsyncedFate::Pages(3), synced, written),
+        "the same seed, the same pages"
+    );
+}
+
+#[test]
+fn a_fully_synced_file_is_unchanged_whatever_the_pages() {
+    for seed in 0..16 {
+        let got = after_power_loss(UnsyncedFate::Pages(seed), 9_000, 9_000);
+        assert_eq!(got, nonzero_bytes(0, 9_000), "seed {seed}");
+    }
+}
+
+#[test]
+fn truncated_cuts_back_to_the_synced_bytes_and_is_the_default() {
+    assert_eq!(
+        FaultFs::new().state.lock().unsynced_fate,
+        UnsyncedFate::Truncated
+    );
+    let got = after_power_loss(UnsyncedFate::Truncated, 5_000, 23_000);
+    assert_eq!(got, nonzero_bytes(0, 5_000));
 }
