@@ -168,9 +168,21 @@ pub(crate) fn record_at_framed_end(bytes: &[u8], at: usize, filter: SeqFilter) -
     first_seq_at(bytes, end) == Some(successor) && record_at(bytes, end).is_some()
 }
 
+/// Bytes a device writes whole: a power cut tears a write only at a
+/// multiple of them (a page of `UnsyncedFate::Pages` is eight).
+pub(crate) const SECTOR: usize = 512;
+
 /// Where the record whose header is at `at` ends by its length field, when
-/// that header could frame a batch inside `bytes`.
+/// that header could frame a batch inside `bytes` and its length field
+/// lies within one sector. A length field straddling a sector boundary may
+/// be torn (a power cut persisted the sector after the boundary, not the
+/// one before) and then frames an end inside the record's own value: no
+/// end is read from it.
 pub(crate) fn framed_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let length_end = at.checked_add(3)?;
+    if at / SECTOR != length_end / SECTOR {
+        return None;
+    }
     plausible_header(bytes, at).map(|(len, start)| start + len)
 }
 

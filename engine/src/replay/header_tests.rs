@@ -235,3 +235,43 @@ fn a_newer_wal_skipping_sequences_ends_the_log_only_after_an_unsynced_wal() {
         }
     );
 }
+
+/// A synced WAL's last append, torn by a power cut before its fsync: its
+/// header straddles a page (and sector) boundary, and only the page after
+/// the boundary reached the disk (`UnsyncedFate::Pages` leaves exactly
+/// this), so the length's low two bytes read as zeros and its sequence and
+/// op count are intact. The shortened length frames an end inside the
+/// record's own value, which holds a WAL record of another log (an
+/// application storing WAL bytes). That record is not the log's: the
+/// torn append was the last one, and the store must open without it.
+#[test]
+fn a_torn_length_of_a_synced_wal_framing_a_record_inside_its_value_is_a_torn_tail() {
+    const PAGE: usize = 4096;
+    // The first record sized so that the second's length field starts two
+    // bytes before a page boundary.
+    let first = (1..PAGE)
+        .map(|v| record(&batch(1, 1, v)))
+        .find(|r| (HEADER_LEN + r.len()) % PAGE == PAGE - 2)
+        .expect("a first record ending two bytes before a page");
+    let before = [&header::encode(true)[..], &first].concat();
+    let payload_len = 70_000;
+    let framed = payload_len & !0xffff; // 65,536: what the torn length says
+    let embedded = record(&batch(1_000, 1, 5));
+    // Ops of the torn batch start after its header; its value after the
+    // op's kind, key length, 3-byte key and value length.
+    let value_at = crate::batch::BATCH_HEADER_LEN + 1 + 4 + 3 + 4;
+    let mut value: Vec<u8> = (0..payload_len - value_at)
+        .map(|i| (i * 131 % 251) as u8)
+        .collect();
+    value[framed - value_at..framed - value_at + embedded.len()].copy_from_slice(&embedded);
+    let mut b = WriteBatch::new();
+    b.put(b"big", &value);
+    let torn = record(b.encode(2));
+    assert_eq!(torn.len(), wal::RECORD_HEADER_LEN + payload_len);
+    // The page holding the length's first two bytes never reached the
+    // disk; every later page did.
+    let at = before.len();
+    let image = zeroed(&[before, torn].concat(), at..at + 2);
+    assert_eq!(replay(vec![image.clone()], PIT, FRESH).unwrap(), Some(1));
+    assert_eq!(replay(vec![image], TORN, FRESH).unwrap(), Some(1));
+}
