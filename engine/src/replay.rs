@@ -155,7 +155,8 @@ pub(crate) fn replay_logs(
 /// before the next, so the damaged record, if torn, was the last one
 /// appended, and no record of the log can start past where its length
 /// field says it ends (unless that field is torn too: not searched when
-/// it straddles a sector boundary, `wal::framed_end`).
+/// its bytes before a sector boundary inside it are zeros,
+/// `wal::framed_end`).
 fn check_torn_tail(
     logs: &[WalBytes],
     i: usize,

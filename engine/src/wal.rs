@@ -174,16 +174,19 @@ pub(crate) const SECTOR: usize = 512;
 
 /// Where the record whose header is at `at` ends by its length field, when
 /// that header could frame a batch inside `bytes` and its length field
-/// lies within one sector. A length field straddling a sector boundary may
-/// be torn (a power cut persisted the sector after the boundary, not the
-/// one before) and then frames an end inside the record's own value: no
-/// end is read from it.
+/// cannot be torn. A length field straddling a sector boundary whose bytes
+/// before the boundary are zeros may be torn (a power cut persisted the
+/// sector after the boundary, not the one before, and its low bytes read
+/// as zeros): it frames an end inside the record's own value, so no end is
+/// read from it.
 pub(crate) fn framed_end(bytes: &[u8], at: usize) -> Option<usize> {
-    let length_end = at.checked_add(3)?;
-    if at / SECTOR != length_end / SECTOR {
-        return None;
-    }
-    plausible_header(bytes, at).map(|(len, start)| start + len)
+    let (len, start) = plausible_header(bytes, at)?;
+    let boundary = (at / SECTOR + 1) * SECTOR;
+    let torn_low_bytes = boundary < at + 4
+        && bytes
+            .get(at..boundary)
+            .is_some_and(|low| low.iter().all(|&b| b == 0));
+    (!torn_low_bytes).then_some(start + len)
 }
 
 /// Parses one record at `at`: `Some((payload end, payload))` when intact.

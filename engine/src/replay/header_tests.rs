@@ -275,3 +275,31 @@ fn a_torn_length_of_a_synced_wal_framing_a_record_inside_its_value_is_a_torn_tai
     assert_eq!(replay(vec![image.clone()], PIT, FRESH).unwrap(), Some(1));
     assert_eq!(replay(vec![image], TORN, FRESH).unwrap(), Some(1));
 }
+
+/// The lost-page check still holds where a record's length field straddles
+/// a sector boundary intact (its bytes before the boundary not zeros): a
+/// page lost in the middle of a synced WAL took that record's end and its
+/// successor's header, and an fsynced record lies intact after the page.
+#[test]
+fn a_lost_page_after_a_straddling_intact_length_of_a_synced_wal_is_refused() {
+    const PAGE: usize = 4096;
+    let first = (1..PAGE)
+        .map(|v| record(&batch(1, 1, v)))
+        .find(|r| (HEADER_LEN + r.len()) % PAGE == PAGE - 2)
+        .expect("a first record ending two bytes before a page");
+    let second = record(&batch(2, 1, 6_000));
+    let third = record(&batch(3, 1, 3_000));
+    let fourth = record(&batch(4, 1, 100));
+    let at = HEADER_LEN + first.len();
+    let third_at = at + second.len();
+    let fourth_at = third_at + third.len();
+    // The lost page holds the second record's end and the third's header,
+    // and ends before the fourth.
+    assert!(2 * PAGE < third_at && third_at + 8 <= 3 * PAGE && 3 * PAGE <= fourth_at);
+    assert_ne!(&second[..2], &[0, 0]);
+    let bytes = [&header::encode(true)[..], &first, &second, &third, &fourth].concat();
+    let damaged = zeroed(&bytes, 2 * PAGE..3 * PAGE);
+    let (_, offset, reason) = wal_damage(replay(vec![damaged.clone()], TORN, FRESH));
+    assert_eq!((offset, reason), (at as u64, WalDamage::BeforeIntact));
+    assert_eq!(replay(vec![damaged], PIT, FRESH).unwrap(), Some(1));
+}
