@@ -21,7 +21,11 @@ pub enum SyncMode {
 /// What WAL recovery does with a damaged record that is not the tail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WalRecovery {
-    /// A torn last record is dropped; damage before the tail is an error.
+    /// A torn last record is dropped; damage before the tail is an error
+    /// in a WAL written with `SyncMode::Always` (or by a build before WAL
+    /// format version 2). In a WAL written with `SyncMode::Never`, where a
+    /// power loss may lose any unsynced page, recovery ends at the first
+    /// damage as `PointInTime` does.
     TolerateTornTail,
     /// Recovery stops just before the first damaged record (point in time).
     PointInTime,
