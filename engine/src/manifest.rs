@@ -23,8 +23,14 @@ use crate::table_files::MAX_FILE_NUMBER;
 
 /// Manifest magic ("bloomman"). FROZEN.
 pub(crate) const MANIFEST_MAGIC: u64 = 0x6e61_6d6d_6f6f_6c62;
-/// Store format version this build writes. FROZEN for this layout.
-pub const STORE_FORMAT_VERSION: u32 = 1;
+/// Store format version this build writes; it reads every version up to
+/// it. The manifest's layout is the same in both (FROZEN). 1: WALs without
+/// a header. 2: WALs begin with a header (`wal/header.rs`) saying whether
+/// their records were fsynced; a build that knows only version 1 would
+/// read that header as damage and drop or refuse the WAL's writes, so it
+/// must refuse the store instead. A version 1 store's WALs are replayed as
+/// version 1 WALs, and its first read-write open writes version 2.
+pub const STORE_FORMAT_VERSION: u32 = 2;
 const HEADER_LEN: usize = 8 + 4 + 4 + 4;
 
 /// One live table as the manifest records it.

@@ -590,3 +590,64 @@ fn a_snapshot_or_iterator_outliving_close_does_not_keep_the_store_locked() {
     assert!(matches!(iter.next(), Some(Err(bloomlsm::Error::Closed))));
     assert!(iter.next().is_none());
 }
+
+/// A store written before WAL format version 2 (store format version 1,
+/// WALs without a header) opens: its WALs are read as version 1 (strictly:
+/// they do not say whether they were fsynced), and its first read-write
+/// open writes store format version 2 and a WAL with a header, which a
+/// build knowing only version 1 refuses rather than misreads.
+#[test]
+fn a_version_1_store_replays_its_headerless_wal_and_is_upgraded() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        background_work: false,
+        ..Options::default()
+    };
+    {
+        let db = Db::open(dir.path(), options.clone()).unwrap();
+        for i in 0..20u8 {
+            db.put(&[b'k', i], &[i; 30]).unwrap();
+        }
+        db.close().unwrap();
+    }
+    // Made version 1: the manifest says so and the WAL loses its header;
+    // its last record torn.
+    let mut manifest = common::read_manifest(dir.path());
+    assert_eq!(manifest.version, bloomlsm::STORE_FORMAT_VERSION);
+    manifest.version = 1;
+    common::write_manifest(dir.path(), &manifest);
+    let wal = newest_wal(dir.path());
+    let bytes = std::fs::read(&wal).unwrap();
+    assert_eq!(&bytes[..8], b"bloomWAL");
+    let headerless = bytes[WAL_RECORDS_START..bytes.len() - 3].to_vec();
+    std::fs::write(&wal, &headerless).unwrap();
+
+    // Damage before an intact record of a version 1 WAL stays corruption.
+    let mut damaged = headerless.clone();
+    damaged[20] ^= 0x40;
+    std::fs::write(&wal, &damaged).unwrap();
+    let err = Db::open_read_only(dir.path(), options.clone()).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    std::fs::write(&wal, &headerless).unwrap();
+
+    let expect = |db: &Db| {
+        for i in 0..19u8 {
+            assert_eq!(db.get(&[b'k', i]).unwrap(), Some(vec![i; 30]), "k{i}");
+        }
+        assert_eq!(db.get(&[b'k', 19]).unwrap(), None, "the torn write");
+    };
+    let ro = Db::open_read_only(dir.path(), options.clone()).unwrap();
+    expect(&ro);
+    ro.close().unwrap();
+    assert_eq!(common::read_manifest(dir.path()).version, 1);
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    expect(&db);
+    db.put(b"after", b"upgrade").unwrap();
+    db.close().unwrap();
+    assert_eq!(common::read_manifest(dir.path()).version, 2);
+    let bytes = std::fs::read(newest_wal(dir.path())).unwrap();
+    assert_eq!(&bytes[..8], b"bloomWAL");
+    let db = Db::open(dir.path(), options).unwrap();
+    expect(&db);
+    assert_eq!(db.get(b"after").unwrap(), Some(b"upgrade".to_vec()));
+}

@@ -266,7 +266,6 @@ fn synced_writes_survive_lost_unsynced_pages() {
 }
 
 #[test]
-#[ignore = "fails until the WAL records whether it was synced: open refuses lost unsynced pages as BeforeIntact (and BeforeNewerWal with background flushes)"]
 fn never_mode_recovers_a_prefix_after_lost_unsynced_pages() {
     // The run's options matter only to the run: the open uses the defaults.
     let check = |_: &Options, c: &Crash| {

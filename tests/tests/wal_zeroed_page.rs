@@ -15,7 +15,6 @@ use bloomlsm_tests::{apply_history_write, history_prefix, scratch_dir};
 const WRITES: u64 = 300;
 
 #[test]
-#[ignore = "fails until recovery tells a synced WAL's damage from a torn tail: a zeroed page after the first opens as a torn tail"]
 fn a_zeroed_page_of_a_synced_wal_is_refused_or_recovered() {
     // One WAL of about 17 KiB (5 pages): every write synced, no flush.
     let options = Options {
