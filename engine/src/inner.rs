@@ -66,6 +66,8 @@ pub(crate) struct DbInner {
     /// and filter rebuild is refused with `Error::ReadOnly`, no background
     /// thread runs, and the replayed WALs stay in the active memtable.
     pub(crate) read_only: bool,
+    /// Where this open's WAL replay ended before the end of the WALs.
+    pub(crate) wal_cut: Option<crate::wal_cut::WalCut>,
     /// The LOCK file's lock; released by `shutdown`.
     dir_lock: Mutex<Option<Box<dyn DirLock>>>,
     /// `forks::forks_seen()` when the store was opened: a process forked
@@ -163,6 +165,7 @@ impl DbInner {
         Self {
             dir,
             read_only: recovered.wal.is_none(),
+            wal_cut: recovered.wal_cut,
             fs: recovered.fs,
             tables: recovered.tables,
             dir_lock: Mutex::new(Some(recovered.lock)),

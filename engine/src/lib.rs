@@ -84,6 +84,7 @@ mod test_hooks;
 mod trace;
 mod version;
 mod wal;
+mod wal_cut;
 mod write;
 
 pub use batch::{BatchError, MAX_BATCH_BYTES, WriteBatch};
@@ -100,3 +101,4 @@ pub use options::{
 pub use stats::{LevelStats, Stats};
 pub use table_files::MAX_OPEN_FILE_NUMBER;
 pub use trace::{LookupTrace, TraceResult, TraceSource, TraceStep};
+pub use wal_cut::{WalCut, WalCutCause};

@@ -28,6 +28,7 @@ use crate::replay::{LogStart, replay_wals};
 use crate::table_files::{MAX_FILE_NUMBER, MAX_OPEN_FILE_NUMBER, OutputCuts, TableFiles};
 use crate::version::Version;
 use crate::wal::WalWriter;
+use crate::wal_cut::WalCut;
 
 /// What recovery hands to the store it opens. Read-write: every replayed
 /// write is in a durable table, `mem` is empty and the manifest names its
@@ -45,6 +46,8 @@ pub(crate) struct Recovered {
     pub(crate) wal: Option<WalWriter>,
     /// The largest sequence number any recovered write has.
     pub(crate) last_seq: u64,
+    /// Where the WAL replay ended before the end of the WALs, if it did.
+    pub(crate) wal_cut: Option<WalCut>,
     pub(crate) counters: Counters,
 }
 
@@ -125,6 +128,7 @@ fn read_only_into(
         mem: Arc::new(found.replayed),
         wal: None,
         last_seq: found.last_seq,
+        wal_cut: found.wal_cut,
         counters: Counters::new(options.num_levels),
     })
 }
@@ -141,6 +145,8 @@ struct Found {
     replayed: MemTable,
     /// The largest sequence number of a write in a table or replayed.
     last_seq: u64,
+    /// Where the WAL replay ended before the end of the WALs, if it did.
+    wal_cut: Option<WalCut>,
 }
 
 /// Lists `dir`, takes `LOCK`, reads and checks the manifest and every
@@ -249,7 +255,7 @@ fn read_store(
             + 1,
         highest: state.last_seq + 1,
     };
-    let replayed_last = replay_wals(
+    let replay = replay_wals(
         fs.as_ref(),
         dir,
         &wals,
@@ -257,7 +263,7 @@ fn read_store(
         start,
         &replayed,
     )?;
-    let last_seq = state.last_seq.max(replayed_last.unwrap_or(0));
+    let last_seq = state.last_seq.max(replay.last.unwrap_or(0));
     Ok(Found {
         listing,
         fresh,
@@ -265,6 +271,7 @@ fn read_store(
         version,
         replayed,
         last_seq,
+        wal_cut: replay.cut,
     })
 }
 
@@ -282,6 +289,7 @@ fn recover_into(
         mut version,
         replayed,
         last_seq,
+        wal_cut,
     } = read_store(dir, options, fs, undo)?;
     let manifest_path = dir.join(names::MANIFEST);
     let num_levels = options.num_levels;
@@ -387,6 +395,7 @@ fn recover_into(
         mem: Arc::new(MemTable::new(wal_number)),
         wal: Some(wal),
         last_seq,
+        wal_cut,
         counters,
     })
 }

@@ -47,6 +47,7 @@ use crate::fs::{FileSystem, names};
 use crate::memtable::MemTable;
 use crate::options::WalRecovery;
 use crate::wal::{self, SeqFilter, WalFormat};
+use crate::wal_cut::{WalCut, WalCutCause};
 
 /// Where the log must start: the first record of the oldest live WAL has
 /// a sequence in `lowest..=highest`. `lowest` is one past the largest
@@ -83,7 +84,7 @@ pub(crate) fn replay_wals(
     mode: WalRecovery,
     start: LogStart,
     mem: &MemTable,
-) -> Result<Option<u64>> {
+) -> Result<Replayed> {
     let mut logs = Vec::with_capacity(numbers.len());
     for &number in numbers {
         let path = names::wal(dir, number);
@@ -93,13 +94,38 @@ pub(crate) fn replay_wals(
     replay_logs(&logs, mode, start, mem)
 }
 
+/// What a replay recovered: the last sequence replayed, if any, and where
+/// it ended before the end of the WAL files, if it did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Replayed {
+    pub(crate) last: Option<u64>,
+    pub(crate) cut: Option<WalCut>,
+}
+
+/// The cut at offset `at` of `logs[i]`.
+fn cut(logs: &[WalBytes], i: usize, at: u64, cause: WalCutCause) -> WalCut {
+    let rest = (logs[i].bytes.len() as u64).saturating_sub(at);
+    let newer: u64 = logs[i + 1..]
+        .iter()
+        .map(|l| {
+            (l.bytes.len() - wal::format_of(&l.bytes).records_start().min(l.bytes.len())) as u64
+        })
+        .sum();
+    WalCut {
+        path: logs[i].path.clone(),
+        offset: at,
+        bytes_not_replayed: rest + newer,
+        cause,
+    }
+}
+
 /// [`replay_wals`] over WALs already read, oldest first.
 pub(crate) fn replay_logs(
     logs: &[WalBytes],
     mode: WalRecovery,
     start: LogStart,
     mem: &MemTable,
-) -> Result<Option<u64>> {
+) -> Result<Replayed> {
     let mut next: Option<u64> = None;
     let mut last = None;
     // Whether the WAL before this one fsynced each record (and itself
@@ -108,17 +134,25 @@ pub(crate) fn replay_logs(
     for (i, log) in logs.iter().enumerate() {
         let replay = wal::records(&log.bytes);
         let replayed_any = !replay.records.is_empty();
+        let ended = |last, at, cause| {
+            Ok(Replayed {
+                last,
+                cut: Some(cut(logs, i, at, cause)),
+            })
+        };
         for (k, record) in replay.records.into_iter().enumerate() {
             let (first, batch) = match checked_batch(&record.payload, next, start) {
                 Ok(b) => b,
-                Err(_) if mode == WalRecovery::PointInTime => return Ok(last),
+                Err(_) if mode == WalRecovery::PointInTime => {
+                    return ended(last, record.offset, WalCutCause::PointInTime);
+                }
                 // The older WAL, never fsynced, lost its last records
                 // whole (its file cut at a record boundary) while this
                 // one's first reached the disk: the log ends before it.
                 Err(WalDamage::Gap { expected, found })
                     if k == 0 && !older_durable && found > expected =>
                 {
-                    return Ok(last);
+                    return ended(last, record.offset, WalCutCause::UnsyncedWal);
                 }
                 Err(reason) => return Err(Error::corruption(&log.path, record.offset, reason)),
             };
@@ -138,13 +172,18 @@ pub(crate) fn replay_logs(
             older_durable = replay.format.each_record_durable();
             continue;
         };
-        if mode == WalRecovery::TolerateTornTail && replay.format.each_record_durable() {
+        let cause = if mode == WalRecovery::PointInTime {
+            WalCutCause::PointInTime
+        } else if replay.format.each_record_durable() {
             let synced = replay.format == WalFormat::Headed { synced: true };
             check_torn_tail(logs, i, at, next.unwrap_or(start.lowest), synced)?;
-        }
-        return Ok(last);
+            WalCutCause::TornTail
+        } else {
+            WalCutCause::UnsyncedWal
+        };
+        return ended(last, at, cause);
     }
-    Ok(last)
+    Ok(Replayed { last, cut: None })
 }
 
 /// Refuses damage at `at` of `logs[i]` unless it is the end of the log:

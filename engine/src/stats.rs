@@ -165,6 +165,12 @@ pub struct Stats {
     /// compaction's thread, inline with a write when there is no
     /// background work). A rebuild appends the filter or copies the table.
     pub filters_rebalanced: u64,
+    /// Where the open's WAL replay ended before the end of the WALs (a
+    /// torn tail; damage in a WAL written without fsync, which ends the
+    /// log; damage under `WalRecovery::PointInTime`): the writes logged
+    /// from there on were dropped. `None` when every WAL was replayed
+    /// whole.
+    pub wal_replay_cut: Option<crate::wal_cut::WalCut>,
 }
 
 impl DbInner {
@@ -246,6 +252,7 @@ impl DbInner {
             write_stalls: get(&self.counters.write_stalls),
             block_cache_used_bytes: self.tables.cache().used_bytes(),
             filters_rebalanced: get(&self.counters.filters_rebalanced),
+            wal_replay_cut: self.wal_cut.clone(),
         }
     }
 }

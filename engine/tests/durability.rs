@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bloomlsm::{Db, Error, Options, SyncMode};
+use bloomlsm::{Db, Error, Options, SyncMode, WalCutCause};
 
 #[test]
 fn synced_writes_survive_drop_without_close() {
@@ -58,6 +58,23 @@ fn torn_wal_tail_is_tolerated() {
         assert_eq!(db.get(&i.to_be_bytes()).unwrap(), Some(b"value".to_vec()));
     }
     assert_eq!(db.get(&99u32.to_be_bytes()).unwrap(), None);
+    // The open says what it dropped: the torn record's bytes, in a WAL
+    // written without fsync.
+    let cut = db
+        .stats()
+        .wal_replay_cut
+        .expect("the torn record was dropped");
+    assert_eq!(cut.path, wal);
+    assert_eq!(cut.cause, WalCutCause::UnsyncedWal);
+    assert!(
+        cut.offset < len - 3 && cut.bytes_not_replayed == len - 3 - cut.offset,
+        "{cut:?}"
+    );
+    db.close().unwrap();
+    // The next open replays whole WALs (the dropped bytes went with the
+    // WAL the last open turned into a table).
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.stats().wal_replay_cut, None);
 }
 
 #[test]

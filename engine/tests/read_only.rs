@@ -605,14 +605,27 @@ fn unsynced_wal_damage_ends_the_log_alike_in_both_opens() {
             .collect::<Result<_, _>>()
             .unwrap()
     };
+    let cut = |db: &Db| {
+        let c = db.stats().wal_replay_cut.unwrap();
+        (
+            c.path.file_name().map(|n| n.to_owned()),
+            c.offset,
+            c.bytes_not_replayed,
+            c.cause,
+        )
+    };
     let ro = Db::open_read_only(dir.path(), Options::default()).unwrap();
     let ro_all = all(&ro);
     assert_eq!(ro_all.len(), 10, "the prefix before the damage");
+    let ro_cut = cut(&ro);
+    assert_eq!(ro_cut.1, at as u64, "the damaged record");
+    assert_eq!(ro_cut.3, bloomlsm::WalCutCause::UnsyncedWal);
     ro.close().unwrap();
     assert_unchanged(dir.path(), &before, "after a read-only open");
     let copy = copy_store(dir.path(), true);
     let rw = Db::open(copy.path(), Options::default()).unwrap();
     assert_eq!(all(&rw), ro_all);
+    assert_eq!(cut(&rw), ro_cut);
 }
 
 /// `CorruptFilterPolicy::Fail` refuses a read-only open as it refuses a

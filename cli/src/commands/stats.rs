@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use bloomlsm::{Db, LevelStats};
+use bloomlsm::{Db, LevelStats, WalCut, WalCutCause};
 
 use super::{Outcome, open_to_study};
 use crate::output::{Fields, Value};
@@ -53,8 +53,25 @@ pub fn run(path: &Path, absent_gets: u64) -> Result<Outcome> {
             "tables_without_usable_filter",
             s.total.tables_without_usable_filter,
         )
-        .with("levels", levels);
+        .with("levels", levels)
+        .with("wal_replay_cut", s.wal_replay_cut.as_ref().map(wal_cut_row));
     Ok(Value::from(fields).into())
+}
+
+/// Where the open's WAL replay stopped short, and why (null when it
+/// replayed every WAL whole).
+fn wal_cut_row(c: &WalCut) -> Fields {
+    let cause = match c.cause {
+        WalCutCause::TornTail => "torn tail",
+        WalCutCause::UnsyncedWal => "damage in a WAL written without fsync",
+        WalCutCause::PointInTime => "damage, point-in-time recovery",
+        _ => "other",
+    };
+    Fields::new()
+        .with("wal", c.path.display().to_string())
+        .with("offset", c.offset)
+        .with("bytes_not_replayed", c.bytes_not_replayed)
+        .with("cause", cause)
 }
 
 fn seed_keys(db: &Db, absent_gets: u64) -> Result<Vec<Vec<u8>>> {

@@ -7,6 +7,7 @@
 use super::tests::{FRESH, PIT, TORN, batch, record, replay, wal_damage, wal_of};
 use super::*;
 use crate::wal::header::{self, HEADER_LEN};
+use crate::wal_cut::WalCutCause;
 
 /// A version 2 WAL of one-op batches at `seqs`.
 fn headed(synced: bool, seqs: impl IntoIterator<Item = u64>) -> Vec<u8> {
@@ -148,7 +149,7 @@ fn version_1_and_version_2_wals_replay_the_same_batches() {
             path: PathBuf::from("000001.wal"),
             bytes: wal,
         }];
-        assert_eq!(replay_logs(&logs, TORN, FRESH, &mem).unwrap(), Some(6));
+        assert_eq!(replay_logs(&logs, TORN, FRESH, &mem).unwrap().last, Some(6));
         assert_eq!(mem.len(), 6);
     }
 }
@@ -302,4 +303,70 @@ fn a_lost_page_after_a_straddling_intact_length_of_a_synced_wal_is_refused() {
     let (_, offset, reason) = wal_damage(replay(vec![damaged.clone()], TORN, FRESH));
     assert_eq!((offset, reason), (at as u64, WalDamage::BeforeIntact));
     assert_eq!(replay(vec![damaged], PIT, FRESH).unwrap(), Some(1));
+}
+
+#[test]
+fn a_replay_ending_early_says_where_and_why() {
+    use super::tests::replay_cut;
+    let n = 4;
+    let starts = record_starts(n);
+    let whole = headed(false, 1..=n);
+    assert_eq!(replay_cut(vec![whole.clone()], TORN), None);
+    // A lost record of an unsynced WAL: the rest of the file is dropped.
+    let lost = zeroed(&whole, starts[1]..starts[2]);
+    let cut = replay_cut(vec![lost.clone()], TORN).unwrap();
+    assert_eq!(
+        (
+            cut.path.to_str(),
+            cut.offset,
+            cut.bytes_not_replayed,
+            cut.cause
+        ),
+        (
+            Some("000001.wal"),
+            starts[1] as u64,
+            (whole.len() - starts[1]) as u64,
+            WalCutCause::UnsyncedWal
+        )
+    );
+    assert_eq!(
+        replay_cut(vec![lost], PIT).unwrap().cause,
+        WalCutCause::PointInTime
+    );
+    // A torn last record of a synced WAL, and the newer WAL's records.
+    let synced = headed(true, 1..=n);
+    let torn = synced[..synced.len() - 3].to_vec();
+    let cut = replay_cut(vec![torn], TORN).unwrap();
+    assert_eq!(
+        (cut.offset, cut.bytes_not_replayed, cut.cause),
+        (
+            starts[3] as u64,
+            (starts[4] - starts[3] - 3) as u64,
+            WalCutCause::TornTail
+        )
+    );
+    // A newer WAL skipping sequences after an unsynced one: all of it.
+    let newer = headed(false, 4..=5);
+    let cut = replay_cut(vec![headed(false, 1..=2), newer.clone()], TORN).unwrap();
+    assert_eq!(
+        (
+            cut.path.to_str(),
+            cut.offset,
+            cut.bytes_not_replayed,
+            cut.cause
+        ),
+        (
+            Some("000002.wal"),
+            HEADER_LEN as u64,
+            (newer.len() - HEADER_LEN) as u64,
+            WalCutCause::UnsyncedWal
+        )
+    );
+    // Damage in an older unsynced WAL: its rest and the newer WAL's records.
+    let older = zeroed(&headed(false, 1..=3), starts[2]..starts[3]);
+    let cut = replay_cut(vec![older.clone(), headed(false, 4..=5)], TORN).unwrap();
+    assert_eq!(
+        cut.bytes_not_replayed,
+        (older.len() - starts[2] + newer.len() - HEADER_LEN) as u64
+    );
 }

@@ -64,7 +64,14 @@ pub(super) fn replay(
     mode: WalRecovery,
     start: LogStart,
 ) -> Result<Option<u64>> {
-    replay_logs(&logs(wals), mode, start, &MemTable::new(0))
+    replay_logs(&logs(wals), mode, start, &MemTable::new(0)).map(|r| r.last)
+}
+
+/// Where replay of `wals` ended before their end, and why.
+pub(super) fn replay_cut(wals: Vec<Vec<u8>>, mode: WalRecovery) -> Option<WalCut> {
+    replay_logs(&logs(wals), mode, FRESH, &MemTable::new(0))
+        .unwrap()
+        .cut
 }
 
 pub(super) fn wal_damage(r: Result<Option<u64>>) -> (String, u64, WalDamage) {
