@@ -651,3 +651,46 @@ fn a_version_1_store_replays_its_headerless_wal_and_is_upgraded() {
     expect(&db);
     assert_eq!(db.get(b"after").unwrap(), Some(b"upgrade".to_vec()));
 }
+
+/// An open that crashed after creating its WAL and before writing its
+/// manifest leaves a WAL of only a header beside the live one. When the
+/// live WAL holds no record either (the last open wrote nothing), the next
+/// open replays every WAL whole and drops nothing: `wal_replay_cut` must
+/// be `None`, not a cut of 0 bytes at the older empty WAL.
+#[test]
+#[ignore = "unfixed: an empty older WAL is reported as a cut of 0 bytes"]
+fn an_empty_older_wal_before_an_empty_newer_one_is_no_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        background_work: false,
+        ..Options::default()
+    };
+    for sync in [bloomlsm::SyncMode::Never, bloomlsm::SyncMode::Always] {
+        let options = Options {
+            sync,
+            ..options.clone()
+        };
+        let db = Db::open(dir.path(), options.clone()).unwrap();
+        db.put(b"k", b"v").unwrap();
+        db.close().unwrap();
+        // This open replays the write into a table and writes nothing.
+        Db::open(dir.path(), options.clone())
+            .unwrap()
+            .close()
+            .unwrap();
+        let live = newest_wal(dir.path());
+        assert_eq!(std::fs::read(&live).unwrap().len(), WAL_RECORDS_START);
+        let name = live.file_name().unwrap().to_str().unwrap();
+        let number: u64 = name.trim_end_matches(".wal").parse().unwrap();
+        let crashed = live.with_file_name(format!(
+            "{:0width$}.wal",
+            number + 1,
+            width = name.len() - 4
+        ));
+        std::fs::copy(&live, &crashed).unwrap();
+        let db = Db::open(dir.path(), options).unwrap();
+        assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+        assert_eq!(db.stats().wal_replay_cut, None, "{sync:?}");
+        db.close().unwrap();
+    }
+}
