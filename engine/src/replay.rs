@@ -102,8 +102,10 @@ pub(crate) struct Replayed {
     pub(crate) cut: Option<WalCut>,
 }
 
-/// The cut at offset `at` of `logs[i]`.
-fn cut(logs: &[WalBytes], i: usize, at: u64, cause: WalCutCause) -> WalCut {
+/// The cut at offset `at` of `logs[i]`, or `None` when no byte of a
+/// record is past it (an empty older WAL followed by empty WALs: every
+/// WAL was replayed whole).
+fn cut(logs: &[WalBytes], i: usize, at: u64, cause: WalCutCause) -> Option<WalCut> {
     let rest = (logs[i].bytes.len() as u64).saturating_sub(at);
     let newer: u64 = logs[i + 1..]
         .iter()
@@ -111,12 +113,13 @@ fn cut(logs: &[WalBytes], i: usize, at: u64, cause: WalCutCause) -> WalCut {
             (l.bytes.len() - wal::format_of(&l.bytes).records_start().min(l.bytes.len())) as u64
         })
         .sum();
-    WalCut {
+    let bytes_not_replayed = rest + newer;
+    (bytes_not_replayed > 0).then(|| WalCut {
         path: logs[i].path.clone(),
         offset: at,
-        bytes_not_replayed: rest + newer,
+        bytes_not_replayed,
         cause,
-    }
+    })
 }
 
 /// [`replay_wals`] over WALs already read, oldest first.
@@ -137,7 +140,7 @@ pub(crate) fn replay_logs(
         let ended = |last, at, cause| {
             Ok(Replayed {
                 last,
-                cut: Some(cut(logs, i, at, cause)),
+                cut: cut(logs, i, at, cause),
             })
         };
         for (k, record) in replay.records.into_iter().enumerate() {

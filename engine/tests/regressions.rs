@@ -658,7 +658,6 @@ fn a_version_1_store_replays_its_headerless_wal_and_is_upgraded() {
 /// open replays every WAL whole and drops nothing: `wal_replay_cut` must
 /// be `None`, not a cut of 0 bytes at the older empty WAL.
 #[test]
-#[ignore = "unfixed: an empty older WAL is reported as a cut of 0 bytes"]
 fn an_empty_older_wal_before_an_empty_newer_one_is_no_cut() {
     let dir = tempfile::tempdir().unwrap();
     let options = Options {

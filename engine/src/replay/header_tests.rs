@@ -372,7 +372,6 @@ fn a_replay_ending_early_says_where_and_why() {
 }
 
 #[test]
-#[ignore = "unfixed: an empty older WAL is reported as a cut of 0 bytes"]
 fn empty_wals_replayed_whole_are_no_cut() {
     use super::tests::replay_cut;
     for synced in [false, true] {
