@@ -521,11 +521,7 @@ fn wal_damage_is_reported_as_a_read_write_open_reports_it() {
     // Damage the 10th record's payload: intact records follow it.
     let wal = common::newest_wal(dir.path());
     let mut bytes = std::fs::read(&wal).unwrap();
-    let mut at = common::WAL_RECORDS_START;
-    for _ in 0..10 {
-        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-        at += 8 + len;
-    }
+    let at = common::wal_record_offset(&bytes, 10);
     bytes[at + 12] ^= 0xff;
     std::fs::write(&wal, bytes).unwrap();
     let before = image(dir.path());
@@ -590,11 +586,7 @@ fn unsynced_wal_damage_ends_the_log_alike_in_both_opens() {
     }
     let wal = common::newest_wal(dir.path());
     let mut bytes = std::fs::read(&wal).unwrap();
-    let mut at = common::WAL_RECORDS_START;
-    for _ in 0..10 {
-        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-        at += 8 + len;
-    }
+    let at = common::wal_record_offset(&bytes, 10);
     // The 11th record's page never reached the disk.
     bytes[at..at + 40].fill(0);
     std::fs::write(&wal, bytes).unwrap();

@@ -103,6 +103,17 @@ pub fn newest_wal(dir: &Path) -> PathBuf {
 /// WAL this build writes begins with (`engine/src/wal/header.rs`).
 pub const WAL_RECORDS_START: usize = 16;
 
+/// Where record `n` (from 0) of WAL bytes `bytes` starts, walking the
+/// length fields of the records before it.
+pub fn wal_record_offset(bytes: &[u8], n: usize) -> usize {
+    let mut at = WAL_RECORDS_START;
+    for _ in 0..n {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        at += 8 + len;
+    }
+    at
+}
+
 /// A checksummed WAL record of one batch: a put of `key = "v"` at
 /// `first_seq` (encoded by hand, as docs/DESIGN.md and the WAL module
 /// describe it, so the engine's own encoder is not what is tested).
