@@ -109,9 +109,7 @@ fn cut(logs: &[WalBytes], i: usize, at: u64, cause: WalCutCause) -> Option<WalCu
     let rest = (logs[i].bytes.len() as u64).saturating_sub(at);
     let newer: u64 = logs[i + 1..]
         .iter()
-        .map(|l| {
-            (l.bytes.len() - wal::format_of(&l.bytes).records_start().min(l.bytes.len())) as u64
-        })
+        .map(|l| (l.bytes.len() - wal::records_start(&l.bytes)) as u64)
         .sum();
     let bytes_not_replayed = rest + newer;
     (bytes_not_replayed > 0).then(|| WalCut {
@@ -235,7 +233,7 @@ fn check_torn_tail(
     }
     for newer in &logs[i + 1..] {
         let budget = wal::search_budget(&newer.bytes);
-        let from = wal::format_of(&newer.bytes).records_start();
+        let from = wal::records_start(&newer.bytes);
         match wal::record_follows(&newer.bytes, from, SeqFilter::From(expected), budget) {
             Some(false) => {}
             Some(true) => {

@@ -20,6 +20,12 @@ use crate::error::{Error, Result};
 pub(crate) mod header;
 pub(crate) use header::{WalFormat, decode as format_of};
 
+/// Where the records of WAL bytes `bytes` start: past a header, if any
+/// (at most the file's length, for a file cut inside its header).
+pub(crate) fn records_start(bytes: &[u8]) -> usize {
+    format_of(bytes).records_start().min(bytes.len())
+}
+
 /// Bytes of a record header.
 pub(crate) const RECORD_HEADER_LEN: usize = 8;
 

@@ -21,6 +21,18 @@ fn record_starts(n: u64) -> Vec<usize> {
     (0..=n).map(|k| HEADER_LEN + wal_of(1..=k).len()).collect()
 }
 
+/// A page of the file: what a power loss keeps or loses whole.
+const PAGE: usize = 4096;
+
+/// A first record of a synced WAL sized so that the record after it has
+/// its length field start two bytes before a page (and sector) boundary.
+fn first_record_ending_two_bytes_before_a_page() -> Vec<u8> {
+    (1..PAGE)
+        .map(|v| record(&batch(1, 1, v)))
+        .find(|r| (HEADER_LEN + r.len()) % PAGE == PAGE - 2)
+        .expect("a first record ending two bytes before a page")
+}
+
 /// `bytes` with `range` zeroed: a page the power loss never wrote.
 fn zeroed(bytes: &[u8], range: std::ops::Range<usize>) -> Vec<u8> {
     let mut out = bytes.to_vec();
@@ -161,7 +173,6 @@ fn version_1_and_version_2_wals_replay_the_same_batches() {
 /// an unsynced one the log ends at the first damaged record.
 #[test]
 fn a_lost_page_in_the_middle_of_a_wal_is_refused_only_when_synced() {
-    const PAGE: usize = 4096;
     let n = 12u64;
     let payloads: Vec<Vec<u8>> = (1..=n).map(|s| batch(s, 1, 1500)).collect();
     let records: Vec<u8> = payloads.iter().flat_map(|p| record(p)).collect();
@@ -247,13 +258,7 @@ fn a_newer_wal_skipping_sequences_ends_the_log_only_after_an_unsynced_wal() {
 /// torn append was the last one, and the store must open without it.
 #[test]
 fn a_torn_length_of_a_synced_wal_framing_a_record_inside_its_value_is_a_torn_tail() {
-    const PAGE: usize = 4096;
-    // The first record sized so that the second's length field starts two
-    // bytes before a page boundary.
-    let first = (1..PAGE)
-        .map(|v| record(&batch(1, 1, v)))
-        .find(|r| (HEADER_LEN + r.len()) % PAGE == PAGE - 2)
-        .expect("a first record ending two bytes before a page");
+    let first = first_record_ending_two_bytes_before_a_page();
     let before = [&header::encode(true)[..], &first].concat();
     let payload_len = 70_000;
     let framed = payload_len & !0xffff; // 65,536: what the torn length says
@@ -283,11 +288,7 @@ fn a_torn_length_of_a_synced_wal_framing_a_record_inside_its_value_is_a_torn_tai
 /// successor's header, and an fsynced record lies intact after the page.
 #[test]
 fn a_lost_page_after_a_straddling_intact_length_of_a_synced_wal_is_refused() {
-    const PAGE: usize = 4096;
-    let first = (1..PAGE)
-        .map(|v| record(&batch(1, 1, v)))
-        .find(|r| (HEADER_LEN + r.len()) % PAGE == PAGE - 2)
-        .expect("a first record ending two bytes before a page");
+    let first = first_record_ending_two_bytes_before_a_page();
     let second = record(&batch(2, 1, 6_000));
     let third = record(&batch(3, 1, 3_000));
     let fourth = record(&batch(4, 1, 100));
