@@ -39,10 +39,27 @@ fn main() -> ExitCode {
         Ok(Status::Success) => ExitCode::SUCCESS,
         Ok(Status::NotFound) => ExitCode::from(EXIT_NOT_FOUND),
         Err(e) => {
-            // `{:#}` joins the causes with ": "; the message stays one line.
-            let message = format!("{e:#}").replace(['\n', '\r'], " ");
-            eprintln!("error: {message}");
+            eprintln!("error: {}", one_line(&e));
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// The error and its causes joined with ": " on one line, each cause once:
+/// the store's errors already print their cause in their own message (an
+/// OS error, a corruption's reason), so a cause whose text is already there
+/// is left out rather than repeated.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message.replace(['\n', '\r'], " ")
 }
