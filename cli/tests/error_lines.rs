@@ -39,7 +39,10 @@ fn a_corrupt_data_block_is_named_once() {
     std::fs::write(&table, bytes).unwrap();
     let err = stderr_of(&["get", dir.path().to_str().unwrap(), "key00001"]);
     assert!(err.contains("data block at offset 0"), "{err}");
-    assert!(err.contains(table.file_name().unwrap().to_str().unwrap()), "{err}");
+    assert!(
+        err.contains(table.file_name().unwrap().to_str().unwrap()),
+        "{err}"
+    );
     assert_eq!(err.matches("checksum mismatch").count(), 1, "{err}");
 }
 

@@ -8,6 +8,15 @@ use bloomlsm_filter::{RibbonTarget, math, ribbon_sizing};
 use super::Outcome;
 use crate::output::{Fields, Value};
 
+/// Most items sized: 2^56. Past it a Ribbon filter's slot count (about
+/// 1.2 per key, times 128-slot blocks, times 32 columns) no longer fits in
+/// a u64 (`ribbon_sizing` overflows), and no filter of that many keys
+/// could be built anyway.
+const MAX_ITEMS: u64 = 1 << 56;
+/// Most filter bits sized: 2^63 (a filter of an exbibyte), so `m` fits in
+/// a u64 instead of saturating.
+const MAX_FILTER_BITS: f64 = 9_223_372_036_854_775_808.0;
+
 /// What was asked (items and one of target FPR, bits per key, memory),
 /// then the Bloom filter that answers it, then the exact set for
 /// comparison, then (`ribbon`) a Ribbon filter for the same target FPR,
@@ -22,6 +31,9 @@ pub fn run(
     if items == 0 {
         bail!("--items must be at least 1");
     }
+    if items > MAX_ITEMS {
+        bail!("--items {items} is more than {MAX_ITEMS} (2^56), past any filter this sizes");
+    }
     let mut fields = Fields::new().with("items", items);
     let (bpk, target) = match (fpr, bits_per_key, memory) {
         (Some(p), _, _) if p > 0.0 && p < 1.0 => {
@@ -31,12 +43,18 @@ pub fn run(
         (Some(p), _, _) => bail!("--fpr {p} must be between 0 and 1"),
         (_, Some(b), _) if b > 0.0 => (b, RibbonTarget::BitsPerKey(b)),
         (_, Some(b), _) => bail!("--bits-per-key {b} must be positive"),
-        (_, _, Some(m)) if m > 0 => {
+        (_, _, Some(m)) if m > 0 && m as f64 * 8.0 <= MAX_FILTER_BITS => {
             fields.push("memory_budget_bytes", m);
             (m as f64 * 8.0 / items as f64, RibbonTarget::MemoryBytes(m))
         }
+        (_, _, Some(m)) => bail!("--memory {m} must be between 1 and 2^60 bytes"),
         _ => bail!("give one of --fpr, --bits-per-key or --memory"),
     };
+    if items as f64 * bpk > MAX_FILTER_BITS {
+        bail!(
+            "{items} items at {bpk:.3} bits each is more than 2^63 bits, past any filter this sizes"
+        );
+    }
     let m = (items as f64 * bpk).ceil() as u64;
     let k = math::optimal_num_hashes(bpk);
     let rate = math::false_positive_rate(items, m, k);
