@@ -87,8 +87,15 @@ fn open_existing(path: &Path) -> Result<Db> {
 /// flush or compaction runs (under default options, not the store's, it
 /// would reshape the tree being studied). Refused while a writer holds
 /// the store, and a path without a MANIFEST is refused, not created.
+/// Opened with the most levels a store may have, not the default 7: a
+/// read-only open compacts nothing, so the number of levels only bounds
+/// which levels it can hold, and a store made with more levels opens too.
 fn open_to_study(path: &Path) -> Result<Db> {
-    Ok(Db::open_read_only(path, Options::default())?)
+    let options = Options {
+        num_levels: bloomlsm::MAX_LEVELS,
+        ..Options::default()
+    };
+    Ok(Db::open_read_only(path, options)?)
 }
 
 /// A written batch in a few lines however large it is: how many keys, and

@@ -1,0 +1,50 @@
+//! The study commands open a store read-only under default options, not
+//! the store's: a store made with more levels than the default 7 must
+//! still be readable (a read-only open compacts nothing, so the number of
+//! levels only bounds which levels it can hold).
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+use std::process::{Command, Output};
+
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_store_with_twelve_levels_can_be_studied() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = bloomlsm::Options {
+        num_levels: 12,
+        ..bloomlsm::Options::default()
+    };
+    let db = bloomlsm::Db::open(dir.path(), options).unwrap();
+    // Four L0 tables trigger a compaction of L0 into the last level, L11
+    // (dynamic level bytes).
+    for key in ["a", "deep", "m", "z"] {
+        db.put(key.as_bytes(), b"value").unwrap();
+        db.flush().unwrap();
+    }
+    db.wait_for_background_work().unwrap();
+    assert!(db.stats().levels[11].tables > 0);
+    db.close().unwrap();
+    let d = dir.path().to_str().unwrap();
+    for args in [
+        vec!["get", d, "deep"],
+        vec!["scan", d],
+        vec!["trace", d, "deep"],
+        vec!["stats", d, "--absent-gets", "10"],
+    ] {
+        let out = cli(&args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let stats = String::from_utf8(cli(&["--json", "stats", d]).stdout).unwrap();
+    let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(stats["levels"][0]["level"], 11, "{stats}");
+}
