@@ -42,6 +42,8 @@ pub enum Command {
     /// Tables, entries, filter memory and theoretical FPR per level; with
     /// `--absent-gets N`, first runs N gets of absent keys, so the reads
     /// saved, observed FPR and data-block reads per get mean something.
+    /// Each absent key sorts right after a stored key drawn from every
+    /// table in proportion to its entries, so every level meets them.
     Stats {
         /// The store directory.
         db: PathBuf,

@@ -8,7 +8,7 @@ use bloomlsm::{Db, LevelStats, WalCut, WalCutCause};
 use super::{Outcome, open_to_study};
 use crate::output::{Fields, Value};
 
-/// Stored keys that seed the absent keys (each absent key sorts right
+/// Most stored keys that seed the absent keys (each absent key sorts right
 /// after one, so it falls inside the tables' key ranges).
 const MAX_SEED_KEYS: u64 = 100_000;
 
@@ -17,7 +17,7 @@ const MAX_SEED_KEYS: u64 = 100_000;
 pub fn run(path: &Path, absent_gets: u64) -> Result<Outcome> {
     let seeds = if absent_gets > 0 {
         let db = open_to_study(path)?;
-        let seeds = seed_keys(&db, absent_gets)?;
+        let seeds = seed_keys(&db, path, absent_gets)?;
         db.close()?;
         seeds
     } else {
@@ -74,13 +74,29 @@ fn wal_cut_row(c: &WalCut) -> Fields {
         .with("cause", cause)
 }
 
-fn seed_keys(db: &Db, absent_gets: u64) -> Result<Vec<Vec<u8>>> {
+/// Stored keys spread over every table: each table of the manifest gives a
+/// share of the seeds in proportion to its entries, the first keys of the
+/// store in its key range. So every level's tables meet absent keys, not
+/// only those holding the store's smallest keys. A store of no table
+/// (every write still in the WAL) gives its smallest keys.
+fn seed_keys(db: &Db, path: &Path, absent_gets: u64) -> Result<Vec<Vec<u8>>> {
+    let wanted = absent_gets.min(MAX_SEED_KEYS);
+    // Read under the study open's lock: no writer can change the manifest.
+    let tables = bloomlsm::table_records(path)?;
+    let entries: u64 = tables.iter().map(|t| t.entries).sum();
     let mut stored = Vec::new();
-    for item in db
-        .scan::<&[u8], _>(..)?
-        .take(absent_gets.min(MAX_SEED_KEYS) as usize)
-    {
-        stored.push(item?.0);
+    for table in &tables {
+        let share =
+            (u128::from(wanted) * u128::from(table.entries)).div_ceil(u128::from(entries.max(1)));
+        let range = table.smallest_key.as_slice()..=table.largest_key.as_slice();
+        for item in db.scan(range)?.take(share as usize) {
+            stored.push(item?.0);
+        }
+    }
+    if stored.is_empty() {
+        for item in db.scan::<&[u8], _>(..)?.take(wanted as usize) {
+            stored.push(item?.0);
+        }
     }
     Ok(stored)
 }
