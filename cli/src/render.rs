@@ -163,7 +163,7 @@ fn write_table(out: &mut String, rows: &[&Fields], indent: usize) {
 
 fn scalar_text(value: &Value) -> String {
     match value {
-        Value::Text(t) => t.clone(),
+        Value::Text(t) => escape_controls(t),
         Value::Int(n) => n.to_string(),
         Value::Float(f) => float_text(*f),
         Value::Bool(b) => if *b { "yes" } else { "no" }.to_string(),
@@ -171,6 +171,23 @@ fn scalar_text(value: &Value) -> String {
         Value::Missing => "not found".to_string(),
         Value::Fields(_) | Value::List(_) => String::new(),
     }
+}
+
+/// `t` with its control characters escaped as Rust writes them (`\n`,
+/// `\t`, `\u{0}`): a key or value holding a newline stays on its row.
+fn escape_controls(t: &str) -> String {
+    if !t.chars().any(char::is_control) {
+        return t.to_string();
+    }
+    let mut out = String::with_capacity(t.len() + 8);
+    for c in t.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Whole numbers without decimals, large ones rounded to whole numbers,

@@ -1,0 +1,26 @@
+//! Keys and values written by an application may hold newlines, tabs and
+//! NULs; the text output escapes them, so a record stays one line of its
+//! table (JSON escapes them by itself).
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+use std::process::Command;
+
+#[test]
+fn a_value_with_a_newline_stays_on_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
+    db.put(b"tab\tkey", b"line1\nline2").unwrap();
+    db.put(b"nul\0key", b"v").unwrap();
+    db.close().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+        .args(["scan", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    // A header and one row per pair.
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.contains(r"line1\nline2"), "{text}");
+    assert!(text.contains(r"tab\tkey"), "{text}");
+    assert!(text.contains(r"nul\u{0}key"), "{text}");
+}
