@@ -11,6 +11,12 @@ Exit status:
   1  `get`: the key is not found (never written, or deleted)
   2  an error (one line on stderr, starting `error: `) or bad arguments";
 
+/// A count that must not be zero: a filter of no keys or a rate measured
+/// with no probe prints figures that mean nothing.
+fn at_least_one() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(1..)
+}
+
 /// Inspect and use bloomlsm stores and tables.
 #[derive(Parser, Debug)]
 #[command(name = "bloomlsm", version, after_help = EXIT_STATUS_HELP)]
@@ -33,8 +39,8 @@ pub enum Command {
     Inspect {
         /// A `.sst` file.
         table: PathBuf,
-        /// Absent keys to probe for the measured FPR.
-        #[arg(long, default_value_t = 100_000)]
+        /// Absent keys to probe for the measured FPR (at least 1).
+        #[arg(long, default_value_t = 100_000, value_parser = at_least_one())]
         probes: u64,
     },
     /// What the filters save: totals, then one row per level.
@@ -141,11 +147,11 @@ pub enum Command {
     },
     /// The lecture's numbers beside formulas and measured filters.
     Lecture {
-        /// Keys per measured filter.
-        #[arg(long, default_value_t = 200_000)]
+        /// Keys per measured filter (at least 1).
+        #[arg(long, default_value_t = 200_000, value_parser = at_least_one())]
         items: u64,
-        /// Absent probes per measured filter.
-        #[arg(long, default_value_t = 2_000_000)]
+        /// Absent probes per measured filter (at least 1).
+        #[arg(long, default_value_t = 2_000_000, value_parser = at_least_one())]
         probes: u64,
     },
 }
