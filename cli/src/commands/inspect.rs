@@ -15,28 +15,37 @@ use crate::output::{Fields, Value, text};
 /// (at the optimal k about half the bits are set).
 const OVERFULL_FILL: f64 = 0.6;
 
-/// The table in `path`: in a store directory whose manifest names it, the
-/// table its record's size says (a filter rebuilt in place leaves bytes
-/// past it when its install never became durable); otherwise the whole
-/// file.
-fn open(path: &Path) -> Result<Table> {
+/// The table in `path`, and where its size came from: in a store directory
+/// whose manifest names it, the table its record's size says (a filter
+/// rebuilt in place leaves bytes past it when its install never became
+/// durable); otherwise the whole file, also when the manifest cannot be
+/// read (a damaged store is what one inspects tables of).
+fn open(path: &Path) -> Result<(Table, String)> {
     let number = path
         .file_stem()
         .and_then(|s| s.to_str())
         .and_then(|s| s.parse::<u64>().ok());
     let dir = path.parent().unwrap_or(Path::new("."));
-    let recorded = match number {
-        Some(n) if dir.join("MANIFEST").exists() => bloomlsm::table_records(dir)?
-            .into_iter()
-            .find(|t| t.number == n)
-            .map(|t| t.file_size),
-        _ => None,
+    let (recorded, whole_because) = match number {
+        Some(n) if dir.join("MANIFEST").exists() => match bloomlsm::table_records(dir) {
+            Ok(tables) => (
+                tables
+                    .into_iter()
+                    .find(|t| t.number == n)
+                    .map(|t| t.file_size),
+                "not named by the store's manifest".to_string(),
+            ),
+            Err(e) => (None, format!("manifest unreadable: {e}")),
+        },
+        _ => (None, "not in a store directory".to_string()),
     };
     let Some(size) = recorded else {
-        return Ok(Table::open_path(path, 0, None)?);
+        let table = Table::open_path(path, 0, None)?;
+        return Ok((table, format!("file length ({whole_because})")));
     };
     let file = std::fs::File::open(path)?;
-    Ok(Table::open_at(Arc::new(file), path, size, 0, None)?)
+    let table = Table::open_at(Arc::new(file), path, size, 0, None)?;
+    Ok((table, "manifest record".to_string()))
 }
 
 /// The file, its filter, its properties, then the footer's block handles.
@@ -44,7 +53,7 @@ pub fn run(path: &Path, probes: u64) -> Result<Outcome> {
     if !path.exists() {
         bail!("{}: no such file", path.display());
     }
-    let table = open(path)?;
+    let (table, size_from) = open(path)?;
     let p = table.properties();
     let f = table.footer();
     let properties = Fields::new()
@@ -67,6 +76,7 @@ pub fn run(path: &Path, probes: u64) -> Result<Outcome> {
     let fields = Fields::new()
         .with("file", path.display().to_string())
         .with("file_size", table.file_size())
+        .with("size_from", size_from)
         .with("format_version", f.version)
         .with("filter", filter(&table, probes))
         .with("properties", properties)
