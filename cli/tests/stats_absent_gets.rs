@@ -59,3 +59,35 @@ fn every_level_meets_absent_keys() {
         );
     }
 }
+
+/// A store whose every key is deleted still has tables (of tombstones) to
+/// ask: `absent_gets_run` said 1000 while no get ran (`gets 0`), as the
+/// absent keys were seeded from live keys only.
+#[test]
+fn a_store_of_tombstones_still_meets_absent_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
+    for i in 0..100 {
+        db.put(format!("key{i:03}").as_bytes(), b"value").unwrap();
+    }
+    db.flush().unwrap();
+    for i in 0..100 {
+        db.delete(format!("key{i:03}").as_bytes()).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+        .args(["--json", "stats", dir.path().to_str().unwrap()])
+        .args(["--absent-gets", "1000"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["absent_gets_run"], v["gets"], "{v}");
+    assert_eq!(v["gets"], 1000, "{v}");
+    assert!(v["table_probes"].as_u64().unwrap() > 0, "{v}");
+}

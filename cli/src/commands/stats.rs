@@ -27,7 +27,7 @@ pub fn run(path: &Path, absent_gets: u64) -> Result<Outcome> {
     // scan's blocks would otherwise turn every false positive into a
     // cache hit and the data block reads into zero.
     let db = open_to_study(path)?;
-    run_absent_gets(&db, &seeds, absent_gets)?;
+    let absent_gets_run = run_absent_gets(&db, &seeds, absent_gets)?;
     let s = db.stats();
     db.close()?;
     let levels: Vec<Value> = s
@@ -39,7 +39,7 @@ pub fn run(path: &Path, absent_gets: u64) -> Result<Outcome> {
         .collect();
     let mut fields = Fields::new().with("store", path.display().to_string());
     if absent_gets > 0 {
-        fields.push("absent_gets_run", absent_gets);
+        fields.push("absent_gets_run", absent_gets_run);
     }
     let fields = fields
         .with("gets", s.gets)
@@ -77,8 +77,10 @@ fn wal_cut_row(c: &WalCut) -> Fields {
 /// Stored keys spread over every table: each table of the manifest gives a
 /// share of the seeds in proportion to its entries, the first keys of the
 /// store in its key range. So every level's tables meet absent keys, not
-/// only those holding the store's smallest keys. A store of no table
-/// (every write still in the WAL) gives its smallest keys.
+/// only those holding the store's smallest keys. A table none of whose
+/// keys is live (tombstones, overwritten versions) gives its smallest key.
+/// A store of no table (every write still in the WAL) gives its smallest
+/// keys.
 fn seed_keys(db: &Db, path: &Path, absent_gets: u64) -> Result<Vec<Vec<u8>>> {
     let wanted = absent_gets.min(MAX_SEED_KEYS);
     // Read under the study open's lock: no writer can change the manifest.
@@ -89,8 +91,12 @@ fn seed_keys(db: &Db, path: &Path, absent_gets: u64) -> Result<Vec<Vec<u8>>> {
         let share =
             (u128::from(wanted) * u128::from(table.entries)).div_ceil(u128::from(entries.max(1)));
         let range = table.smallest_key.as_slice()..=table.largest_key.as_slice();
+        let before = stored.len();
         for item in db.scan(range)?.take(share as usize) {
             stored.push(item?.0);
+        }
+        if stored.len() == before {
+            stored.push(table.smallest_key.clone());
         }
     }
     if stored.is_empty() {
@@ -101,17 +107,18 @@ fn seed_keys(db: &Db, path: &Path, absent_gets: u64) -> Result<Vec<Vec<u8>>> {
     Ok(stored)
 }
 
-/// `absent_gets` gets of keys that sort right after a seed (none without seeds).
-fn run_absent_gets(db: &Db, seeds: &[Vec<u8>], absent_gets: u64) -> Result<()> {
+/// `absent_gets` gets of keys that sort right after a seed (none without
+/// seeds); returns how many ran.
+fn run_absent_gets(db: &Db, seeds: &[Vec<u8>], absent_gets: u64) -> Result<u64> {
     if seeds.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     for i in 0..absent_gets {
         let mut key = seeds[(i as usize) % seeds.len()].clone();
         key.extend_from_slice(format!("\u{0}absent{i}").as_bytes());
         db.get(&key)?;
     }
-    Ok(())
+    Ok(absent_gets)
 }
 
 fn level_row(level: usize, l: &LevelStats) -> Value {
