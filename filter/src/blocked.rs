@@ -175,6 +175,27 @@ impl Filter for BlockedBloomFilter {
         ones as f64 / self.num_bits() as f64
     }
 
+    /// The mean over blocks of (the block's fill)^k: an absent key's k
+    /// probes all land in one block, chosen uniformly, so this is its rate.
+    /// The whole filter's fill^k would be lower (keys crowd some blocks
+    /// more than others, and x^k is convex): about 14% low at 10 bits per
+    /// key.
+    fn estimated_fpr(&self) -> f64 {
+        if self.blocks.is_empty() {
+            return 0.0;
+        }
+        let k = self.num_hashes as i32;
+        let sum: f64 = self
+            .blocks
+            .iter()
+            .map(|b| {
+                let ones: u32 = b.0.iter().map(|w| w.count_ones()).sum();
+                (f64::from(ones) / f64::from(BLOCK_BITS)).powi(k)
+            })
+            .sum();
+        sum / self.blocks.len() as f64
+    }
+
     fn theoretical_fpr(&self) -> f64 {
         if self.items == 0 {
             return 0.0;

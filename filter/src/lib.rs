@@ -52,6 +52,7 @@ pub use filter_trait::{Filter, InsertFilter};
 pub use hash::{HASH_ID_XXH3_64, HASH_SEED, KeyHash, key_hash};
 pub use kind::FilterKind;
 pub use ribbon::{
-    MAX_COLUMNS, RIBBON_FIXED_BYTES, RibbonFilter, RibbonSizing, RibbonTarget, ribbon_sizing,
+    MAX_COLUMNS, MAX_RIBBON_ITEMS, RIBBON_FIXED_BYTES, RibbonFilter, RibbonSizing, RibbonTarget,
+    ribbon_sizing,
 };
 pub use standard::{BloomFilter, MIN_FILTER_BITS};

@@ -8,11 +8,9 @@ use bloomlsm_filter::{RibbonTarget, math, ribbon_sizing};
 use super::Outcome;
 use crate::output::{Fields, Value};
 
-/// Most items sized: 2^56. Past it a Ribbon filter's slot count (about
-/// 1.2 per key, times 128-slot blocks, times 32 columns) no longer fits in
-/// a u64 (`ribbon_sizing` overflows), and no filter of that many keys
-/// could be built anyway.
-const MAX_ITEMS: u64 = 1 << 56;
+/// Most items sized: the most `ribbon_sizing` takes (2^56), past any
+/// filter that could be built.
+const MAX_ITEMS: u64 = bloomlsm_filter::MAX_RIBBON_ITEMS;
 /// Most filter bits sized: 2^63 (a filter of an exbibyte), so `m` fits in
 /// a u64 instead of saturating.
 const MAX_FILTER_BITS: f64 = 9_223_372_036_854_775_808.0;

@@ -40,7 +40,7 @@ use hasher::{COEFF_BITS, NUM_SEEDS, RibbonHasher, coefficients, result_bits};
 use layout::Layout;
 pub use layout::MAX_COLUMNS;
 use order::{MAX_REGION_BITS, sort_by_block, split_by_region};
-pub use sizing::{RIBBON_FIXED_BYTES, RibbonSizing, RibbonTarget, ribbon_sizing};
+pub use sizing::{MAX_RIBBON_ITEMS, RIBBON_FIXED_BYTES, RibbonSizing, RibbonTarget, ribbon_sizing};
 use sizing::{blocks_for, layout_for};
 use storage::Solution;
 

@@ -118,9 +118,24 @@ pub struct RibbonSizing {
     pub expected_fpr: f64,
 }
 
+/// Most keys [`ribbon_sizing`] sizes: 2^56. Up to it every figure fits in
+/// a `u64` (at most 2^50 blocks of 128 slots, 32 columns of 16 bytes
+/// each); no filter near it could be built in memory anyway.
+pub const MAX_RIBBON_ITEMS: u64 = 1 << 56;
+
 /// Sizes a Ribbon filter of `items` keys for `target`, as
 /// [`crate::RibbonFilter`] would build it.
+///
+/// # Panics
+///
+/// If `items` is more than [`MAX_RIBBON_ITEMS`] (past it the slot count
+/// would not fit in a `u64`), as `Vec::with_capacity` panics on a capacity
+/// past what memory can address.
 pub fn ribbon_sizing(items: u64, target: RibbonTarget) -> RibbonSizing {
+    assert!(
+        items <= MAX_RIBBON_ITEMS,
+        "ribbon_sizing: {items} items is more than MAX_RIBBON_ITEMS ({MAX_RIBBON_ITEMS})"
+    );
     let layout = layout_for(target, items, blocks_for(items));
     let solution_bytes = layout.num_segments() * (COEFF_BITS / 8);
     RibbonSizing {
