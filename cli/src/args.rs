@@ -24,9 +24,36 @@ pub struct Cli {
     /// Print JSON instead of aligned text (same fields, same order).
     #[arg(long, global = true)]
     pub json: bool,
+    /// What opening a store does with a damaged WAL record before the
+    /// log's tail. `tolerate-torn-tail` (the default) refuses the store
+    /// when the WAL was written with each record fsynced; `point-in-time`
+    /// recovers every write before the damage and drops the rest (`stats`
+    /// reports where, as `wal_replay_cut`). The study commands open
+    /// read-only, so they drop nothing on disk; `put` and `delete` make
+    /// the recovery permanent.
+    #[arg(long, global = true, value_enum, default_value_t = WalRecoveryArg::TolerateTornTail)]
+    pub wal_recovery: WalRecoveryArg,
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `bloomlsm::WalRecovery`, by its name on the command line.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalRecoveryArg {
+    /// `WalRecovery::TolerateTornTail`.
+    TolerateTornTail,
+    /// `WalRecovery::PointInTime`.
+    PointInTime,
+}
+
+impl From<WalRecoveryArg> for bloomlsm::WalRecovery {
+    fn from(arg: WalRecoveryArg) -> Self {
+        match arg {
+            WalRecoveryArg::TolerateTornTail => Self::TolerateTornTail,
+            WalRecoveryArg::PointInTime => Self::PointInTime,
+        }
+    }
 }
 
 /// One command per module of `commands/`.

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::Cli;
+use crate::args::{Cli, WalRecoveryArg};
 use crate::commands::Status;
 
 /// `get` found no value.
@@ -26,7 +26,7 @@ const EXIT_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let printed = commands::run(&cli.command).and_then(|outcome| {
+    let printed = commands::run(&cli).and_then(|outcome| {
         let text = if cli.json {
             output::to_json(&outcome.value)? + "\n"
         } else {
@@ -39,10 +39,27 @@ fn main() -> ExitCode {
         Ok(Status::Success) => ExitCode::SUCCESS,
         Ok(Status::NotFound) => ExitCode::from(EXIT_NOT_FOUND),
         Err(e) => {
-            eprintln!("error: {}", one_line(&e));
+            let hint = if wal_damage(&e) && cli.wal_recovery != WalRecoveryArg::PointInTime {
+                " (--wal-recovery point-in-time opens the store with the writes before the damage)"
+            } else {
+                ""
+            };
+            eprintln!("error: {}{hint}", one_line(&e));
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// Whether the store was refused for a damaged WAL record, which
+/// point-in-time recovery would read up to.
+fn wal_damage(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<bloomlsm::Error>(),
+        Some(bloomlsm::Error::Corruption {
+            reason: bloomlsm::Damage::Wal(_),
+            ..
+        })
+    )
 }
 
 /// The error and its causes joined with ": " on one line, each cause once:

@@ -5,12 +5,12 @@ use std::path::Path;
 use anyhow::Result;
 use bloomlsm::WriteBatch;
 
-use super::{Outcome, open_existing};
+use super::{Outcome, StoreFlags, open_existing};
 use crate::output::Value;
 
 /// Deletes `keys` in one batch.
-pub fn run(db: &Path, keys: &[String]) -> Result<Outcome> {
-    let db = open_existing(db)?;
+pub fn run(db: &Path, store: StoreFlags, keys: &[String]) -> Result<Outcome> {
+    let db = open_existing(db, store)?;
     let mut batch = WriteBatch::new();
     for key in keys {
         batch.delete(key.as_bytes());

@@ -4,12 +4,12 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{Outcome, Status, open_to_study};
+use super::{Outcome, Status, StoreFlags, open_to_study};
 use crate::output::{Fields, Value, text};
 
 /// Prints `key`, then its value or `not found`.
-pub fn run(db: &Path, key: &str) -> Result<Outcome> {
-    let db = open_to_study(db)?;
+pub fn run(db: &Path, store: StoreFlags, key: &str) -> Result<Outcome> {
+    let db = open_to_study(db, store)?;
     let value = db.get(key.as_bytes())?;
     db.close()?;
     let status = if value.is_some() {

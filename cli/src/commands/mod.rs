@@ -14,9 +14,9 @@ mod trace;
 use std::path::Path;
 
 use anyhow::{Result, bail};
-use bloomlsm::{Db, Options};
+use bloomlsm::{Db, Options, WalRecovery};
 
-use crate::args::Command;
+use crate::args::{Cli, Command};
 use crate::output::{Fields, Value};
 
 /// How the command ended, when it did not fail.
@@ -47,20 +47,23 @@ impl From<Value> for Outcome {
 }
 
 /// Runs one command.
-pub fn run(command: &Command) -> Result<Outcome> {
-    match command {
+pub fn run(cli: &Cli) -> Result<Outcome> {
+    let store = StoreFlags {
+        wal_recovery: cli.wal_recovery.into(),
+    };
+    match &cli.command {
         Command::Inspect { table, probes } => inspect::run(table, *probes),
-        Command::Stats { db, absent_gets } => stats::run(db, *absent_gets),
-        Command::Get { db, key } => get::run(db, key),
-        Command::Put { db, pairs } => put::run(db, pairs),
-        Command::Delete { db, keys } => delete::run(db, keys),
+        Command::Stats { db, absent_gets } => stats::run(db, store, *absent_gets),
+        Command::Get { db, key } => get::run(db, store, key),
+        Command::Put { db, pairs } => put::run(db, store, pairs),
+        Command::Delete { db, keys } => delete::run(db, store, keys),
         Command::Scan {
             db,
             from,
             to,
             limit,
-        } => scan::run(db, from.as_deref(), to.as_deref(), *limit),
-        Command::Trace { db, key } => trace::run(db, key),
+        } => scan::run(db, store, from.as_deref(), to.as_deref(), *limit),
+        Command::Trace { db, key } => trace::run(db, store, key),
         Command::Size {
             items,
             fpr,
@@ -72,13 +75,35 @@ pub fn run(command: &Command) -> Result<Outcome> {
     }
 }
 
+/// The store options the command line sets (global flags); every other
+/// option is the default.
+#[derive(Clone, Copy, Debug)]
+pub struct StoreFlags {
+    /// `--wal-recovery`.
+    pub wal_recovery: WalRecovery,
+}
+
+impl StoreFlags {
+    fn options(self) -> Options {
+        Options {
+            wal_recovery: self.wal_recovery,
+            ..Options::default()
+        }
+    }
+}
+
+/// Opens a store for writing (`put`), creating it when missing.
+fn open_for_writing(path: &Path, store: StoreFlags) -> Result<Db> {
+    Ok(Db::open(path, store.options())?)
+}
+
 /// Opens a store that already exists, for writing (`delete`): it refuses
 /// to create one where a path was mistyped.
-fn open_existing(path: &Path) -> Result<Db> {
+fn open_existing(path: &Path, store: StoreFlags) -> Result<Db> {
     if !path.join("MANIFEST").exists() {
         bail!("{} is not a bloomlsm store (no MANIFEST)", path.display());
     }
-    Ok(Db::open(path, Options::default())?)
+    open_for_writing(path, store)
 }
 
 /// Opens a store that already exists, read-only, for the commands that
@@ -90,10 +115,10 @@ fn open_existing(path: &Path) -> Result<Db> {
 /// Opened with the most levels a store may have, not the default 7: a
 /// read-only open compacts nothing, so the number of levels only bounds
 /// which levels it can hold, and a store made with more levels opens too.
-fn open_to_study(path: &Path) -> Result<Db> {
+fn open_to_study(path: &Path, store: StoreFlags) -> Result<Db> {
     let options = Options {
         num_levels: bloomlsm::MAX_LEVELS,
-        ..Options::default()
+        ..store.options()
     };
     Ok(Db::open_read_only(path, options)?)
 }

@@ -3,14 +3,14 @@
 use std::path::Path;
 
 use anyhow::{Result, bail};
-use bloomlsm::{Db, Options, WriteBatch};
+use bloomlsm::WriteBatch;
 
-use super::Outcome;
+use super::{Outcome, StoreFlags, open_for_writing};
 use crate::output::Value;
 
 /// Writes `pairs` (key, value, key, value, ...) in one batch, creating the
 /// store if it is missing.
-pub fn run(db: &Path, pairs: &[String]) -> Result<Outcome> {
+pub fn run(db: &Path, store: StoreFlags, pairs: &[String]) -> Result<Outcome> {
     if !pairs.len().is_multiple_of(2) {
         bail!(
             "put takes KEY VALUE pairs: {} arguments leave {:?} without a value",
@@ -18,7 +18,7 @@ pub fn run(db: &Path, pairs: &[String]) -> Result<Outcome> {
             pairs.last().map_or("", String::as_str)
         );
     }
-    let db = Db::open(db, Options::default())?;
+    let db = open_for_writing(db, store)?;
     let mut batch = WriteBatch::new();
     for pair in pairs.chunks_exact(2) {
         if let [key, value] = pair {

@@ -4,13 +4,19 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{Outcome, open_to_study};
+use super::{Outcome, StoreFlags, open_to_study};
 use crate::output::{Fields, Value, text};
 
 /// Up to `limit` pairs from `from` (inclusive) to `to` (exclusive), one
 /// `key`, `value` record each.
-pub fn run(db: &Path, from: Option<&str>, to: Option<&str>, limit: usize) -> Result<Outcome> {
-    let db = open_to_study(db)?;
+pub fn run(
+    db: &Path,
+    store: StoreFlags,
+    from: Option<&str>,
+    to: Option<&str>,
+    limit: usize,
+) -> Result<Outcome> {
+    let db = open_to_study(db, store)?;
     let from = from.unwrap_or_default().as_bytes().to_vec();
     let iter = match to {
         Some(to) => db.scan(from..to.as_bytes().to_vec()),

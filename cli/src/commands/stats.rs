@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 use bloomlsm::{Db, LevelStats, WalCut, WalCutCause};
 
-use super::{Outcome, open_to_study};
+use super::{Outcome, StoreFlags, open_to_study};
 use crate::output::{Fields, Value};
 
 /// Most stored keys that seed the absent keys (each absent key sorts right
@@ -14,9 +14,9 @@ const MAX_SEED_KEYS: u64 = 100_000;
 
 /// The store (and the absent gets asked for), the totals, then one row
 /// per non-empty level.
-pub fn run(path: &Path, absent_gets: u64) -> Result<Outcome> {
+pub fn run(path: &Path, store: StoreFlags, absent_gets: u64) -> Result<Outcome> {
     let seeds = if absent_gets > 0 {
-        let db = open_to_study(path)?;
+        let db = open_to_study(path, store)?;
         let seeds = seed_keys(&db, path, absent_gets)?;
         db.close()?;
         seeds
@@ -26,7 +26,7 @@ pub fn run(path: &Path, absent_gets: u64) -> Result<Outcome> {
     // Opened again after the seeding scan, with a cold block cache: the
     // scan's blocks would otherwise turn every false positive into a
     // cache hit and the data block reads into zero.
-    let db = open_to_study(path)?;
+    let db = open_to_study(path, store)?;
     let absent_gets_run = run_absent_gets(&db, &seeds, absent_gets)?;
     let s = db.stats();
     db.close()?;

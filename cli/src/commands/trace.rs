@@ -6,12 +6,12 @@ use anyhow::Result;
 use bloomlsm::{TraceResult, TraceSource, TraceStep};
 use bloomlsm_sstable::{BlockSource, FilterVerdict};
 
-use super::{Outcome, open_to_study};
+use super::{Outcome, StoreFlags, open_to_study};
 use crate::output::{Fields, Value, text};
 
 /// The key, its value, what the filters saved, then every step taken.
-pub fn run(db: &Path, key: &str) -> Result<Outcome> {
-    let db = open_to_study(db)?;
+pub fn run(db: &Path, store: StoreFlags, key: &str) -> Result<Outcome> {
+    let db = open_to_study(db, store)?;
     let (value, trace) = db.get_traced(key.as_bytes())?;
     db.close()?;
     let steps: Vec<Value> = trace.steps.iter().map(step).collect();
