@@ -8,7 +8,7 @@ use super::{Outcome, StoreFlags, open_to_study};
 use crate::output::{Fields, Value, text};
 
 /// Up to `limit` pairs from `from` (inclusive) to `to` (exclusive), one
-/// `key`, `value` record each.
+/// `key`, `value` record each; a note on stderr when the range holds more.
 pub fn run(
     db: &Path,
     store: StoreFlags,
@@ -18,12 +18,12 @@ pub fn run(
 ) -> Result<Outcome> {
     let db = open_to_study(db, store)?;
     let from = from.unwrap_or_default().as_bytes().to_vec();
-    let iter = match to {
+    let mut iter = match to {
         Some(to) => db.scan(from..to.as_bytes().to_vec()),
         None => db.scan(from..),
     }?;
     let mut pairs = Vec::new();
-    for item in iter.take(limit) {
+    for item in iter.by_ref().take(limit) {
         let (key, value) = item?;
         pairs.push(Value::from(
             Fields::new()
@@ -31,6 +31,11 @@ pub fn run(
                 .with("value", text(&value)),
         ));
     }
+    // Said on stderr, so stdout stays the pairs alone (text or JSON).
+    if pairs.len() == limit && matches!(iter.next(), Some(Ok(_))) {
+        eprintln!("note: --limit {limit} reached; the range holds more pairs");
+    }
+    drop(iter);
     db.close()?;
     Ok(Value::List(pairs).into())
 }
