@@ -48,8 +48,9 @@ fn open(path: &Path) -> Result<(Table, String)> {
     Ok((table, "manifest record".to_string()))
 }
 
-/// The file, its filter, its properties, then the footer's block handles.
-pub fn run(path: &Path, probes: u64) -> Result<Outcome> {
+/// The file, its filter, its properties, then the footer's block handles;
+/// with `verify`, what reading every entry back found ([`super::verify`]).
+pub fn run(path: &Path, probes: u64, verify: bool) -> Result<Outcome> {
     if !path.exists() {
         bail!("{}: no such file", path.display());
     }
@@ -81,6 +82,11 @@ pub fn run(path: &Path, probes: u64) -> Result<Outcome> {
         .with("filter", filter(&table, probes))
         .with("properties", properties)
         .with("footer", footer);
+    let fields = if verify {
+        fields.with("verify", super::verify::verify(Arc::new(table))?)
+    } else {
+        fields
+    };
     Ok(Value::from(fields).into())
 }
 

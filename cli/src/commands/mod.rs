@@ -10,6 +10,7 @@ mod scan;
 mod size;
 mod stats;
 mod trace;
+mod verify;
 
 use std::path::Path;
 
@@ -52,7 +53,11 @@ pub fn run(cli: &Cli) -> Result<Outcome> {
         wal_recovery: cli.wal_recovery.into(),
     };
     match &cli.command {
-        Command::Inspect { table, probes } => inspect::run(table, *probes),
+        Command::Inspect {
+            table,
+            probes,
+            verify,
+        } => inspect::run(table, *probes, *verify),
         Command::Stats { db, absent_gets } => stats::run(db, store, *absent_gets),
         Command::Get { db, key } => get::run(db, store, key),
         Command::Put { db, pairs } => put::run(db, store, pairs),
