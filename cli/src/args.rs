@@ -33,6 +33,13 @@ pub struct Cli {
     /// the recovery permanent.
     #[arg(long, global = true, value_enum, default_value_t = WalRecoveryArg::TolerateTornTail)]
     pub wal_recovery: WalRecoveryArg,
+    /// Levels of the tree for `put` and `delete` (`Options::num_levels`,
+    /// default 7): a store made with more levels must be written with as
+    /// many, as its tables sit below L6. The study commands read any store
+    /// without it.
+    #[arg(long, global = true, default_value_t = bloomlsm::Options::default().num_levels as u64,
+          value_parser = clap::value_parser!(u64).range(2..=bloomlsm::MAX_LEVELS as u64))]
+    pub num_levels: u64,
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,

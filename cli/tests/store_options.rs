@@ -48,3 +48,43 @@ fn a_store_with_twelve_levels_can_be_studied() {
     let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(stats["levels"][0]["level"], 11, "{stats}");
 }
+
+#[test]
+fn a_store_with_twelve_levels_is_written_with_num_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = bloomlsm::Options {
+        num_levels: 12,
+        ..bloomlsm::Options::default()
+    };
+    let db = bloomlsm::Db::open(dir.path(), options).unwrap();
+    for key in ["a", "deep", "m", "z"] {
+        db.put(key.as_bytes(), b"value").unwrap();
+        db.flush().unwrap();
+    }
+    db.wait_for_background_work().unwrap();
+    assert!(db.stats().levels[11].tables > 0);
+    db.close().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let refused = cli(&["put", d, "new", "v"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("num_levels of at least 12"), "{err}");
+    for args in [
+        vec!["--num-levels", "12", "put", d, "new", "v"],
+        vec!["--num-levels", "12", "delete", d, "deep"],
+    ] {
+        let out = cli(&args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(cli(&["get", d, "new"]).status.success());
+    assert_eq!(cli(&["get", d, "deep"]).status.code(), Some(1));
+    // Out of range is refused by the parser, before any open.
+    assert_eq!(
+        cli(&["--num-levels", "65", "get", d, "a"]).status.code(),
+        Some(2)
+    );
+}

@@ -51,6 +51,7 @@ impl From<Value> for Outcome {
 pub fn run(cli: &Cli) -> Result<Outcome> {
     let store = StoreFlags {
         wal_recovery: cli.wal_recovery.into(),
+        num_levels: usize::try_from(cli.num_levels)?,
     };
     match &cli.command {
         Command::Inspect {
@@ -86,12 +87,15 @@ pub fn run(cli: &Cli) -> Result<Outcome> {
 pub struct StoreFlags {
     /// `--wal-recovery`.
     pub wal_recovery: WalRecovery,
+    /// `--num-levels` (the study commands open with the most there are).
+    pub num_levels: usize,
 }
 
 impl StoreFlags {
     fn options(self) -> Options {
         Options {
             wal_recovery: self.wal_recovery,
+            num_levels: self.num_levels,
             ..Options::default()
         }
     }
