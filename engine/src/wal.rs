@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 
 pub(crate) mod header;
 pub(crate) use header::{WalFormat, decode as format_of};
+mod seal;
 
 /// Where the records of WAL bytes `bytes` start: past a header, if any
 /// (at most the file's length, for a file cut inside its header).
@@ -34,6 +35,10 @@ pub(crate) const RECORD_HEADER_LEN: usize = 8;
 pub(crate) struct WalWriter {
     file: Box<dyn WritableFile>,
     path: PathBuf,
+    /// What the file's header says: every record is fsynced before the
+    /// next (`SyncMode::Always`), or, once `seal` has run, every record
+    /// was fsynced at a clean close.
+    synced: bool,
     buf: Vec<u8>,
 }
 
@@ -53,6 +58,7 @@ impl WalWriter {
         Ok(Self {
             file,
             path,
+            synced,
             buf: Vec::new(),
         })
     }
