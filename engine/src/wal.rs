@@ -2,7 +2,8 @@
 //! memtable is touched.
 //!
 //! File: a 16-byte header (`header.rs`: format version 2, and whether the
-//! writer fsynced each record before the next), then records. A version 1
+//! writer fsynced each record before the next, or a clean close fsynced
+//! them all, `seal.rs`), then records. A version 1
 //! WAL has no header. Record: `length: u32 LE | crc32 of payload: u32 LE |
 //! payload`, the payload a batch (`first sequence: u64 LE | op count: u32
 //! LE | ops`).

@@ -323,4 +323,3 @@ fn crc32_continue(mut crc: u32, bytes: &[u8]) -> u32 {
     }
     crc
 }
-
