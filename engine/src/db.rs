@@ -252,7 +252,10 @@ impl Db {
     /// can be opened again even while a [`Snapshot`] or [`DbIter`] is
     /// alive (their reads then fail with [`Error::Closed`]). Drop does the
     /// same, best effort. Memtable contents stay in the WAL and are
-    /// recovered at open.
+    /// recovered at open. When every fsync succeeded and no error stopped
+    /// writes, each WAL written with `SyncMode::Never` is then marked
+    /// synced (its header rewritten in place), so later damage in it is
+    /// refused as corruption rather than taken for a power loss's.
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }

@@ -79,6 +79,20 @@ pub trait FileSystem: Send + Sync + Debug {
         ))
         .at(path)
     }
+    /// Writes `bytes` over the existing file `path` at `offset`, in place
+    /// (never creating or truncating it), then fsyncs the file's data.
+    /// Until that fsync returns, a power loss may leave each sector of the
+    /// range old or new, in any mix (each sector whole: devices write 512
+    /// bytes atomically). The default refuses with kind `Unsupported`; the
+    /// store then leaves a WAL's header as it is (`DbInner::shutdown`).
+    fn overwrite(&self, path: &Path, offset: u64, bytes: &[u8]) -> FsResult<()> {
+        let _ = (offset, bytes);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system does not overwrite files in place",
+        ))
+        .at(path)
+    }
     /// Opens a file for positioned reads.
     fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>>;
     /// Opens a file for positioned reads that bypass the page cache
@@ -152,6 +166,14 @@ impl FileSystem for RealFs {
         let mut file = OpenOptions::new().write(true).open(path).at(path)?;
         cut_to(&mut file, len).at(path)?;
         Ok(Box::new(PlainFile(file)))
+    }
+
+    fn overwrite(&self, path: &Path, offset: u64, bytes: &[u8]) -> FsResult<()> {
+        use std::os::unix::fs::FileExt;
+        let file = OpenOptions::new().write(true).open(path).at(path)?;
+        file.write_all_at(bytes, offset)
+            .and_then(|()| file.sync_data())
+            .at(path)
     }
 
     fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {

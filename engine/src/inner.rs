@@ -287,25 +287,36 @@ impl DbInner {
         })
     }
 
+    /// Whether a clean close may seal the live WALs (`wal/seal.rs`): the
+    /// store is read-write, this process holds its lock, and no error has
+    /// stopped writes.
+    pub(crate) fn may_seal(&self) -> bool {
+        !self.read_only
+            && crate::fs::forks::forks_seen() == self.opened_after_forks
+            && self.write_error.lock().is_none()
+    }
+
     /// Makes every acknowledged write durable (every live WAL, oldest
-    /// first; a read-only store has none, and writes nothing) and gives
-    /// up the directory lock. REQUIRES: background threads
-    /// have stopped. Later reads through snapshots and iterators fail with
-    /// `Closed`.
+    /// first; a read-only store has none, and writes nothing), then, only
+    /// if every one of those fsyncs succeeded, seals the live WALs
+    /// (`wal/seal.rs`), and gives up the directory lock. REQUIRES:
+    /// background threads have stopped. Later reads through snapshots and
+    /// iterators fail with `Closed`; so does a write that had not yet
+    /// taken the write lock, so nothing is appended after the seal.
     pub(crate) fn shutdown(&self) -> Result<()> {
         self.closed.store(true, Ordering::SeqCst);
-        let synced = {
+        let result = {
             let mut w = self.write.lock();
-            let mut result = Ok(());
+            let mut synced = Ok(());
             for (_, wal) in &mut w.frozen_wals {
-                result = result.and(wal.sync());
+                synced = synced.and(wal.sync());
             }
-            match &mut w.wal {
-                Some(wal) => result.and(wal.sync()),
-                None => result,
+            if let Some(wal) = &mut w.wal {
+                synced = synced.and(wal.sync());
             }
+            synced.and_then(|()| self.seal_live_wals(&mut w))
         };
         self.dir_lock.lock().take();
-        synced
+        result
     }
 }

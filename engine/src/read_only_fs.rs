@@ -1,7 +1,8 @@
 //! The file system a read-only store runs on: reads, listings and the
 //! directory lock pass through; every call that would change the
-//! directory (create, rename, remove, mkdir, rmdir, directory fsync)
-//! fails with `ReadOnlyFilesystem` and touches nothing.
+//! directory or a file (create, append, overwrite, rename, remove, mkdir,
+//! rmdir, directory fsync) fails with `ReadOnlyFilesystem` and touches
+//! nothing.
 //!
 //! A read-only store refuses writes with `Error::ReadOnly` before any of
 //! these is reached; this layer is the second line: a path missed there
@@ -44,6 +45,10 @@ impl FileSystem for ReadOnlyFs {
 
     fn append_at(&self, path: &Path, _len: u64) -> FsResult<Box<dyn WritableFile>> {
         refused("append to", path)
+    }
+
+    fn overwrite(&self, path: &Path, _offset: u64, _bytes: &[u8]) -> FsResult<()> {
+        refused("overwrite", path)
     }
 
     fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {

@@ -2,7 +2,8 @@
 //! memtable is touched.
 //!
 //! File: a 16-byte header (`header.rs`: format version 2, and whether the
-//! writer fsynced each record before the next), then records. A version 1
+//! writer fsynced each record before the next, or a clean close fsynced
+//! them all, `seal.rs`), then records. A version 1
 //! WAL has no header. Record: `length: u32 LE | crc32 of payload: u32 LE |
 //! payload`, the payload a batch (`first sequence: u64 LE | op count: u32
 //! LE | ops`).
@@ -19,6 +20,7 @@ use crate::error::{Error, Result};
 
 pub(crate) mod header;
 pub(crate) use header::{WalFormat, decode as format_of};
+mod seal;
 
 /// Where the records of WAL bytes `bytes` start: past a header, if any
 /// (at most the file's length, for a file cut inside its header).
@@ -34,6 +36,10 @@ pub(crate) const RECORD_HEADER_LEN: usize = 8;
 pub(crate) struct WalWriter {
     file: Box<dyn WritableFile>,
     path: PathBuf,
+    /// What the file's header says: every record is fsynced before the
+    /// next (`SyncMode::Always`), or, once `seal` has run, every record
+    /// was fsynced at a clean close.
+    synced: bool,
     buf: Vec<u8>,
 }
 
@@ -53,6 +59,7 @@ impl WalWriter {
         Ok(Self {
             file,
             path,
+            synced,
             buf: Vec::new(),
         })
     }

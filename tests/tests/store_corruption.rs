@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, Options, SyncMode};
 use bloomlsm_tests::{key, value};
 
@@ -21,9 +23,31 @@ fn options() -> Options {
 }
 
 /// A store with several tables, and the last 40 writes only in the WAL,
-/// written with `sync`.
+/// written with `sync`, then closed cleanly (which seals the WAL as
+/// synced, `engine/src/wal/seal.rs`).
 fn build(dir: &Path, sync: SyncMode) {
     let db = Db::open(dir, Options { sync, ..options() }).unwrap();
+    write_all(&db);
+    db.close().unwrap();
+}
+
+/// [`build`] in `SyncMode::Never`, the store ended as a crash ends it:
+/// the close's WAL fsync fails, so the WAL's header still says it was
+/// never fsynced, while every byte written is in it (`FaultFs` writes
+/// through, and no power loss is simulated).
+fn build_unsealed(dir: &Path) {
+    let fs = FaultFs::new();
+    let never = Options {
+        sync: SyncMode::Never,
+        ..options()
+    };
+    let db = Db::open_with_fs(dir, never, Arc::new(fs.clone())).unwrap();
+    write_all(&db);
+    fs.fail_only_op(fs.ops());
+    assert!(db.close().is_err(), "the close's fsync was to fail");
+}
+
+fn write_all(db: &Db) {
     for i in 0..KEYS {
         db.put(&key(i), &value(i)).unwrap();
     }
@@ -31,7 +55,6 @@ fn build(dir: &Path, sync: SyncMode) {
     for i in KEYS..KEYS + 40 {
         db.put(&key(i), &value(i)).unwrap();
     }
-    db.close().unwrap();
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -57,9 +80,9 @@ enum MayLose {
     /// Only the last write: in a WAL whose records were each fsynced,
     /// only the last record may be taken for a torn tail.
     LastWrite,
-    /// A suffix of the WAL's writes: in a WAL written without fsync,
-    /// damage ends the log at the damaged record (what a power loss
-    /// writing pages back out of order leaves).
+    /// A suffix of the WAL's writes: in a WAL written without fsync and
+    /// not sealed by a clean close, damage ends the log at the damaged
+    /// record (what a power loss writing pages back out of order leaves).
     WalSuffix,
 }
 
@@ -172,7 +195,7 @@ fn table_manifest_and_wal_flips() {
     assert!(wal_counts.contains_key("RefusedAtOpen"), "{wal_counts:?}");
 
     let unsynced = tempfile::tempdir().unwrap();
-    build(unsynced.path(), SyncMode::Never);
+    build_unsealed(unsynced.path());
     let wal = files(unsynced.path(), "wal").pop().unwrap();
     let wal_counts = sweep(
         unsynced.path(),
@@ -181,6 +204,22 @@ fn table_manifest_and_wal_flips() {
         MayLose::WalSuffix,
     );
     println!("wal, never fsynced (every 3rd byte): {wal_counts:?}");
+    assert!(wal_counts.contains_key("WalTailDropped"), "{wal_counts:?}");
+
+    // Written without fsync, then closed cleanly: the close fsynced every
+    // record and sealed the header, so a flip is read as strictly as in a
+    // WAL whose records were each fsynced.
+    let sealed = tempfile::tempdir().unwrap();
+    build(sealed.path(), SyncMode::Never);
+    let wal = files(sealed.path(), "wal").pop().unwrap();
+    let wal_counts = sweep(
+        sealed.path(),
+        wal.file_name().unwrap(),
+        3,
+        MayLose::LastWrite,
+    );
+    println!("wal, never fsynced, sealed at close (every 3rd byte): {wal_counts:?}");
+    assert!(wal_counts.contains_key("RefusedAtOpen"), "{wal_counts:?}");
 }
 
 #[test]

@@ -31,6 +31,11 @@
 //! vanish). So within one directory the kept renames are a prefix of its
 //! pending renames. A rename across directories is ordered with the
 //! changes of the directory it renames into.
+//!
+//! An overwrite in place ([`FileSystem::overwrite`]) counts two operations,
+//! its write and its fsync, so a crash can fall between them; a power loss
+//! there leaves each sector of it (each page under `UnsyncedFate::Pages`)
+//! new or old by a seeded choice ([`OverwriteFate`], `overwrites.rs`).
 
 use std::collections::HashMap;
 use std::fs;
@@ -43,7 +48,10 @@ use parking_lot::Mutex;
 
 use super::{AtPath, DirLock, FileSystem, FsResult, RealFs};
 
+mod overwrites;
 mod pages;
+pub use overwrites::OverwriteFate;
+use overwrites::PendingOverwrite;
 pub use pages::UnsyncedFate;
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -235,6 +243,11 @@ struct State {
     /// What a power loss leaves of the bytes written after a file's last
     /// fsync.
     unsynced_fate: UnsyncedFate,
+    /// Overwrites in place no fsync of their file has made durable yet,
+    /// oldest first.
+    overwrites: Vec<PendingOverwrite>,
+    /// Which of their sectors a power loss applies.
+    overwrite_fate: OverwriteFate,
     /// Mutating operations (writes and syncs) so far.
     ops: u64,
     /// Fail every mutating operation once `ops` reaches this.
@@ -297,6 +310,12 @@ impl FaultFs {
     /// last fsync (by default `UnsyncedFate::Truncated`: nothing).
     pub fn set_unsynced_fate(&self, fate: UnsyncedFate) {
         self.state.lock().unsynced_fate = fate;
+    }
+
+    /// Which sectors of an overwrite in place not yet fsynced a power
+    /// loss applies (by default `OverwriteFate::Seeded(0)`).
+    pub fn set_overwrite_fate(&self, fate: OverwriteFate) {
+        self.state.lock().overwrite_fate = fate;
     }
 
     /// Stops injecting failures.
@@ -391,6 +410,11 @@ impl FaultFs {
         let at = s.ops;
         let revival = s.revival;
         let unsynced_fate = s.unsynced_fate;
+        // Overwrites first, by the names their files have now: undoing a
+        // rename below moves the settled bytes with the file.
+        let overwrites = std::mem::take(&mut s.overwrites);
+        let synced_len = |path: &Path| s.files.get(path).map(|st| st.synced_len);
+        overwrites::settle(&overwrites, s.overwrite_fate, unsynced_fate, synced_len, at)?;
         let pending = std::mem::take(&mut s.pending);
         let cuts = Cuts::decide(&pending, s.rename_fate, at);
         for p in pending.iter().rev() {
@@ -499,9 +523,54 @@ impl WritableFile for FaultFile {
     fn sync(&mut self) -> io::Result<()> {
         self.fs.mutate()?;
         self.file.sync_data()?;
-        if let Some(st) = self.fs.state.lock().files.get_mut(&self.path) {
-            st.synced_len = self.len;
+        self.fs.synced(&self.path, self.len);
+        Ok(())
+    }
+}
+
+impl FaultFs {
+    /// A fsync of `path` (through any descriptor) returned with the file
+    /// `len` bytes long: those bytes, and every overwrite in place of
+    /// them, are durable.
+    fn synced(&self, path: &Path, len: u64) {
+        let mut s = self.state.lock();
+        if let Some(st) = s.files.get_mut(path) {
+            st.synced_len = len;
         }
+        s.overwrites.retain(|p| p.path != path);
+    }
+
+    /// [`FileSystem::overwrite`]: the write, then (another operation, so a
+    /// crash can fall between them) the fsync.
+    fn overwrite_then_sync(&self, path: &Path, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let op = self.mutate()?;
+        let file = fs::OpenOptions::new().read(true).write(true).open(path)?;
+        let len = file.metadata()?.len();
+        let old_end = offset.saturating_add(bytes.len() as u64).min(len);
+        let mut old =
+            vec![0u8; usize::try_from(old_end.saturating_sub(offset)).map_err(io::Error::other)?];
+        FileExt::read_exact_at(&file, &mut old, offset)?;
+        file.write_all_at(bytes, offset)?;
+        {
+            let mut s = self.state.lock();
+            // A file this run never wrote was durable as it was.
+            s.files.entry(path.to_path_buf()).or_insert(FileState {
+                synced_len: len,
+                entry_synced: true,
+                entry_op: 0,
+            });
+            s.overwrites.push(PendingOverwrite {
+                path: path.to_path_buf(),
+                offset,
+                old,
+                op,
+            });
+        }
+        self.mutate()?;
+        file.sync_data()?;
+        let len = file.metadata()?.len();
+        self.synced(path, len);
         Ok(())
     }
 }
@@ -558,13 +627,17 @@ impl FileSystem for FaultFs {
             .truncate(true)
             .open(path)
             .at(path)?;
-        self.state.lock().files.insert(
+        let mut s = self.state.lock();
+        // The truncation took whatever an overwrite had left pending.
+        s.overwrites.retain(|p| p.path != path);
+        s.files.insert(
             path.to_path_buf(),
             FileState {
                 entry_op: op,
                 ..FileState::default()
             },
         );
+        drop(s);
         Ok(Box::new(FaultFile {
             file,
             path: path.to_path_buf(),
@@ -603,6 +676,10 @@ impl FileSystem for FaultFs {
         }))
     }
 
+    fn overwrite(&self, path: &Path, offset: u64, bytes: &[u8]) -> FsResult<()> {
+        self.overwrite_then_sync(path, offset, bytes).at(path)
+    }
+
     fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
         Ok(Arc::new(FaultReader {
             inner: RealFs.open_read(path)?,
@@ -636,7 +713,14 @@ impl FileSystem for FaultFs {
         let before_bytes = fs::read(to).ok();
         fs::rename(from, to).at(to)?;
         let mut s = self.state.lock();
-        let before = before_bytes.map(|bytes| (bytes, s.files.remove(to)));
+        let before = before_bytes.map(|mut bytes| {
+            overwrites::undo_all_in(&s.overwrites, to, &mut bytes);
+            (bytes, s.files.remove(to))
+        });
+        s.overwrites.retain(|p| p.path != to);
+        for p in s.overwrites.iter_mut().filter(|p| p.path == from) {
+            p.path = to.to_path_buf();
+        }
         let from_state = s.files.remove(from);
         // A file this file system did not create was durable whole.
         let moved = match from_state {
@@ -670,7 +754,7 @@ impl FileSystem for FaultFs {
         // whole of a file this file system did not create (it was there,
         // durable, before: a file that survived a power loss, say).
         let tracked = self.state.lock().files.get(path).copied();
-        let durable = match tracked {
+        let mut durable = match tracked {
             Some(st) if st.synced_len == 0 => Some((Vec::new(), (st.entry_synced, st.entry_op))),
             Some(st) => fs::read(path).ok().map(|mut bytes| {
                 bytes.truncate(usize::try_from(st.synced_len).unwrap_or(usize::MAX));
@@ -680,6 +764,10 @@ impl FileSystem for FaultFs {
         };
         fs::remove_file(path).at(path)?;
         let mut s = self.state.lock();
+        if let Some((bytes, _)) = durable.as_mut() {
+            overwrites::undo_all_in(&s.overwrites, path, bytes);
+        }
+        s.overwrites.retain(|p| p.path != path);
         s.files.remove(path);
         if let Some((bytes, entry)) = durable {
             s.pending.push(Pending::Unlink {
@@ -731,5 +819,7 @@ impl FileSystem for FaultFs {
     }
 }
 
+#[cfg(test)]
+mod overwrite_tests;
 #[cfg(test)]
 mod tests;

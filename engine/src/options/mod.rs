@@ -25,7 +25,11 @@ pub enum WalRecovery {
     /// in a WAL written with `SyncMode::Always` (or by a build before WAL
     /// format version 2). In a WAL written with `SyncMode::Never`, where a
     /// power loss may lose any unsynced page, recovery ends at the first
-    /// damage as `PointInTime` does.
+    /// damage as `PointInTime` does, unless the store was closed cleanly
+    /// since: `close` (and drop) fsyncs every live WAL and then marks its
+    /// header synced, so damage found in it later (a bit flipped on the
+    /// device) is an error there too, never a silent loss of the writes
+    /// after it.
     TolerateTornTail,
     /// Recovery stops just before the first damaged record (point in time).
     PointInTime,

@@ -13,6 +13,16 @@
 //! cache write back in any order), so damage followed by intact records
 //! is what such a crash leaves, not proof of corruption.
 //!
+//! A clean close sets `SYNCED` in a `SyncMode::Never` WAL's header too
+//! (`seal.rs`): only once the close has fsynced every live WAL without an
+//! error, in a store whose writes were not stopped by one, so every record
+//! before it is durable and damage after it is corruption, as in a synced
+//! WAL. The header is rewritten in place, within one sector, and fsynced:
+//! a power loss before that fsync leaves either header, both true; a torn
+//! rewrite leaves a header that fails its checksum, read strictly
+//! (`DamagedHeader`), which refuses the open and loses nothing, since the
+//! records were fsynced first.
+//!
 //! The header is written and fsynced when the file is created, before any
 //! record is appended: a WAL that holds a record has its header durable.
 //! A file that does not begin with the magic is a version 1 WAL (written

@@ -99,6 +99,15 @@ pub fn newest_wal(dir: &Path) -> PathBuf {
     dir.join(name)
 }
 
+/// Ends `db`, open on `fs`, leaving its WALs as a crash would: the
+/// close's first WAL fsync fails, so no WAL header is sealed as synced
+/// (`engine/src/wal/seal.rs`), while every byte written stays in the files
+/// (`FaultFs` writes through, and no power loss is simulated).
+pub fn close_unsealed(db: bloomlsm::Db, fs: &bloomlsm::fs::fault::FaultFs) {
+    fs.fail_only_op(fs.ops());
+    assert!(db.close().is_err(), "the close's fsync was to fail");
+}
+
 /// Where a WAL's first record starts: past the 16-byte header that every
 /// WAL this build writes begins with (`engine/src/wal/header.rs`).
 pub const WAL_RECORDS_START: usize = 16;

@@ -38,7 +38,7 @@ const LENGTH_SALT: u64 = 0x4c45_4e47_u64;
 /// A stable hash of a file's name (not its directory: a test's scratch
 /// directory is named at random, and the same run must make the same
 /// choices).
-fn name_hash(path: &Path) -> u64 {
+pub(super) fn name_hash(path: &Path) -> u64 {
     let name = path
         .file_name()
         .map(|n| n.as_encoded_bytes())

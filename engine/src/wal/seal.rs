@@ -1,0 +1,89 @@
+//! Sealing at a clean close: once every live WAL has been fsynced, a WAL
+//! whose header says "not synced" (`SyncMode::Never`) gets the header
+//! that says "synced", so that recovery reads damage in it strictly.
+//!
+//! Why: after the close's fsyncs every record of the WAL is durable, so a
+//! power loss can no longer leave damage followed by intact records in it;
+//! such damage (a bit flipped on the device, say) is corruption, and a
+//! relaxed reading would silently drop every write after it, for good at
+//! the next read-write open. A store closed cleanly and then only opened
+//! read-only keeps its WALs, and they keep this promise.
+//!
+//! Invariants:
+//! - A WAL is sealed only when this close fsynced it and every fsync of
+//!   the close succeeded, and only while the store is healthy: writes not
+//!   stopped by an error (an append that failed may have left a torn
+//!   record that was never fsynced whole), not read-only (no WAL), not a
+//!   forked copy (which holds no lock on the store). The write lock is
+//!   held throughout, and the store is already marked closed, so no
+//!   record is appended after the seal.
+//! - Only WALs still live are sealed: a frozen WAL whose memtable was
+//!   flushed may already be deleted (or an orphan the next open removes).
+//! - Every live WAL was started by [`WalWriter::create`], so it has a
+//!   version 2 header; a version 1 WAL (no header) is only ever replayed,
+//!   never written, and is left as it is.
+//! - The seal rewrites the 16 header bytes in place and fsyncs them. A
+//!   power loss before that fsync leaves the old header or the new one
+//!   (the header lies within one sector, which devices write whole), and
+//!   either is true. A device that tore the sector anyway leaves a header
+//!   that fails its checksum: recovery reads a damaged header strictly
+//!   (`WalFormat::DamagedHeader`) and refuses the open rather than drop a
+//!   write, which is safe because every record was fsynced first.
+
+use std::io;
+
+use super::{WalWriter, header};
+use crate::error::Result;
+use crate::fs::FileSystem;
+use crate::inner::{DbInner, WriteState};
+
+impl WalWriter {
+    /// Rewrites this WAL's header to say every record was fsynced.
+    /// REQUIRES: every record appended was fsynced, and none will be
+    /// appended after (see the module invariants).
+    fn seal(&mut self, fs: &dyn FileSystem) -> Result<()> {
+        if self.synced {
+            return Ok(());
+        }
+        match fs.overwrite(&self.path, 0, &header::encode(true)) {
+            Ok(()) => {}
+            // A file system that cannot overwrite in place: the header
+            // keeps its weaker promise, which is still true.
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        self.synced = true;
+        Ok(())
+    }
+}
+
+impl DbInner {
+    /// Seals every live WAL of `w`, oldest first. REQUIRES: the close
+    /// holds the write lock (`w`), and has just fsynced every WAL of `w`
+    /// without an error. Does nothing unless the store is healthy.
+    pub(crate) fn seal_live_wals(&self, w: &mut WriteState) -> Result<()> {
+        if !self.may_seal() {
+            return Ok(());
+        }
+        let view = self.current.load();
+        let oldest_live = view
+            .imm
+            .iter()
+            .map(|m| m.wal_number)
+            .chain(std::iter::once(view.mem.wal_number))
+            .min()
+            .unwrap_or(view.mem.wal_number);
+        let frozen = w
+            .frozen_wals
+            .iter_mut()
+            .filter(|(n, _)| *n >= oldest_live)
+            .map(|(_, wal)| wal);
+        for wal in frozen.chain(w.wal.as_mut()) {
+            wal.seal(self.fs.as_ref())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
