@@ -255,7 +255,11 @@ impl Db {
     /// recovered at open. When every fsync succeeded and no error stopped
     /// writes, each WAL written with `SyncMode::Never` is then marked
     /// synced (its header rewritten in place), so later damage in it is
-    /// refused as corruption rather than taken for a power loss's.
+    /// refused as corruption rather than taken for a power loss's. An
+    /// error from that rewrite is returned although every write is already
+    /// durable: the device failed a write, which the caller should hear of
+    /// (the WAL then keeps its old header or, torn, a damaged one, which
+    /// recovery reads strictly: nothing is dropped either way).
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }
