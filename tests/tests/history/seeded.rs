@@ -1,0 +1,137 @@
+//! The deterministic variant: one thread, inline background work
+//! (`background_work: false`), the same operation mix as the timed run
+//! (writes with 40% deletes, gets, scans, snapshots held across flushes,
+//! compactions and rebuilds, `rebuild_filters`, flushes) plus reopens in
+//! the middle (read-only first, then read-write with another filter kind
+//! and sync mode), from one seed. Every answer is exact: with one thread
+//! the window of each read is one version.
+
+use std::time::Instant;
+
+use bloomlsm::{Db, Error, SyncMode};
+use bloomlsm_tests::scratch_dir;
+
+use super::rng::Mix;
+use super::shape::{deep_options, kind, policy, sorted_levels_in_use};
+use super::snapshots::Held;
+use super::verify::{check_range, collect_scan};
+use super::write::{Owned, write_some};
+use super::{History, KEYS, check, key};
+
+const ALL: Owned = Owned {
+    writer: 0,
+    writers: 1,
+};
+
+/// What a seeded run did.
+#[derive(Debug, Default)]
+pub struct Figures {
+    /// Operations written.
+    pub writes: u64,
+    /// Snapshot re-reads.
+    pub rereads: u64,
+    /// Reopens.
+    pub reopens: u64,
+    /// Most levels below L0 in use at once.
+    pub deepest: usize,
+}
+
+fn options(rng: &mut Mix, deletion: Option<f64>) -> bloomlsm::Options {
+    let sync = if rng.chance(0.5) {
+        SyncMode::Never
+    } else {
+        SyncMode::Always
+    };
+    let mut o = deep_options(kind(rng), sync, deletion, false);
+    o.filter_policy = policy(rng);
+    o
+}
+
+/// Closes `db` (held snapshots then fail with `Closed`), checks a
+/// read-only open, and opens again read-write with other options.
+fn reopen(
+    db: Db,
+    held: &mut Vec<Held>,
+    history: &History,
+    rng: &mut Mix,
+    deletion: Option<f64>,
+) -> Db {
+    let dir = db.path().to_path_buf();
+    db.close().unwrap();
+    for h in held.drain(..) {
+        let after = h.snapshot().get(&key(0));
+        assert!(
+            matches!(after, Err(Error::Closed)),
+            "snapshot read after close: {after:?}"
+        );
+    }
+    let ro = Db::open_read_only(&dir, options(rng, deletion)).unwrap();
+    super::verify::verify_exact(&ro, history, "read-only open");
+    ro.close().unwrap();
+    let db = Db::open(&dir, options(rng, deletion)).unwrap();
+    super::verify::verify_exact(&db, history, "reopen");
+    db
+}
+
+/// Runs `ops` operations of the case of `seed`; panics at the first wrong
+/// answer (the caller names the seed and operation).
+pub fn run_seed(seed: u64, ops: u64, at: &mut u64) -> Figures {
+    let mut rng = Mix::new(seed);
+    let deletion = [None, Some(0.3), None, Some(0.6)][(seed % 4) as usize];
+    let dir = scratch_dir();
+    let mut db = Db::open(dir.path(), options(&mut rng, deletion)).unwrap();
+    let history = History::default();
+    let mut held: Vec<Held> = Vec::new();
+    let mut figures = Figures::default();
+    let fail = |e: String| -> ! { panic!("{e}") };
+    for op in 0..ops {
+        *at = op;
+        match rng.below(1000) {
+            0..=449 => figures.writes += write_some(&db, &history, &mut rng, ALL) as u64,
+            450..=599 => {
+                let k = rng.below(KEYS);
+                let got = db.get(&key(k)).unwrap();
+                let v = history.acked(k);
+                check(k, got.as_deref(), v, v, "get").unwrap_or_else(|e| fail(e));
+            }
+            600..=679 => {
+                let from = rng.below(KEYS);
+                let to = (from + 1 + rng.below(400)).min(KEYS);
+                let got = collect_scan(db.scan(key(from)..key(to)).unwrap(), from, to, "scan")
+                    .unwrap_or_else(|e| fail(e));
+                let acked = history.acked_range(from, to);
+                check_range(&got, from, &acked, &acked, "scan").unwrap_or_else(|e| fail(e));
+            }
+            680..=739 if held.len() < 3 => {
+                let h = Held::take(&db, &history, &mut rng, &held, Instant::now());
+                held.push(h.unwrap_or_else(|e| fail(e)));
+            }
+            680..=839 if !held.is_empty() => {
+                let i = rng.below(held.len() as u64) as usize;
+                held[i].reread().unwrap_or_else(|e| fail(e));
+                figures.rereads += 1;
+            }
+            840..=879 if !held.is_empty() => {
+                let i = rng.below(held.len() as u64) as usize;
+                held.remove(i).reread().unwrap_or_else(|e| fail(e));
+            }
+            880..=929 => db.flush().unwrap(),
+            930..=969 => db.rebuild_filters(policy(&mut rng)).unwrap(),
+            970..=989 => db.wait_for_background_work().unwrap(),
+            990..=994 => {
+                db = reopen(db, &mut held, &history, &mut rng, deletion);
+                figures.reopens += 1;
+            }
+            _ => {}
+        }
+        figures.deepest = figures.deepest.max(sorted_levels_in_use(&db));
+    }
+    for h in &held {
+        h.reread().unwrap_or_else(|e| fail(e));
+    }
+    super::verify::verify_exact(&db, &history, "end");
+    reopen(db, &mut held, &history, &mut rng, deletion)
+        .close()
+        .unwrap();
+    figures
+}
