@@ -49,17 +49,19 @@ fn threads_blocked_filters_without_fsync() {
         sync: SyncMode::Never,
         deletion_compaction_ratio: None,
         writers: 2,
+        l0_heavy: false,
     };
     run_threads(&config, seconds(), seed());
 }
 
 #[test]
-fn threads_ribbon_filters_fsync_and_deletion_compactions() {
+fn threads_ribbon_filters_fsync_deletion_compactions_and_a_wide_l0() {
     let config = Config {
         kind: FilterKind::Ribbon,
         sync: SyncMode::Always,
         deletion_compaction_ratio: Some(0.6),
         writers: 3,
+        l0_heavy: true,
     };
     run_threads(&config, seconds(), seed());
 }

@@ -28,6 +28,19 @@ pub struct Config {
     pub deletion_compaction_ratio: Option<f64>,
     /// Writer threads (each owns the keys `k % writers == its number`).
     pub writers: u64,
+    /// L0 holds up to 5 overlapping tables and 3 frozen memtables wait
+    /// for flush; static level budgets (L1 at 2 KiB, each level twice).
+    pub l0_heavy: bool,
+}
+
+fn store_options(config: &Config, kind: FilterKind, sync: SyncMode) -> bloomlsm::Options {
+    let mut o = deep_options(kind, sync, config.deletion_compaction_ratio, true);
+    if config.l0_heavy {
+        o.l0_compaction_trigger = 5;
+        o.max_immutable_memtables = 3;
+        o.dynamic_level_bytes = false;
+    }
+    o
 }
 
 type Outcome = Result<String, String>;
@@ -47,12 +60,7 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
         config.kind, config.sync
     );
     let dir = scratch_dir();
-    let options = deep_options(
-        config.kind,
-        config.sync,
-        config.deletion_compaction_ratio,
-        true,
-    );
+    let options = store_options(config, config.kind, config.sync);
     let db = Arc::new(Db::open(dir.path(), options.clone()).unwrap());
     let history = Arc::new(History::default());
     let stop = Arc::new(AtomicBool::new(false));
@@ -118,7 +126,12 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
         );
         spawn(
             "maintainer".into(),
-            Box::new(move || Ok(format!("{} levels deepest", maintainer(&db, rng, &s)))),
+            Box::new(move || {
+                let (deepest, rebuilds) = maintainer(&db, rng, &s);
+                Ok(format!(
+                    "{deepest} levels deepest, {rebuilds} rebuild_filters"
+                ))
+            }),
         );
     }
     drop(done_tx);
@@ -173,12 +186,7 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
     } else {
         SyncMode::Never
     };
-    let reopen = deep_options(
-        other_kind,
-        other_sync,
-        config.deletion_compaction_ratio,
-        true,
-    );
+    let reopen = store_options(config, other_kind, other_sync);
     let db = Db::open_read_only(dir.path(), reopen.clone()).unwrap();
     verify_exact(&db, &history, "read-only open");
     db.close().unwrap();

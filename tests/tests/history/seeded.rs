@@ -44,6 +44,14 @@ fn options(rng: &mut Mix, deletion: Option<f64>) -> bloomlsm::Options {
     };
     let mut o = deep_options(kind(rng), sync, deletion, false);
     o.filter_policy = policy(rng);
+    // Each open its own narrow shape: more L0 tables overlapping, static
+    // or dynamic level budgets, more frozen memtables.
+    o.memtable_bytes = 1024 + rng.below(3072) as usize;
+    o.target_file_bytes = 512 + rng.below(1536);
+    o.block_size = [64, 128, 256][rng.below(3) as usize];
+    o.l0_compaction_trigger = 2 + rng.below(4) as usize;
+    o.dynamic_level_bytes = rng.chance(0.7);
+    o.max_immutable_memtables = 1 + rng.below(3) as usize;
     o
 }
 

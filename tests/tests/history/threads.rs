@@ -89,8 +89,8 @@ pub fn snapshot_holder(
 /// Rebuilds every filter at changing policies and flushes until `stop`,
 /// settling the background work now and then (racing the writers: it
 /// rebalances filters under `Optimized`). Returns the most levels below
-/// L0 seen in use at once.
-pub fn maintainer(db: &Db, mut rng: Mix, stop: &AtomicBool) -> usize {
+/// L0 seen in use at once and the rebuilds made.
+pub fn maintainer(db: &Db, mut rng: Mix, stop: &AtomicBool) -> (usize, u64) {
     let mut deepest = 0;
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -103,5 +103,5 @@ pub fn maintainer(db: &Db, mut rng: Mix, stop: &AtomicBool) -> usize {
         deepest = deepest.max(sorted_levels_in_use(db));
         n += 1;
     }
-    deepest
+    (deepest, n)
 }
