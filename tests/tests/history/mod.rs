@@ -1,11 +1,10 @@
 //! Per-key histories shared by the history stress tests.
 //!
-//! Every write to key `k` takes the key's next version `v` (1, 2, ...);
-//! whether version `v` is a put or a delete is a fixed function of `(k, v)`
-//! ([`is_delete`], about 40% deletes), and a put's value names `k` and `v`
-//! ([`value`]). So the state of `k` at every version is known without a
-//! log, and a value read names the one version it can be. Each key has one
-//! writer thread, so its versions reach the store in order.
+//! Every write to key `k` takes the key's next version `v` (1, 2, ...),
+//! recorded as a put or a delete before it is issued, and a put's value
+//! names `k` and `v` ([`value`]). So the state of `k` at every version is
+//! known, and a value read names the one version it can be. Each key has
+//! one writer thread, so its versions reach the store in order.
 //!
 //! [`History`] records, per key, the last version whose write began
 //! (`started`, set before the write is issued) and the last whose write
@@ -24,6 +23,7 @@ pub mod threads;
 pub mod verify;
 pub mod write;
 
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Keys `0..KEYS`; a multiple of every writer count used.
@@ -52,11 +52,6 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Version `v` of key `k` is a delete (version 0: never written).
-pub fn is_delete(k: u64, v: u64) -> bool {
-    v > 0 && mix((k << 32) ^ v) % 100 < 40
-}
-
 /// The value of version `v` of key `k` (when it is a put): `k:v:` and a
 /// padding of 0 to 63 bytes, so tables fill unevenly.
 pub fn value(k: u64, v: u64) -> Vec<u8> {
@@ -66,62 +61,12 @@ pub fn value(k: u64, v: u64) -> Vec<u8> {
     bytes
 }
 
-/// The state of key `k` at version `v`: its value, or `None` when deleted
-/// or never written.
-pub fn state(k: u64, v: u64) -> Option<Vec<u8>> {
-    (v > 0 && !is_delete(k, v)).then(|| value(k, v))
-}
-
-/// The version a value of key `k` names, if it is exactly that version's value.
-pub fn version_of(k: u64, bytes: &[u8]) -> Result<u64, String> {
-    let bad = || {
-        format!(
-            "key {k}: a value no write wrote: {:?}",
-            String::from_utf8_lossy(bytes)
-        )
-    };
-    let text = std::str::from_utf8(bytes).map_err(|_| bad())?;
-    let mut parts = text.splitn(3, ':');
-    let kk: u64 = parts.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
-    let v: u64 = parts.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
-    if kk != k || v == 0 || is_delete(k, v) || value(k, v) != bytes {
-        return Err(bad());
-    }
-    Ok(v)
-}
-
-/// Checks that `got` is key `k`'s state at some version in `lo..=hi` and
-/// returns the smallest such version (a lower bound of what was read).
-pub fn check(k: u64, got: Option<&[u8]>, lo: u64, hi: u64, what: &str) -> Result<u64, String> {
-    match got {
-        Some(bytes) => {
-            let v = version_of(k, bytes).map_err(|e| format!("{what}: {e}"))?;
-            if v < lo || v > hi {
-                return Err(format!(
-                    "{what}: key {k} read version {v}, but versions {lo}..={hi} were live \
-                     ({} before)",
-                    if v < lo {
-                        "acknowledged"
-                    } else {
-                        "never written"
-                    }
-                ));
-            }
-            Ok(v)
-        }
-        None => (lo..=hi).find(|&v| state(k, v).is_none()).ok_or_else(|| {
-            format!(
-                "{what}: key {k} absent, but versions {lo}..={hi} are all puts \
-                     (a lost write)"
-            )
-        }),
-    }
-}
-
-/// The versions begun and acknowledged per key.
+/// The versions begun and acknowledged per key, and which were deletes.
 pub struct History {
     started: Vec<AtomicU64>,
     acked: Vec<AtomicU64>,
+    /// Per key, whether version `v` is a delete, at index `v - 1`.
+    deletes: Vec<RwLock<Vec<bool>>>,
 }
 
 impl Default for History {
@@ -129,14 +74,18 @@ impl Default for History {
         Self {
             started: (0..KEYS).map(|_| AtomicU64::new(0)).collect(),
             acked: (0..KEYS).map(|_| AtomicU64::new(0)).collect(),
+            deletes: (0..KEYS).map(|_| RwLock::default()).collect(),
         }
     }
 }
 
 impl History {
-    /// Announces key `k`'s next version (only `k`'s writer calls this).
-    pub fn begin(&self, k: u64) -> u64 {
-        let v = self.started[k as usize].load(Ordering::SeqCst) + 1;
+    /// Records key `k`'s next version, a delete or a put, and announces it
+    /// (only `k`'s writer calls this).
+    pub fn begin(&self, k: u64, delete: bool) -> u64 {
+        let mut deletes = self.deletes[k as usize].write().unwrap();
+        deletes.push(delete);
+        let v = deletes.len() as u64;
         self.started[k as usize].store(v, Ordering::SeqCst);
         v
     }
@@ -164,5 +113,74 @@ impl History {
     /// Begun versions of keys `from..to`.
     pub fn started_range(&self, from: u64, to: u64) -> Vec<u64> {
         (from..to).map(|k| self.started(k)).collect()
+    }
+
+    /// Whether version `v` (begun) of `k` is a delete; version 0 (never
+    /// written) counts as one.
+    fn is_delete(&self, k: u64, v: u64) -> bool {
+        v == 0 || self.deletes[k as usize].read().unwrap()[(v - 1) as usize]
+    }
+
+    /// The state of key `k` at version `v` (begun): its value, or `None`
+    /// when deleted or never written.
+    pub fn state(&self, k: u64, v: u64) -> Option<Vec<u8>> {
+        (!self.is_delete(k, v)).then(|| value(k, v))
+    }
+
+    /// The version a value of key `k` names, if it is exactly the value of
+    /// a put begun.
+    pub fn version_of(&self, k: u64, bytes: &[u8]) -> Result<u64, String> {
+        let bad = || {
+            format!(
+                "key {k}: a value no write wrote: {:?}",
+                String::from_utf8_lossy(bytes)
+            )
+        };
+        let text = std::str::from_utf8(bytes).map_err(|_| bad())?;
+        let mut parts = text.splitn(3, ':');
+        let kk: u64 = parts.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
+        let v: u64 = parts.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
+        if kk != k || v > self.started(k) || self.is_delete(k, v) || value(k, v) != bytes {
+            return Err(bad());
+        }
+        Ok(v)
+    }
+
+    /// Checks that `got` is key `k`'s state at some version in `lo..=hi`
+    /// and returns the smallest such version (a lower bound of what was
+    /// read).
+    pub fn check(
+        &self,
+        k: u64,
+        got: Option<&[u8]>,
+        lo: u64,
+        hi: u64,
+        what: &str,
+    ) -> Result<u64, String> {
+        match got {
+            Some(bytes) => {
+                let v = self
+                    .version_of(k, bytes)
+                    .map_err(|e| format!("{what}: {e}"))?;
+                if v < lo || v > hi {
+                    return Err(format!(
+                        "{what}: key {k} read version {v}, but versions {lo}..={hi} were live \
+                         ({} before)",
+                        if v < lo {
+                            "acknowledged"
+                        } else {
+                            "never written"
+                        }
+                    ));
+                }
+                Ok(v)
+            }
+            None => (lo..=hi).find(|&v| self.is_delete(k, v)).ok_or_else(|| {
+                format!(
+                    "{what}: key {k} absent, but versions {lo}..={hi} are all puts \
+                     (a lost write)"
+                )
+            }),
+        }
     }
 }

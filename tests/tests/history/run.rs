@@ -1,6 +1,8 @@
-//! The timed run: threads for a bounded time, then the whole store checked
-//! against the final histories, live, after `close` and a read-only open,
-//! and after a read-write open with another filter kind and sync mode.
+//! The timed run: threads for a bounded time in two halves, the store
+//! closed (whatever background work was due) and opened with another
+//! filter kind and sync mode between them; after each half the whole
+//! store is checked against the final histories, and at the end also
+//! after a read-only open and a read-write open.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -53,16 +55,15 @@ fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_default()
 }
 
-/// Runs `config` for `seconds`; panics with every failure seen.
-pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
-    eprintln!(
-        "stress_history: seed {seed}, {seconds} s, {:?} {:?}",
-        config.kind, config.sync
-    );
-    let dir = scratch_dir();
-    let options = store_options(config, config.kind, config.sync);
-    let db = Arc::new(Db::open(dir.path(), options.clone()).unwrap());
-    let history = Arc::new(History::default());
+/// Runs the threads on `db` for `seconds`; panics with every failure
+/// seen. Returns the most levels below L0 seen in use at once.
+fn run_half(
+    db: &Arc<Db>,
+    history: &Arc<History>,
+    config: &Config,
+    seconds: u64,
+    seed: u64,
+) -> usize {
     let stop = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<(String, Outcome)>();
     let mut handles = Vec::new();
@@ -80,8 +81,8 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
     let mut rngs = Mix::new(seed);
     for w in 0..config.writers {
         let (db, h, s, rng) = (
-            Arc::clone(&db),
-            Arc::clone(&history),
+            Arc::clone(db),
+            Arc::clone(history),
             Arc::clone(&stop),
             Mix::new(rngs.next_u64()),
         );
@@ -96,8 +97,8 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
     }
     for r in 0..2 {
         let (db, h, s, rng) = (
-            Arc::clone(&db),
-            Arc::clone(&history),
+            Arc::clone(db),
+            Arc::clone(history),
             Arc::clone(&stop),
             Mix::new(rngs.next_u64()),
         );
@@ -108,8 +109,8 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
     }
     {
         let (db, h, s, rng) = (
-            Arc::clone(&db),
-            Arc::clone(&history),
+            Arc::clone(db),
+            Arc::clone(history),
             Arc::clone(&stop),
             Mix::new(rngs.next_u64()),
         );
@@ -119,11 +120,7 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
         );
     }
     {
-        let (db, s, rng) = (
-            Arc::clone(&db),
-            Arc::clone(&stop),
-            Mix::new(rngs.next_u64()),
-        );
+        let (db, s, rng) = (Arc::clone(db), Arc::clone(&stop), Mix::new(rngs.next_u64()));
         spawn(
             "maintainer".into(),
             Box::new(move || {
@@ -159,23 +156,34 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
     }
     let failures: Vec<_> = outcomes.iter().filter(|(_, o)| o.is_err()).collect();
     assert!(failures.is_empty(), "seed {seed}: {failures:#?}");
-    let deepest: usize = outcomes
+    let s = db.stats();
+    eprintln!(
+        "{outcomes:?}; {} flushes, {} compactions ({} deletion-triggered, {} bottom cleanups), \
+         {} trivial moves, {} filters rebalanced, tables {:?}",
+        s.flushes,
+        s.compactions,
+        s.deletion_compactions,
+        s.bottom_cleanups,
+        s.trivial_moves,
+        s.filters_rebalanced,
+        s.levels.iter().map(|l| l.tables).collect::<Vec<_>>()
+    );
+    outcomes
         .iter()
         .find(|(n, _)| n == "maintainer")
         .and_then(|(_, o)| o.as_ref().ok()?.split(' ').next()?.parse().ok())
-        .unwrap_or(0);
-    let stats = db.stats();
-    eprintln!(
-        "{outcomes:?}; {} flushes, {} compactions, {} trivial moves, {} filters rebalanced, tables {:?}",
-        stats.flushes,
-        stats.compactions,
-        stats.trivial_moves,
-        stats.filters_rebalanced,
-        stats.levels.iter().map(|l| l.tables).collect::<Vec<_>>()
-    );
+        .unwrap_or(0)
+}
 
-    verify_exact(&db, &history, "live, threads stopped");
-    Arc::try_unwrap(db).ok().unwrap().close().unwrap();
+/// Runs `config` for `seconds` in two halves with a reopen between them;
+/// panics with every failure seen.
+pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
+    eprintln!(
+        "stress_history: seed {seed}, {seconds} s, {:?} {:?}",
+        config.kind, config.sync
+    );
+    let dir = scratch_dir();
+    let options = store_options(config, config.kind, config.sync);
     let other_kind = if config.kind == FilterKind::Ribbon {
         FilterKind::Standard
     } else {
@@ -187,10 +195,22 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
         SyncMode::Never
     };
     let reopen = store_options(config, other_kind, other_sync);
-    let db = Db::open_read_only(dir.path(), reopen.clone()).unwrap();
+    let history = Arc::new(History::default());
+
+    let db = Arc::new(Db::open(dir.path(), options.clone()).unwrap());
+    let first = run_half(&db, &history, config, seconds.div_ceil(2), seed);
+    verify_exact(&db, &history, "live, first half");
+    Arc::try_unwrap(db).ok().unwrap().close().unwrap();
+    let db = Arc::new(Db::open(dir.path(), reopen.clone()).unwrap());
+    verify_exact(&db, &history, "reopened between the halves");
+    let second = run_half(&db, &history, config, seconds / 2, seed ^ 0x5ec0);
+    verify_exact(&db, &history, "live, second half");
+    Arc::try_unwrap(db).ok().unwrap().close().unwrap();
+
+    let db = Db::open_read_only(dir.path(), options.clone()).unwrap();
     verify_exact(&db, &history, "read-only open");
     db.close().unwrap();
-    let db = Db::open(dir.path(), reopen.clone()).unwrap();
+    let db = Db::open(dir.path(), options.clone()).unwrap();
     verify_exact(&db, &history, "read-write open");
     let mut rng = Mix::new(seed ^ 0xc105e);
     for _ in 0..200 {
@@ -206,9 +226,10 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
     }
     verify_exact(&db, &history, "after writes on reopen");
     db.close().unwrap();
-    let db = Db::open(dir.path(), options).unwrap();
-    verify_exact(&db, &history, "second reopen");
+    let db = Db::open(dir.path(), reopen).unwrap();
+    verify_exact(&db, &history, "last reopen");
     db.close().unwrap();
+    let deepest = first.max(second);
     assert!(
         deepest >= 4,
         "seed {seed}: only {deepest} levels below L0 in use at once"

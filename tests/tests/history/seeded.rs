@@ -16,7 +16,7 @@ use super::shape::{deep_options, kind, policy, sorted_levels_in_use};
 use super::snapshots::Held;
 use super::verify::{check_range, collect_scan};
 use super::write::{Owned, write_some};
-use super::{History, KEYS, check, key};
+use super::{History, KEYS, key};
 
 const ALL: Owned = Owned {
     writer: 0,
@@ -100,7 +100,9 @@ pub fn run_seed(seed: u64, ops: u64, at: &mut u64) -> Figures {
                 let k = rng.below(KEYS);
                 let got = db.get(&key(k)).unwrap();
                 let v = history.acked(k);
-                check(k, got.as_deref(), v, v, "get").unwrap_or_else(|e| fail(e));
+                history
+                    .check(k, got.as_deref(), v, v, "get")
+                    .unwrap_or_else(|e| fail(e));
             }
             600..=679 => {
                 let from = rng.below(KEYS);
@@ -108,7 +110,8 @@ pub fn run_seed(seed: u64, ops: u64, at: &mut u64) -> Figures {
                 let got = collect_scan(db.scan(key(from)..key(to)).unwrap(), from, to, "scan")
                     .unwrap_or_else(|e| fail(e));
                 let acked = history.acked_range(from, to);
-                check_range(&got, from, &acked, &acked, "scan").unwrap_or_else(|e| fail(e));
+                check_range(&history, &got, from, &acked, &acked, "scan")
+                    .unwrap_or_else(|e| fail(e));
             }
             680..=739 if held.len() < 3 => {
                 let h = Held::take(&db, &history, &mut rng, &held, Instant::now());

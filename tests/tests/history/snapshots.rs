@@ -10,7 +10,7 @@ use bloomlsm::{Db, Snapshot};
 
 use super::rng::Mix;
 use super::verify::{check_range, collect_scan};
-use super::{History, KEYS, check, key};
+use super::{History, KEYS, key};
 
 /// A snapshot and what it answered when taken.
 pub struct Held {
@@ -58,7 +58,7 @@ impl Held {
         let scan = collect_scan(snapshot.scan(key(from)..key(to)).unwrap(), from, to, &what)?;
         let mut floors = HashMap::new();
         for (i, (&k, got)) in keys.iter().zip(&gets).enumerate() {
-            let v = check(
+            let v = history.check(
                 k,
                 got.as_deref(),
                 lo_keys[i],
@@ -70,7 +70,14 @@ impl Held {
                 return Err(format!("{what}: key {k}: its get and its scan disagree"));
             }
         }
-        let versions = check_range(&scan, from, &lo_range, &hi_range, &format!("{what} scan"))?;
+        let versions = check_range(
+            history,
+            &scan,
+            from,
+            &lo_range,
+            &hi_range,
+            &format!("{what} scan"),
+        )?;
         for (i, v) in versions.into_iter().enumerate() {
             floors.insert(from + i as u64, v);
         }

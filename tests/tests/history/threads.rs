@@ -14,7 +14,7 @@ use super::shape::{policy, sorted_levels_in_use};
 use super::snapshots::Held;
 use super::verify::{check_range, collect_scan};
 use super::write::{Owned, write_some};
-use super::{KEYS, check, key};
+use super::{KEYS, key};
 
 /// Writes until `stop`; returns the operations written.
 pub fn writer(db: &Db, history: &History, mut rng: Mix, owned: Owned, stop: &AtomicBool) -> u64 {
@@ -37,7 +37,7 @@ pub fn reader(db: &Db, history: &History, mut rng: Mix, stop: &AtomicBool) -> Re
             let lo = history.acked(k).max(floor[k as usize]);
             let got = db.get(&key(k)).unwrap();
             let hi = history.started(k);
-            floor[k as usize] = check(k, got.as_deref(), lo, hi, "get")?;
+            floor[k as usize] = history.check(k, got.as_deref(), lo, hi, "get")?;
         } else {
             let from = rng.below(KEYS);
             let to = (from + 1 + rng.below(400)).min(KEYS);
@@ -46,7 +46,7 @@ pub fn reader(db: &Db, history: &History, mut rng: Mix, stop: &AtomicBool) -> Re
                 .collect();
             let got = collect_scan(db.scan(key(from)..key(to)).unwrap(), from, to, "scan")?;
             let hi = history.started_range(from, to);
-            let versions = check_range(&got, from, &lo, &hi, "scan")?;
+            let versions = check_range(history, &got, from, &lo, &hi, "scan")?;
             floor[from as usize..to as usize].copy_from_slice(&versions);
         }
         reads += 1;

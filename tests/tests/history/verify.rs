@@ -2,7 +2,7 @@
 
 use bloomlsm::{Db, DbIter};
 
-use super::{History, KEYS, check, key, key_index, state};
+use super::{History, KEYS, key, key_index};
 
 /// What a scan of keys `from..to` returned, one entry per key of the
 /// range (`None`: not returned). Fails on a key out of the range, out of
@@ -40,6 +40,7 @@ pub fn collect_scan(
 /// Checks each key of `from..` in `got` against its window `lo[i]..=hi[i]`;
 /// returns the smallest version each read can be.
 pub fn check_range(
+    history: &History,
     got: &[Option<Vec<u8>>],
     from: u64,
     lo: &[u64],
@@ -48,7 +49,7 @@ pub fn check_range(
 ) -> Result<Vec<u64>, String> {
     got.iter()
         .enumerate()
-        .map(|(i, g)| check(from + i as u64, g.as_deref(), lo[i], hi[i], what))
+        .map(|(i, g)| history.check(from + i as u64, g.as_deref(), lo[i], hi[i], what))
         .collect()
 }
 
@@ -56,7 +57,7 @@ pub fn check_range(
 /// every key and a full scan.
 pub fn verify_exact(db: &Db, history: &History, what: &str) {
     for k in 0..KEYS {
-        let want = state(k, history.acked(k));
+        let want = history.state(k, history.acked(k));
         let got = db.get(&key(k)).unwrap();
         assert!(
             got == want,
@@ -70,7 +71,7 @@ pub fn verify_exact(db: &Db, history: &History, what: &str) {
         .unwrap_or_else(|e| panic!("{e}"));
     for (k, got) in scanned.iter().enumerate() {
         let k = k as u64;
-        let want = state(k, history.acked(k));
+        let want = history.state(k, history.acked(k));
         assert!(
             *got == want,
             "{what}: full scan gives key {k} {:?}, last acknowledged version {} is {:?}",
