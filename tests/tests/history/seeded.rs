@@ -14,7 +14,7 @@ use bloomlsm_tests::scratch_dir;
 use super::rng::Mix;
 use super::shape::{deep_options, kind, policy, sorted_levels_in_use};
 use super::snapshots::Held;
-use super::verify::{check_range, collect_scan};
+use super::verify::{bounds, check_range, collect_scan};
 use super::write::{Owned, write_some};
 use super::{History, KEYS, key};
 
@@ -107,8 +107,13 @@ pub fn run_seed(seed: u64, ops: u64, at: &mut u64) -> Figures {
             600..=679 => {
                 let from = rng.below(KEYS);
                 let to = (from + 1 + rng.below(400)).min(KEYS);
-                let got = collect_scan(db.scan(key(from)..key(to)).unwrap(), from, to, "scan")
-                    .unwrap_or_else(|e| fail(e));
+                let got = collect_scan(
+                    db.scan(bounds(&mut rng, from, to)).unwrap(),
+                    from,
+                    to,
+                    "scan",
+                )
+                .unwrap_or_else(|e| fail(e));
                 let acked = history.acked_range(from, to);
                 check_range(&history, &got, from, &acked, &acked, "scan")
                     .unwrap_or_else(|e| fail(e));
@@ -119,12 +124,12 @@ pub fn run_seed(seed: u64, ops: u64, at: &mut u64) -> Figures {
             }
             680..=839 if !held.is_empty() => {
                 let i = rng.below(held.len() as u64) as usize;
-                held[i].reread().unwrap_or_else(|e| fail(e));
+                held[i].reread(&mut rng).unwrap_or_else(|e| fail(e));
                 figures.rereads += 1;
             }
             840..=879 if !held.is_empty() => {
                 let i = rng.below(held.len() as u64) as usize;
-                held.remove(i).reread().unwrap_or_else(|e| fail(e));
+                held.remove(i).reread(&mut rng).unwrap_or_else(|e| fail(e));
             }
             880..=929 => db.flush().unwrap(),
             930..=969 => db.rebuild_filters(policy(&mut rng)).unwrap(),
@@ -138,7 +143,7 @@ pub fn run_seed(seed: u64, ops: u64, at: &mut u64) -> Figures {
         figures.deepest = figures.deepest.max(sorted_levels_in_use(&db));
     }
     for h in &held {
-        h.reread().unwrap_or_else(|e| fail(e));
+        h.reread(&mut rng).unwrap_or_else(|e| fail(e));
     }
     super::verify::verify_exact(&db, &history, "end");
     reopen(db, &mut held, &history, &mut rng, deletion)

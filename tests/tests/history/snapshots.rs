@@ -9,7 +9,7 @@ use std::time::Instant;
 use bloomlsm::{Db, Snapshot};
 
 use super::rng::Mix;
-use super::verify::{check_range, collect_scan};
+use super::verify::{bounds, check_range, collect_scan};
 use super::{History, KEYS, key};
 
 /// A snapshot and what it answered when taken.
@@ -55,7 +55,12 @@ impl Held {
             .iter()
             .map(|&k| snapshot.get(&key(k)).unwrap())
             .collect();
-        let scan = collect_scan(snapshot.scan(key(from)..key(to)).unwrap(), from, to, &what)?;
+        let scan = collect_scan(
+            snapshot.scan(bounds(rng, from, to)).unwrap(),
+            from,
+            to,
+            &what,
+        )?;
         let mut floors = HashMap::new();
         for (i, (&k, got)) in keys.iter().zip(&gets).enumerate() {
             let v = history.check(
@@ -93,7 +98,7 @@ impl Held {
     }
 
     /// Reads everything again: the same answers, or an error saying what changed.
-    pub fn reread(&self) -> Result<(), String> {
+    pub fn reread(&self, rng: &mut Mix) -> Result<(), String> {
         let what = format!("snapshot at {} re-read", self.snapshot.sequence());
         for (&k, was) in self.keys.iter().zip(&self.gets) {
             let now = self.snapshot.get(&key(k)).unwrap();
@@ -107,7 +112,7 @@ impl Held {
         }
         let (from, to) = self.range;
         let now = collect_scan(
-            self.snapshot.scan(key(from)..key(to)).unwrap(),
+            self.snapshot.scan(bounds(rng, from, to)).unwrap(),
             from,
             to,
             &what,

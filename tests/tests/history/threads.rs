@@ -12,7 +12,7 @@ use super::History;
 use super::rng::Mix;
 use super::shape::{policy, sorted_levels_in_use};
 use super::snapshots::Held;
-use super::verify::{check_range, collect_scan};
+use super::verify::{Collected, bounds, check_range, collect_scan};
 use super::write::{Owned, write_some};
 use super::{KEYS, key};
 
@@ -28,10 +28,18 @@ pub fn writer(db: &Db, history: &History, mut rng: Mix, owned: Owned, stop: &Ato
 /// Gets and range scans of the live store until `stop`: each key read is
 /// at a version no older than the last acknowledged before the read began
 /// nor than what this thread read before, and no newer than one begun.
+/// A reader also keeps one scan open across many of its other reads (so
+/// across flushes, compactions and filter rebuilds), a few pairs at a time.
 pub fn reader(db: &Db, history: &History, mut rng: Mix, stop: &AtomicBool) -> Result<u64, String> {
     let mut floor = vec![0u64; KEYS as usize];
     let mut reads = 0;
+    let mut slow: Option<SlowScan> = None;
     while !stop.load(Ordering::Relaxed) {
+        let scan = match slow.take() {
+            Some(scan) => scan,
+            None => SlowScan::start(db, history, &mut rng, &floor),
+        };
+        slow = scan.step(history, &mut floor)?;
         if rng.chance(0.7) {
             let k = rng.below(KEYS);
             let lo = history.acked(k).max(floor[k as usize]);
@@ -44,7 +52,12 @@ pub fn reader(db: &Db, history: &History, mut rng: Mix, stop: &AtomicBool) -> Re
             let lo: Vec<u64> = (from..to)
                 .map(|k| history.acked(k).max(floor[k as usize]))
                 .collect();
-            let got = collect_scan(db.scan(key(from)..key(to)).unwrap(), from, to, "scan")?;
+            let got = collect_scan(
+                db.scan(bounds(&mut rng, from, to)).unwrap(),
+                from,
+                to,
+                "scan",
+            )?;
             let hi = history.started_range(from, to);
             let versions = check_range(history, &got, from, &lo, &hi, "scan")?;
             floor[from as usize..to as usize].copy_from_slice(&versions);
@@ -72,7 +85,7 @@ pub fn snapshot_holder(
             held.push(h);
         }
         let i = rng.below(held.len() as u64) as usize;
-        held[i].reread()?;
+        held[i].reread(&mut rng)?;
         rereads += 1;
         if rng.chance(0.05) {
             db.flush().unwrap();
@@ -81,7 +94,7 @@ pub fn snapshot_holder(
         held.retain(|h| h.until > now);
     }
     for h in &held {
-        h.reread()?;
+        h.reread(&mut rng)?;
     }
     Ok(rereads)
 }
@@ -104,4 +117,55 @@ pub fn maintainer(db: &Db, mut rng: Mix, stop: &AtomicBool) -> (usize, u64) {
         n += 1;
     }
     (deepest, n)
+}
+
+/// A live scan kept open across other reads.
+struct SlowScan {
+    iter: bloomlsm::DbIter,
+    collected: Collected,
+    from: u64,
+    /// Per key, the floor when the scan began.
+    lo: Vec<u64>,
+}
+
+impl SlowScan {
+    fn start(db: &Db, history: &History, rng: &mut Mix, floor: &[u64]) -> Self {
+        let from = rng.below(KEYS);
+        let to = (from + 1 + rng.below(KEYS / 2)).min(KEYS);
+        let lo = (from..to)
+            .map(|k| history.acked(k).max(floor[k as usize]))
+            .collect();
+        Self {
+            iter: db.scan(bounds(rng, from, to)).unwrap(),
+            collected: Collected::new(from, to),
+            from,
+            lo,
+        }
+    }
+
+    /// Reads up to 4 more pairs; at the end checks the whole range and
+    /// returns `None`.
+    fn step(mut self, history: &History, floor: &mut [u64]) -> Result<Option<Self>, String> {
+        for _ in 0..4 {
+            match self.iter.next() {
+                Some(item) => self.collected.push(item, "slow scan")?,
+                None => {
+                    let to = self.from + self.lo.len() as u64;
+                    let hi = history.started_range(self.from, to);
+                    let got = &self.collected.got;
+                    let versions =
+                        check_range(history, got, self.from, &self.lo, &hi, "slow scan")?;
+                    // It read as of its start: other reads since may know more.
+                    for (f, v) in floor[self.from as usize..to as usize]
+                        .iter_mut()
+                        .zip(versions)
+                    {
+                        *f = (*f).max(v);
+                    }
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(self))
+    }
 }

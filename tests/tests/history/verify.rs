@@ -1,22 +1,41 @@
 //! Reading ranges through scans and checking them against the histories.
 
+use std::ops::Bound;
+
 use bloomlsm::{Db, DbIter};
 
+use super::rng::Mix;
 use super::{History, KEYS, key, key_index};
 
-/// What a scan of keys `from..to` returned, one entry per key of the
-/// range (`None`: not returned). Fails on a key out of the range, out of
-/// order or returned twice. Yields the thread every few pairs, so the
-/// iterator stays open while flushes and compactions install.
-pub fn collect_scan(
-    iter: DbIter,
+/// What a scan of keys `from..to` returned so far, one entry per key of
+/// the range (`None`: not returned).
+pub struct Collected {
     from: u64,
     to: u64,
-    what: &str,
-) -> Result<Vec<Option<Vec<u8>>>, String> {
-    let mut got = vec![None; (to - from) as usize];
-    let mut previous: Option<u64> = None;
-    for (n, item) in iter.enumerate() {
+    previous: Option<u64>,
+    /// The value returned for each key of the range.
+    pub got: Vec<Option<Vec<u8>>>,
+}
+
+impl Collected {
+    /// Nothing returned yet.
+    pub fn new(from: u64, to: u64) -> Self {
+        Self {
+            from,
+            to,
+            previous: None,
+            got: vec![None; (to - from) as usize],
+        }
+    }
+
+    /// Records the next pair; fails on a key out of the range, out of
+    /// order or returned twice.
+    pub fn push(
+        &mut self,
+        item: bloomlsm::Result<(Vec<u8>, Vec<u8>)>,
+        what: &str,
+    ) -> Result<(), String> {
+        let (from, to, previous) = (self.from, self.to, self.previous);
         let (k, v) = item.map_err(|e| format!("{what}: scan failed: {e}"))?;
         let k = key_index(&k)?;
         if previous.is_some_and(|p| p >= k) {
@@ -28,13 +47,30 @@ pub fn collect_scan(
         if !(from..to).contains(&k) {
             return Err(format!("{what}: scan of {from}..{to} gave key {k}"));
         }
-        got[(k - from) as usize] = Some(v);
-        previous = Some(k);
+        self.got[(k - from) as usize] = Some(v);
+        self.previous = Some(k);
+        Ok(())
+    }
+}
+
+/// What a scan of keys `from..to` returned, one entry per key of the
+/// range (`None`: not returned). Fails on a key out of the range, out of
+/// order or returned twice. Yields the thread every few pairs, so the
+/// iterator stays open while flushes and compactions install.
+pub fn collect_scan(
+    iter: DbIter,
+    from: u64,
+    to: u64,
+    what: &str,
+) -> Result<Vec<Option<Vec<u8>>>, String> {
+    let mut collected = Collected::new(from, to);
+    for (n, item) in iter.enumerate() {
+        collected.push(item, what)?;
         if n % 16 == 15 {
             std::thread::yield_now();
         }
     }
-    Ok(got)
+    Ok(collected.got)
 }
 
 /// Checks each key of `from..` in `got` against its window `lo[i]..=hi[i]`;
@@ -80,4 +116,24 @@ pub fn verify_exact(db: &Db, history: &History, what: &str) {
             want.as_deref().map(String::from_utf8_lossy),
         );
     }
+}
+
+/// Bounds selecting exactly the keys `from..to`, in one of several forms
+/// (included or excluded ends, an end between two keys, unbounded at the
+/// ends of the key space), so scans start and stop every way.
+pub fn bounds(rng: &mut Mix, from: u64, to: u64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let start = match rng.below(3) {
+        0 if from == 0 => Bound::Unbounded,
+        1 if from > 0 => Bound::Excluded(key(from - 1)),
+        2 if from > 0 => Bound::Excluded([key(from - 1), vec![0]].concat()),
+        _ => Bound::Included(key(from)),
+    };
+    let end = match rng.below(4) {
+        0 if to == KEYS => Bound::Unbounded,
+        1 => Bound::Included(key(to - 1)),
+        2 => Bound::Excluded([key(to - 1), vec![0]].concat()),
+        3 => Bound::Included([key(to - 1), vec![0]].concat()),
+        _ => Bound::Excluded(key(to)),
+    };
+    (start, end)
 }
