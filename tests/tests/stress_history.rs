@@ -85,3 +85,15 @@ fn seeded_single_thread_with_reopens() {
         None => (1..=4).for_each(|seed| one_seed(seed, ops)),
     }
 }
+
+#[test]
+fn keys_sort_as_their_numbers_and_parse_back() {
+    use history::{KEYS, key, key_index};
+    for k in 0..KEYS {
+        assert_eq!(key_index(&key(k)), Ok(k));
+        if k > 0 {
+            assert!(key(k - 1) < key(k), "{k}");
+        }
+    }
+    assert!(key_index(b"hist00120").is_err());
+}

@@ -29,10 +29,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Keys `0..KEYS`; a multiple of every writer count used.
 pub const KEYS: u64 = 1536;
 
-/// Keys share 4-byte prefixes in runs of 100 and 8-byte fences in runs
-/// of 100, so the level search compares whole keys at many boundaries.
+/// `hist` and `k` in six digits, trailing zeros cut (which keeps byte
+/// order numeric order): keys of 4 to 10 bytes, many a prefix of others
+/// (`hist0012` of `hist001201`), many of exactly the 8 bytes of a fence,
+/// and runs sharing their 8-byte fence, so the level search and the block
+/// search compare whole keys at many boundaries.
 pub fn key(k: u64) -> Vec<u8> {
-    format!("hist{k:06}").into_bytes()
+    let digits = format!("{k:06}");
+    format!("hist{}", digits.trim_end_matches('0')).into_bytes()
 }
 
 /// The index of a key made by [`key`].
@@ -40,7 +44,8 @@ pub fn key_index(key: &[u8]) -> Result<u64, String> {
     std::str::from_utf8(key)
         .ok()
         .and_then(|s| s.strip_prefix("hist"))
-        .and_then(|s| s.parse().ok())
+        .filter(|d| d.len() <= 6 && !d.ends_with('0'))
+        .and_then(|d| format!("{d:0<6}").parse().ok())
         .filter(|&k| k < KEYS)
         .ok_or_else(|| format!("a key no write wrote: {key:?}"))
 }
