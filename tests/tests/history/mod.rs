@@ -14,6 +14,7 @@
 //! deleted key come back, anything newer was never written.
 #![allow(dead_code)] // Each test binary uses the parts it needs.
 
+pub mod cut;
 pub mod rng;
 pub mod run;
 pub mod seeded;
@@ -70,27 +71,46 @@ pub fn value(k: u64, v: u64) -> Vec<u8> {
 pub struct History {
     started: Vec<AtomicU64>,
     acked: Vec<AtomicU64>,
-    /// Per key, whether version `v` is a delete, at index `v - 1`.
-    deletes: Vec<RwLock<Vec<bool>>>,
+    /// Per key, its versions (version `v` at index `v - 1`).
+    log: Vec<RwLock<Vec<Version>>>,
+    /// Writers; key `k` belongs to writer `k % writers`.
+    writers: u64,
+    /// Per writer, its writes (calls of `put`, `delete` or `write`) begun.
+    writes: Vec<AtomicU64>,
 }
 
-impl Default for History {
-    fn default() -> Self {
-        Self {
-            started: (0..KEYS).map(|_| AtomicU64::new(0)).collect(),
-            acked: (0..KEYS).map(|_| AtomicU64::new(0)).collect(),
-            deletes: (0..KEYS).map(|_| RwLock::default()).collect(),
-        }
-    }
+/// One version of a key.
+#[derive(Clone, Copy, Debug)]
+struct Version {
+    delete: bool,
+    /// The number of the write that made it, among its writer's writes.
+    write: u64,
 }
 
 impl History {
-    /// Records key `k`'s next version, a delete or a put, and announces it
-    /// (only `k`'s writer calls this).
-    pub fn begin(&self, k: u64, delete: bool) -> u64 {
-        let mut deletes = self.deletes[k as usize].write().unwrap();
-        deletes.push(delete);
-        let v = deletes.len() as u64;
+    /// The histories of keys written by `writers` threads.
+    pub fn new(writers: u64) -> Self {
+        Self {
+            started: (0..KEYS).map(|_| AtomicU64::new(0)).collect(),
+            acked: (0..KEYS).map(|_| AtomicU64::new(0)).collect(),
+            log: (0..KEYS).map(|_| RwLock::default()).collect(),
+            writers,
+            writes: (0..writers).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The number of `writer`'s next write (only that writer calls this).
+    pub fn next_write(&self, writer: u64) -> u64 {
+        self.writes[writer as usize].fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Records key `k`'s next version, a delete or a put, made by write
+    /// number `write` of its writer, and announces it (only `k`'s writer
+    /// calls this).
+    pub fn begin(&self, k: u64, delete: bool, write: u64) -> u64 {
+        let mut log = self.log[k as usize].write().unwrap();
+        log.push(Version { delete, write });
+        let v = log.len() as u64;
         self.started[k as usize].store(v, Ordering::SeqCst);
         v
     }
@@ -123,7 +143,7 @@ impl History {
     /// Whether version `v` (begun) of `k` is a delete; version 0 (never
     /// written) counts as one.
     fn is_delete(&self, k: u64, v: u64) -> bool {
-        v == 0 || self.deletes[k as usize].read().unwrap()[(v - 1) as usize]
+        v == 0 || self.log[k as usize].read().unwrap()[(v - 1) as usize].delete
     }
 
     /// The state of key `k` at version `v` (begun): its value, or `None`

@@ -195,7 +195,7 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
         SyncMode::Never
     };
     let reopen = store_options(config, other_kind, other_sync);
-    let history = Arc::new(History::default());
+    let history = Arc::new(History::new(config.writers));
 
     let db = Arc::new(Db::open(dir.path(), options.clone()).unwrap());
     let first = run_half(&db, &history, config, seconds.div_ceil(2), seed);
@@ -213,16 +213,12 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
     let db = Db::open(dir.path(), options.clone()).unwrap();
     verify_exact(&db, &history, "read-write open");
     let mut rng = Mix::new(seed ^ 0xc105e);
-    for _ in 0..200 {
-        write_some(
-            &db,
-            &history,
-            &mut rng,
-            Owned {
-                writer: 0,
-                writers: 1,
-            },
-        );
+    for i in 0..200 {
+        let owned = Owned {
+            writer: i % config.writers,
+            writers: config.writers,
+        };
+        write_some(&db, &history, &mut rng, owned);
     }
     verify_exact(&db, &history, "after writes on reopen");
     db.close().unwrap();

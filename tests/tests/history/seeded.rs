@@ -88,7 +88,7 @@ pub fn run_seed(seed: u64, ops: u64, at: &mut u64) -> Figures {
     let deletion = [None, Some(0.3), None, Some(0.6)][(seed % 4) as usize];
     let dir = scratch_dir();
     let mut db = Db::open(dir.path(), options(&mut rng, deletion)).unwrap();
-    let history = History::default();
+    let history = History::new(1);
     let mut held: Vec<Held> = Vec::new();
     let mut figures = Figures::default();
     let fail = |e: String| -> ! { panic!("{e}") };

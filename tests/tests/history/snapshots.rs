@@ -9,7 +9,7 @@ use std::time::Instant;
 use bloomlsm::{Db, Snapshot};
 
 use super::rng::Mix;
-use super::verify::{bounds, check_range, collect_scan};
+use super::verify::{bounds, check_range, collect_scan, reads_of};
 use super::{History, KEYS, key};
 
 /// A snapshot and what it answered when taken.
@@ -62,6 +62,7 @@ impl Held {
             &what,
         )?;
         let mut floors = HashMap::new();
+        let mut reads = Vec::new();
         for (i, (&k, got)) in keys.iter().zip(&gets).enumerate() {
             let v = history.check(
                 k,
@@ -71,6 +72,7 @@ impl Held {
                 &format!("{what} get"),
             )?;
             floors.insert(k, v);
+            reads.push((k, got.as_ref().map(|_| v)));
             if (from..to).contains(&k) && scan[(k - from) as usize] != *got {
                 return Err(format!("{what}: key {k}: its get and its scan disagree"));
             }
@@ -83,6 +85,8 @@ impl Held {
             &hi_range,
             &format!("{what} scan"),
         )?;
+        reads.extend(reads_of(from, &scan, &versions));
+        history.check_cut(&reads, &what)?;
         for (i, v) in versions.into_iter().enumerate() {
             floors.insert(from + i as u64, v);
         }

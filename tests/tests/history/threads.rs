@@ -12,7 +12,7 @@ use super::History;
 use super::rng::Mix;
 use super::shape::{policy, sorted_levels_in_use};
 use super::snapshots::Held;
-use super::verify::{Collected, bounds, check_range, collect_scan};
+use super::verify::{Collected, bounds, check_range, collect_scan, reads_of};
 use super::write::{Owned, write_some};
 use super::{KEYS, key};
 
@@ -60,6 +60,7 @@ pub fn reader(db: &Db, history: &History, mut rng: Mix, stop: &AtomicBool) -> Re
             )?;
             let hi = history.started_range(from, to);
             let versions = check_range(history, &got, from, &lo, &hi, "scan")?;
+            history.check_cut(&reads_of(from, &got, &versions), "scan")?;
             floor[from as usize..to as usize].copy_from_slice(&versions);
         }
         reads += 1;
@@ -155,6 +156,7 @@ impl SlowScan {
                     let got = &self.collected.got;
                     let versions =
                         check_range(history, got, self.from, &self.lo, &hi, "slow scan")?;
+                    history.check_cut(&reads_of(self.from, got, &versions), "slow scan")?;
                     // It read as of its start: other reads since may know more.
                     for (f, v) in floor[self.from as usize..to as usize]
                         .iter_mut()

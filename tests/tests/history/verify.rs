@@ -89,6 +89,16 @@ pub fn check_range(
         .collect()
 }
 
+/// The reads of keys `from..` in `got`, with the versions `check_range`
+/// found (exact for values), for [`History::check_cut`].
+pub fn reads_of(from: u64, got: &[Option<Vec<u8>>], versions: &[u64]) -> Vec<(u64, Option<u64>)> {
+    got.iter()
+        .zip(versions)
+        .enumerate()
+        .map(|(i, (g, &v))| (from + i as u64, g.as_ref().map(|_| v)))
+        .collect()
+}
+
 /// The store holds exactly each key's last acknowledged version: a get of
 /// every key and a full scan.
 pub fn verify_exact(db: &Db, history: &History, what: &str) {

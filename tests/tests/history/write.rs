@@ -37,7 +37,7 @@ pub fn write_some(db: &Db, history: &History, rng: &mut Mix, owned: Owned) -> us
     if rng.below(3) == 0 {
         let k = owned.pick(rng, None, 0);
         let delete = rng.chance(0.4);
-        let v = history.begin(k, delete);
+        let v = history.begin(k, delete, history.next_write(owned.writer));
         if delete {
             db.delete(&key(k)).unwrap();
         } else {
@@ -54,13 +54,14 @@ pub fn write_some(db: &Db, history: &History, rng: &mut Mix, owned: Owned) -> us
     };
     let mut batch = WriteBatch::new();
     let mut written = Vec::new();
+    let write = history.next_write(owned.writer);
     let mut k = owned.pick(rng, None, 0);
     for i in 0..ops {
         if i > 0 && !rng.chance(0.1) {
             k = owned.pick(rng, Some(k), step);
         }
         let delete = rng.chance(deletes);
-        let v = history.begin(k, delete);
+        let v = history.begin(k, delete, write);
         if delete {
             batch.delete(&key(k));
         } else {
