@@ -59,10 +59,16 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// The value of version `v` of key `k` (when it is a put): `k:v:` and a
-/// padding of 0 to 63 bytes, so tables fill unevenly.
+/// padding of 0 to 63 bytes, or one time in 32 of 256 to 767 bytes (more
+/// than a data block), so tables fill unevenly.
 pub fn value(k: u64, v: u64) -> Vec<u8> {
     let mut bytes = format!("{k}:{v}:").into_bytes();
-    let pad = (mix(k ^ (v << 20) ^ 0x5eed) % 64) as usize;
+    let r = mix(k ^ (v << 20) ^ 0x5eed);
+    let pad = if r.is_multiple_of(32) {
+        256 + (r >> 8) % 512
+    } else {
+        r % 64
+    } as usize;
     bytes.resize(bytes.len() + pad, b'a' + (v % 26) as u8);
     bytes
 }

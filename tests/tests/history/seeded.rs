@@ -36,12 +36,13 @@ pub struct Figures {
     pub deepest: usize,
 }
 
-fn options(rng: &mut Mix, deletion: Option<f64>) -> bloomlsm::Options {
+fn options(rng: &mut Mix) -> bloomlsm::Options {
     let sync = if rng.chance(0.5) {
         SyncMode::Never
     } else {
         SyncMode::Always
     };
+    let deletion = [None, Some(0.3), None, Some(0.6), Some(0.15)][rng.below(5) as usize];
     let mut o = deep_options(kind(rng), sync, deletion, false);
     o.filter_policy = policy(rng);
     // Each open its own narrow shape: more L0 tables overlapping, static
@@ -57,13 +58,7 @@ fn options(rng: &mut Mix, deletion: Option<f64>) -> bloomlsm::Options {
 
 /// Closes `db` (held snapshots then fail with `Closed`), checks a
 /// read-only open, and opens again read-write with other options.
-fn reopen(
-    db: Db,
-    held: &mut Vec<Held>,
-    history: &History,
-    rng: &mut Mix,
-    deletion: Option<f64>,
-) -> Db {
+fn reopen(db: Db, held: &mut Vec<Held>, history: &History, rng: &mut Mix) -> Db {
     let dir = db.path().to_path_buf();
     db.close().unwrap();
     for h in held.drain(..) {
@@ -73,10 +68,10 @@ fn reopen(
             "snapshot read after close: {after:?}"
         );
     }
-    let ro = Db::open_read_only(&dir, options(rng, deletion)).unwrap();
+    let ro = Db::open_read_only(&dir, options(rng)).unwrap();
     super::verify::verify_exact(&ro, history, "read-only open");
     ro.close().unwrap();
-    let db = Db::open(&dir, options(rng, deletion)).unwrap();
+    let db = Db::open(&dir, options(rng)).unwrap();
     super::verify::verify_exact(&db, history, "reopen");
     db
 }
@@ -85,9 +80,8 @@ fn reopen(
 /// answer (the caller names the seed and operation).
 pub fn run_seed(seed: u64, ops: u64, at: &mut u64) -> Figures {
     let mut rng = Mix::new(seed);
-    let deletion = [None, Some(0.3), None, Some(0.6)][(seed % 4) as usize];
     let dir = scratch_dir();
-    let mut db = Db::open(dir.path(), options(&mut rng, deletion)).unwrap();
+    let mut db = Db::open(dir.path(), options(&mut rng)).unwrap();
     let history = History::new(1);
     let mut held: Vec<Held> = Vec::new();
     let mut figures = Figures::default();
@@ -135,7 +129,7 @@ pub fn run_seed(seed: u64, ops: u64, at: &mut u64) -> Figures {
             930..=969 => db.rebuild_filters(policy(&mut rng)).unwrap(),
             970..=989 => db.wait_for_background_work().unwrap(),
             990..=994 => {
-                db = reopen(db, &mut held, &history, &mut rng, deletion);
+                db = reopen(db, &mut held, &history, &mut rng);
                 figures.reopens += 1;
             }
             _ => {}
@@ -146,8 +140,6 @@ pub fn run_seed(seed: u64, ops: u64, at: &mut u64) -> Figures {
         h.reread(&mut rng).unwrap_or_else(|e| fail(e));
     }
     super::verify::verify_exact(&db, &history, "end");
-    reopen(db, &mut held, &history, &mut rng, deletion)
-        .close()
-        .unwrap();
+    reopen(db, &mut held, &history, &mut rng).close().unwrap();
     figures
 }
