@@ -50,6 +50,7 @@ fn threads_blocked_filters_without_fsync() {
         deletion_compaction_ratio: None,
         writers: 2,
         l0_heavy: false,
+        inline_first_half: false,
     };
     run_threads(&config, seconds(), seed());
 }
@@ -62,6 +63,20 @@ fn threads_ribbon_filters_fsync_deletion_compactions_and_a_wide_l0() {
         deletion_compaction_ratio: Some(0.6),
         writers: 3,
         l0_heavy: true,
+        inline_first_half: false,
+    };
+    run_threads(&config, seconds(), seed());
+}
+
+#[test]
+fn threads_standard_filters_inline_work_then_background_threads() {
+    let config = Config {
+        kind: FilterKind::Standard,
+        sync: SyncMode::Never,
+        deletion_compaction_ratio: Some(0.3),
+        writers: 2,
+        l0_heavy: false,
+        inline_first_half: true,
     };
     run_threads(&config, seconds(), seed());
 }

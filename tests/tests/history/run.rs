@@ -33,6 +33,10 @@ pub struct Config {
     /// L0 holds up to 5 overlapping tables and 3 frozen memtables wait
     /// for flush; static level budgets (L1 at 2 KiB, each level twice).
     pub l0_heavy: bool,
+    /// The first half runs flushes and compactions inline in the writing
+    /// threads (`background_work: false`), the second on the background
+    /// threads.
+    pub inline_first_half: bool,
 }
 
 fn store_options(config: &Config, kind: FilterKind, sync: SyncMode) -> bloomlsm::Options {
@@ -197,7 +201,11 @@ pub fn run_threads(config: &Config, seconds: u64, seed: u64) {
     let reopen = store_options(config, other_kind, other_sync);
     let history = Arc::new(History::new(config.writers));
 
-    let db = Arc::new(Db::open(dir.path(), options.clone()).unwrap());
+    let first_options = bloomlsm::Options {
+        background_work: !config.inline_first_half,
+        ..options.clone()
+    };
+    let db = Arc::new(Db::open(dir.path(), first_options).unwrap());
     let first = run_half(&db, &history, config, seconds.div_ceil(2), seed);
     verify_exact(&db, &history, "live, first half");
     Arc::try_unwrap(db).ok().unwrap().close().unwrap();
