@@ -1,20 +1,28 @@
 //! History stress: deletes, batches, held snapshots, filter rebuilds and
-//! reopens on a deep tree of narrow tables, every answer checked against
-//! per-key histories (`history/mod.rs`).
+//! reopens on a deep tree of narrow tables (5 to 7 levels below L0 in
+//! use), every answer checked against per-key histories (`history/`).
 //!
-//! - Timed, on real threads: writers (puts, deletes, batches; 40%
-//!   deletes), readers of the live store (gets and scans), a holder of
-//!   snapshots re-read across flushes and compactions, and a thread
-//!   rebuilding filters at changing policies and flushing, while the
-//!   background threads flush and compact; then the whole store against
-//!   the final histories, live, read-only reopened and reopened with
-//!   another filter kind and sync mode. 3 s per configuration, or
+//! - Timed, on real threads: writers (puts, deletes, batches, runs of
+//!   deletes; about 40% deletes), readers of the live store (gets, scans,
+//!   and a scan kept open across their other reads), a holder of
+//!   snapshots re-read across flushes, compactions and rebuilds, and a
+//!   thread rebuilding filters at changing policies, flushing and
+//!   settling, while the background threads (or, in one configuration's
+//!   first half, the writers inline) flush and compact. A read is never
+//!   older than what was acknowledged before it began, never a value not
+//!   written; a snapshot answers the same every time; reads at one point
+//!   in time fit one prefix of each writer's writes (no part of a batch).
+//!   Halfway the store is closed and opened with another filter kind and
+//!   sync mode; at the end the whole store equals the final histories,
+//!   live, read-only reopened and reopened. 3 s per configuration, or
 //!   `BLOOMLSM_STRESS_HISTORY_SECONDS`; the seed is printed
 //!   (`BLOOMLSM_STRESS_HISTORY_SEED` sets it, though thread timing differs).
 //! - Seeded, on one thread with inline background work: the same mix and
-//!   reopens in the middle, a fixed number of operations per seed, so a
-//!   failure names a seed that reproduces it. `BLOOMLSM_STRESS_HISTORY_SEED`
-//!   runs that seed alone; `BLOOMLSM_STRESS_HISTORY_OPS` (default 3000).
+//!   reopens in the middle (each with its own narrow shape, filter kind,
+//!   policy and sync mode), a fixed number of operations per seed, every
+//!   answer exact, so a failure names a seed that reproduces it.
+//!   `BLOOMLSM_STRESS_HISTORY_SEED` runs that seed alone;
+//!   `BLOOMLSM_STRESS_HISTORY_OPS` (default 3000).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 mod history;
