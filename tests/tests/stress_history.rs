@@ -59,6 +59,7 @@ fn threads_blocked_filters_without_fsync() {
         writers: 2,
         l0_heavy: false,
         inline_first_half: false,
+        target_file_bytes: 1024,
     };
     run_threads(&config, seconds(), seed());
 }
@@ -72,12 +73,13 @@ fn threads_ribbon_filters_fsync_deletion_compactions_and_a_wide_l0() {
         writers: 3,
         l0_heavy: true,
         inline_first_half: false,
+        target_file_bytes: 1024,
     };
     run_threads(&config, seconds(), seed());
 }
 
 #[test]
-fn threads_standard_filters_inline_work_then_background_threads() {
+fn threads_standard_filters_tiny_tables_inline_work_then_background_threads() {
     let config = Config {
         kind: FilterKind::Standard,
         sync: SyncMode::Never,
@@ -85,6 +87,7 @@ fn threads_standard_filters_inline_work_then_background_threads() {
         writers: 2,
         l0_heavy: false,
         inline_first_half: true,
+        target_file_bytes: 192,
     };
     run_threads(&config, seconds(), seed());
 }

@@ -37,10 +37,14 @@ pub struct Config {
     /// threads (`background_work: false`), the second on the background
     /// threads.
     pub inline_first_half: bool,
+    /// `Options::target_file_bytes` (the shape's is 1 KiB; 192 bytes makes
+    /// tables of one to a few keys, hundreds per level).
+    pub target_file_bytes: u64,
 }
 
 fn store_options(config: &Config, kind: FilterKind, sync: SyncMode) -> bloomlsm::Options {
     let mut o = deep_options(kind, sync, config.deletion_compaction_ratio, true);
+    o.target_file_bytes = config.target_file_bytes;
     if config.l0_heavy {
         o.l0_compaction_trigger = 5;
         o.max_immutable_memtables = 3;

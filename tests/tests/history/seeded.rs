@@ -48,7 +48,12 @@ fn options(rng: &mut Mix) -> bloomlsm::Options {
     // Each open its own narrow shape: more L0 tables overlapping, static
     // or dynamic level budgets, more frozen memtables.
     o.memtable_bytes = 1024 + rng.below(3072) as usize;
-    o.target_file_bytes = 512 + rng.below(1536);
+    // Now and then tables of one or two keys each: hundreds per level.
+    o.target_file_bytes = if rng.chance(0.25) {
+        64 + rng.below(192)
+    } else {
+        512 + rng.below(1536)
+    };
     o.block_size = [64, 128, 256][rng.below(3) as usize];
     o.l0_compaction_trigger = 2 + rng.below(4) as usize;
     o.dynamic_level_bytes = rng.chance(0.7);
