@@ -69,7 +69,8 @@ pub fn reader(db: &Db, history: &History, mut rng: Mix, stop: &AtomicBool) -> Re
 }
 
 /// Holds up to three snapshots at a time, each for 50 to 800 ms, re-reading
-/// one after another; flushes now and then so they outlive memtables.
+/// one after another; flushes (and settles) now and then so they outlive
+/// memtables.
 /// Returns the re-reads made.
 pub fn snapshot_holder(
     db: &Db,
@@ -90,6 +91,10 @@ pub fn snapshot_holder(
         rereads += 1;
         if rng.chance(0.05) {
             db.flush().unwrap();
+        } else if rng.chance(0.01) {
+            // Settles (rebalancing filters, cleaning the bottom) while the
+            // maintainer may be settling or rebuilding too.
+            db.wait_for_background_work().unwrap();
         }
         let now = Instant::now();
         held.retain(|h| h.until > now);
