@@ -103,13 +103,22 @@ pub(crate) struct Replayed {
 }
 
 /// The cut at offset `at` of `logs[i]`, or `None` when no byte of a
-/// record is past it (an empty older WAL followed by empty WALs: every
-/// WAL was replayed whole).
+/// record is past it (an empty older WAL followed by empty WALs, or a
+/// newest WAL cut inside its header: every write was replayed).
 fn cut(logs: &[WalBytes], i: usize, at: u64, cause: WalCutCause) -> Option<WalCut> {
-    let rest = (logs[i].bytes.len() as u64).saturating_sub(at);
+    // A torn header (a WAL whose creation a power loss interrupted) held
+    // no record, so none of its bytes is a write not replayed.
+    let unreplayed = |bytes: &[u8], from: u64| {
+        if wal::header::is_torn_header(bytes) {
+            0
+        } else {
+            (bytes.len() as u64).saturating_sub(from)
+        }
+    };
+    let rest = unreplayed(&logs[i].bytes, at);
     let newer: u64 = logs[i + 1..]
         .iter()
-        .map(|l| (l.bytes.len() - wal::records_start(&l.bytes)) as u64)
+        .map(|l| unreplayed(&l.bytes, wal::records_start(&l.bytes) as u64))
         .sum();
     let bytes_not_replayed = rest + newer;
     (bytes_not_replayed > 0).then(|| WalCut {

@@ -169,7 +169,8 @@ pub struct Stats {
     /// torn tail; damage in a WAL written without fsync, which ends the
     /// log; damage under `WalRecovery::PointInTime`): the writes logged
     /// from there on were dropped. `None` when every WAL was replayed
-    /// whole.
+    /// whole (a WAL cut inside its header, whose creation a power loss
+    /// interrupted, held no record, and counts as whole).
     pub wal_replay_cut: Option<crate::wal_cut::WalCut>,
 }
 

@@ -387,3 +387,33 @@ fn empty_wals_replayed_whole_are_no_cut() {
         assert_eq!(replay_cut(vec![Vec::new(), empty()], TORN), None);
     }
 }
+
+/// A power loss while a new WAL's header was being written leaves a prefix
+/// of it (the header is fsynced before any record is appended, so no
+/// record can have followed): no write was lost, so there is no cut, in
+/// the newest WAL alone or after an older one replayed whole.
+#[test]
+fn a_torn_header_of_the_newest_wal_is_no_cut() {
+    use super::tests::replay_cut;
+    for synced in [false, true] {
+        for len in 1..HEADER_LEN {
+            let torn = header::encode(synced)[..len].to_vec();
+            for mode in [TORN, PIT] {
+                assert_eq!(
+                    replay_cut(vec![torn.clone()], mode),
+                    None,
+                    "synced {synced}, {len} bytes, {mode:?}"
+                );
+                assert_eq!(
+                    replay_cut(vec![headed(synced, 1..=3), torn.clone()], mode),
+                    None,
+                    "synced {synced}, {len} bytes after a whole WAL, {mode:?}"
+                );
+            }
+        }
+    }
+    // Bytes that are not a header's prefix are still what they were: a
+    // torn tail of a version 1 WAL, reported.
+    let cut = replay_cut(vec![b"bloomWAX".to_vec()], TORN).unwrap();
+    assert_eq!((cut.offset, cut.bytes_not_replayed), (0, 8));
+}

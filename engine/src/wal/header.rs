@@ -82,6 +82,18 @@ pub(crate) fn encode(synced: bool) -> [u8; HEADER_LEN] {
     out
 }
 
+/// Whether `bytes`, a whole WAL file, are a proper prefix of a header this
+/// build writes: what a power loss leaves of a WAL whose creation it
+/// interrupted. Its header is fsynced before any record is appended, so
+/// such a file never held a record.
+pub(crate) fn is_torn_header(bytes: &[u8]) -> bool {
+    !bytes.is_empty()
+        && bytes.len() < HEADER_LEN
+        && [encode(false), encode(true)]
+            .iter()
+            .any(|h| h.starts_with(bytes))
+}
+
 /// How `bytes`, a whole WAL file, begin. Never panics on any bytes.
 pub(crate) fn decode(bytes: &[u8]) -> WalFormat {
     if bytes.get(..MAGIC.len()) != Some(&MAGIC[..]) {
