@@ -28,8 +28,10 @@ pub enum WalRecovery {
     /// damage as `PointInTime` does, unless the store was closed cleanly
     /// since: `close` (and drop) fsyncs every live WAL and then marks its
     /// header synced, so damage found in it later (a bit flipped on the
-    /// device) is an error there too, never a silent loss of the writes
-    /// after it.
+    /// device) with a record of the log after it is an error there too,
+    /// never a silent loss of the writes after it. Damage in its last
+    /// record is still read as a torn tail and that write dropped (the
+    /// header's flag is `SyncMode::Always`'s, which cannot rule one out).
     TolerateTornTail,
     /// Recovery stops just before the first damaged record (point in time).
     PointInTime,

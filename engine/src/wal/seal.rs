@@ -7,7 +7,11 @@
 //! such damage (a bit flipped on the device, say) is corruption, and a
 //! relaxed reading would silently drop every write after it, for good at
 //! the next read-write open. A store closed cleanly and then only opened
-//! read-only keeps its WALs, and they keep this promise.
+//! read-only keeps its WALs, and they keep this promise. Not kept for
+//! the last record: the flag is `SyncMode::Always`'s, under which a torn
+//! last record is a crash mid-append, so damage there with nothing of the
+//! log after it is still dropped as a torn tail (review rev4,
+//! `engine/tests/seal_reopen_attack.rs`, ignored).
 //!
 //! Invariants:
 //! - A WAL is sealed only when this close fsynced it and every fsync of
