@@ -200,8 +200,10 @@ pub enum WalDamage {
     /// A checksummed record that is not a batch.
     #[error("record is not a batch: {0}")]
     Batch(#[from] BatchError),
-    /// A batch with no operation (never logged).
-    #[error("empty batch (a batch is never logged empty)")]
+    /// A batch with no operation where the log does not go on: a write
+    /// never logs one, and a clean close's marker (`wal/seal.rs`) is at
+    /// the sequence the log goes on at.
+    #[error("empty batch that is not a close marker (a write never logs one)")]
     EmptyBatch,
     /// A batch at sequence 0 (sequences start at 1).
     #[error("batch starts at sequence 0 (sequences start at 1)")]

@@ -171,7 +171,9 @@ pub(crate) fn replay_logs(
                 mem.insert(key, first + j as u64, kind, value);
             }
             next = Some(first + count);
-            last = Some(first + count - 1);
+            if count > 0 {
+                last = Some(first + count - 1);
+            }
         }
         let newest = i + 1 == logs.len();
         let records_start = replay.format.records_start() as u64;
@@ -271,11 +273,22 @@ fn checked_batch(
 ) -> Result<(u64, WriteBatch), WalDamage> {
     let (first, batch) = WriteBatch::decode(payload)?;
     let count = batch.len() as u64;
-    if count == 0 {
-        return Err(WalDamage::EmptyBatch);
-    }
     if first == 0 {
         return Err(WalDamage::ZeroSequence);
+    }
+    if count == 0 {
+        // A close marker (`wal/seal.rs`): an empty batch at the sequence
+        // the log goes on at, holding no write. Anywhere else an empty
+        // batch is damage (a write never logs one).
+        let continues = match next {
+            Some(expected) => first == expected,
+            None => (start.lowest..=start.highest).contains(&first),
+        };
+        return if continues {
+            Ok((first, batch))
+        } else {
+            Err(WalDamage::EmptyBatch)
+        };
     }
     let fits = first
         .checked_add(count - 1)
@@ -301,5 +314,7 @@ fn checked_batch(
 
 #[cfg(test)]
 mod header_tests;
+#[cfg(test)]
+mod marker_tests;
 #[cfg(test)]
 mod tests;

@@ -40,6 +40,8 @@ pub(crate) struct WalWriter {
     /// next (`SyncMode::Always`), or, once `seal` has run, every record
     /// was fsynced at a clean close.
     synced: bool,
+    /// A record was appended (so a close has a write to mark).
+    holds_records: bool,
     buf: Vec<u8>,
 }
 
@@ -60,6 +62,7 @@ impl WalWriter {
             file,
             path,
             synced,
+            holds_records: false,
             buf: Vec::new(),
         })
     }
@@ -80,6 +83,7 @@ impl WalWriter {
         self.file
             .write_all(&self.buf)
             .map_err(|e| Error::io(&self.path, e))?;
+        self.holds_records = true;
         if sync {
             self.file.sync().map_err(|e| Error::io(&self.path, e))?;
         }

@@ -131,9 +131,10 @@ fn build(dir: &Path) -> Model {
     assert_eq!(db.stats().flushes, flushes, "the tail stayed in the WAL");
     db.close().unwrap();
     let wal = common::newest_wal(dir);
-    let len = std::fs::metadata(&wal).unwrap().len();
+    // Before the close marker that follows it.
+    let torn_len = common::close_marker_offset(&std::fs::read(&wal).unwrap()) as u64 - 3;
     let f = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
-    f.set_len(len - 3).unwrap();
+    f.set_len(torn_len).unwrap();
     model
 }
 

@@ -29,9 +29,11 @@ pub enum WalRecovery {
     /// since: `close` (and drop) fsyncs every live WAL and then marks its
     /// header synced, so damage found in it later (a bit flipped on the
     /// device) with a record of the log after it is an error there too,
-    /// never a silent loss of the writes after it. Damage in its last
-    /// record is still read as a torn tail and that write dropped (the
-    /// header's flag is `SyncMode::Always`'s, which cannot rule one out).
+    /// never a silent loss of the writes after it. The close first appends
+    /// a close marker (an empty batch holding no write) after the last
+    /// write, in either sync mode, so damage in that last write has a
+    /// record after it and is an error as well; a crash mid-append leaves
+    /// no marker, and its torn record is dropped.
     TolerateTornTail,
     /// Recovery stops just before the first damaged record (point in time).
     PointInTime,

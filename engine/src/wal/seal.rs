@@ -7,11 +7,18 @@
 //! such damage (a bit flipped on the device, say) is corruption, and a
 //! relaxed reading would silently drop every write after it, for good at
 //! the next read-write open. A store closed cleanly and then only opened
-//! read-only keeps its WALs, and they keep this promise. Not kept for
-//! the last record: the flag is `SyncMode::Always`'s, under which a torn
-//! last record is a crash mid-append, so damage there with nothing of the
-//! log after it is still dropped as a torn tail (review rev4,
-//! `engine/tests/seal_reopen_attack.rs`, ignored).
+//! read-only keeps its WALs, and they keep this promise.
+//!
+//! The last record needs more than the flag: under it (it is
+//! `SyncMode::Always`'s) damage with no record of the log after it is a
+//! crash mid-append, a torn tail, and dropped. So a clean close first
+//! appends a close marker to the newest WAL, in either sync mode: an
+//! empty batch at the sequence the log goes on at, a checksummed record
+//! that holds no write (a write never logs an empty batch). Damage in any
+//! write of the log then has a record of the log after it, and a strict
+//! reading refuses it. A damaged marker is the log's tail and drops
+//! nothing. A build from before the marker reads it as damage at the tail
+//! of the log, a torn tail, and opens with every write.
 //!
 //! Invariants:
 //! - A WAL is sealed only when this close fsynced it and every fsync of
@@ -23,6 +30,8 @@
 //!   record is appended after the seal.
 //! - Only WALs still live are sealed: a frozen WAL whose memtable was
 //!   flushed may already be deleted (or an orphan the next open removes).
+//! - The marker is appended and fsynced before any header is rewritten,
+//!   and only when a live WAL holds a write, so it always follows one.
 //! - Every live WAL was started by [`WalWriter::create`], so it has a
 //!   version 2 header; a version 1 WAL (no header) is only ever replayed,
 //!   never written, and is left as it is.
@@ -37,6 +46,7 @@
 use std::io;
 
 use super::{WalWriter, header};
+use crate::batch::WriteBatch;
 use crate::error::Result;
 use crate::fs::FileSystem;
 use crate::inner::{DbInner, WriteState};
@@ -61,10 +71,21 @@ impl WalWriter {
     }
 }
 
+impl WalWriter {
+    /// Appends and fsyncs the close marker: an empty batch at `next_seq`,
+    /// the sequence the log goes on at (replay takes it as a record that
+    /// holds no write, `replay::checked_batch`).
+    fn append_close_marker(&mut self, next_seq: u64) -> Result<()> {
+        let mut marker = WriteBatch::new();
+        self.append(marker.encode(next_seq), true)
+    }
+}
+
 impl DbInner {
-    /// Seals every live WAL of `w`, oldest first. REQUIRES: the close
-    /// holds the write lock (`w`), and has just fsynced every WAL of `w`
-    /// without an error. Does nothing unless the store is healthy.
+    /// Marks the log closed and seals every live WAL of `w`, oldest
+    /// first. REQUIRES: the close holds the write lock (`w`), and has just
+    /// fsynced every WAL of `w` without an error. Does nothing unless the
+    /// store is healthy.
     pub(crate) fn seal_live_wals(&self, w: &mut WriteState) -> Result<()> {
         if !self.may_seal() {
             return Ok(());
@@ -77,12 +98,24 @@ impl DbInner {
             .chain(std::iter::once(view.mem.wal_number))
             .min()
             .unwrap_or(view.mem.wal_number);
-        let frozen = w
+        let next_seq = w.next_seq;
+        let mut live: Vec<&mut WalWriter> = w
             .frozen_wals
             .iter_mut()
             .filter(|(n, _)| *n >= oldest_live)
-            .map(|(_, wal)| wal);
-        for wal in frozen.chain(w.wal.as_mut()) {
+            .map(|(_, wal)| wal)
+            .chain(w.wal.as_mut())
+            .collect();
+        // The marker goes in the newest WAL, after every write of the log,
+        // before any header says "synced": a power loss before its fsync
+        // leaves the header unsynced and the marker torn or whole, either
+        // of which replay takes for the log's end.
+        if live.iter().any(|wal| wal.holds_records)
+            && let Some(newest) = live.last_mut()
+        {
+            newest.append_close_marker(next_seq)?;
+        }
+        for wal in live {
             wal.seal(self.fs.as_ref())?;
         }
         Ok(())

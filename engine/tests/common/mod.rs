@@ -112,6 +112,28 @@ pub fn close_unsealed(db: bloomlsm::Db, fs: &bloomlsm::fs::fault::FaultFs) {
 /// WAL this build writes begins with (`engine/src/wal/header.rs`).
 pub const WAL_RECORDS_START: usize = 16;
 
+/// Where the close marker of WAL bytes `bytes` starts: the record a clean
+/// close appends after the last write (an empty batch, 12 bytes of
+/// payload: first sequence, op count 0; `engine/src/wal/seal.rs`), which a
+/// test that tears "the last record" as a crash mid-append would must cut
+/// before. Panics (the failure report) when the last record is not one.
+pub fn close_marker_offset(bytes: &[u8]) -> usize {
+    let mut at = WAL_RECORDS_START;
+    let mut last = None;
+    while at + 8 <= bytes.len() {
+        last = Some(at);
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        at += 8 + len;
+    }
+    let marker = last.expect("a WAL with records");
+    let payload = &bytes[marker + 8..];
+    assert!(
+        payload.len() == 12 && payload[8..12] == [0; 4],
+        "the last record is not a close marker"
+    );
+    marker
+}
+
 /// Where record `n` (from 0) of WAL bytes `bytes` starts, walking the
 /// length fields of the records before it.
 pub fn wal_record_offset(bytes: &[u8], n: usize) -> usize {

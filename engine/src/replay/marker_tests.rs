@@ -1,0 +1,85 @@
+//! The close marker (`wal/seal.rs`): an empty batch at the sequence the
+//! log goes on at. Replay takes it as a record holding no write; an empty
+//! batch anywhere else is damage. After it, damage in the last write has a
+//! record of the log after it, so a WAL whose header says "synced" refuses
+//! it where it used to take it for a torn tail.
+
+use super::tests::{FRESH, PIT, TORN, batch, record, replay, replay_cut, wal_damage, wal_of};
+use super::*;
+use crate::wal::header;
+
+fn marker(seq: u64) -> Vec<u8> {
+    record(&batch(seq, 0, 0))
+}
+
+fn headed(synced: bool, body: &[u8]) -> Vec<u8> {
+    let mut out = header::encode(synced).to_vec();
+    out.extend_from_slice(body);
+    out
+}
+
+#[test]
+fn a_marker_at_the_next_sequence_holds_no_write() {
+    for synced in [false, true] {
+        let mut body = wal_of(1..=3);
+        body.extend(marker(4));
+        for mode in [TORN, PIT] {
+            let wal = headed(synced, &body);
+            assert_eq!(replay(vec![wal.clone()], mode, FRESH).unwrap(), Some(3));
+            assert_eq!(replay_cut(vec![wal], mode), None);
+        }
+        // The marker as the first record of the newest WAL (its frozen
+        // predecessor holds the writes), then a WAL of later writes.
+        let older = headed(synced, &wal_of(1..=3));
+        let newest = headed(synced, &marker(4));
+        assert_eq!(
+            replay(vec![older.clone(), newest.clone()], TORN, FRESH).unwrap(),
+            Some(3)
+        );
+        let mut later = marker(4);
+        later.extend(wal_of(4..=5));
+        assert_eq!(
+            replay(vec![older, headed(synced, &later)], TORN, FRESH).unwrap(),
+            Some(5)
+        );
+    }
+}
+
+#[test]
+fn an_empty_batch_where_the_log_does_not_go_on_is_damage() {
+    for seq in [2, 5] {
+        let mut body = wal_of(1..=3);
+        body.extend(marker(seq));
+        body.extend(wal_of(4..=5));
+        let (_, offset, reason) = wal_damage(replay(vec![headed(true, &body)], TORN, FRESH));
+        assert_eq!(reason, WalDamage::EmptyBatch, "marker at {seq}");
+        assert_eq!(offset as usize, header::HEADER_LEN + wal_of(1..=3).len());
+    }
+    // Nor may a log begin with one outside the range a first record has.
+    let (_, _, reason) = wal_damage(replay(vec![headed(true, &marker(7))], TORN, FRESH));
+    assert_eq!(reason, WalDamage::EmptyBatch);
+}
+
+#[test]
+fn damage_in_the_last_write_before_a_marker_is_refused_when_synced() {
+    let writes = wal_of(1..=3);
+    let last = wal_of(1..=2).len();
+    let mut body = writes.clone();
+    body.extend(marker(4));
+    body[last + 12] ^= 0x01; // the last write's payload
+    let (_, offset, reason) = wal_damage(replay(vec![headed(true, &body)], TORN, FRESH));
+    assert_eq!(offset as usize, header::HEADER_LEN + last);
+    assert_eq!(reason, WalDamage::BeforeIntact);
+    // Without the marker the same damage is a torn tail: the write dropped.
+    let mut torn = writes;
+    torn[last + 12] ^= 0x01;
+    assert_eq!(
+        replay(vec![headed(true, &torn)], TORN, FRESH).unwrap(),
+        Some(2)
+    );
+    // A WAL that says "unsynced" (never sealed) ends the log there.
+    assert_eq!(
+        replay(vec![headed(false, &body)], TORN, FRESH).unwrap(),
+        Some(2)
+    );
+}
