@@ -16,19 +16,7 @@ fn stderr_of(args: &[&str]) -> String {
 
 /// A store of one table, its path, and that table's path.
 fn store_with_one_table() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
-    for i in 0..2000 {
-        db.put(format!("key{i:05}").as_bytes(), b"value").unwrap();
-    }
-    db.flush().unwrap();
-    db.close().unwrap();
-    let table = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "sst"))
-        .unwrap();
-    (dir, table)
+    bloomlsm_tests::store_with_one_table((0..2000).map(|i| format!("key{i:05}")))
 }
 
 #[test]

@@ -7,18 +7,8 @@ use std::process::Command;
 
 #[test]
 fn a_table_beside_a_damaged_manifest_is_inspected_whole() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
-    for i in 0..1000 {
-        db.put(format!("key{i:04}").as_bytes(), b"value").unwrap();
-    }
-    db.flush().unwrap();
-    db.close().unwrap();
-    let table = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "sst"))
-        .unwrap();
+    let (dir, table) =
+        bloomlsm_tests::store_with_one_table((0..1000).map(|i| format!("key{i:04}")));
     let manifest = dir.path().join("MANIFEST");
     let mut bytes = std::fs::read(&manifest).unwrap();
     bytes[20] ^= 0x01;

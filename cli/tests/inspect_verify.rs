@@ -32,11 +32,7 @@ fn table() -> (tempfile::TempDir, std::path::PathBuf) {
     db.flush().unwrap();
     drop(snapshot);
     db.close().unwrap();
-    let table = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "sst"))
-        .unwrap();
+    let table = bloomlsm_tests::only_table(dir.path());
     (dir, table)
 }
 

@@ -27,6 +27,17 @@ pub(crate) struct SuperVersion {
     pub(crate) version: Arc<Version>,
 }
 
+impl SuperVersion {
+    /// The oldest WAL a memtable of this view still needs: every WAL
+    /// older than it holds only flushed writes.
+    pub(crate) fn oldest_live_wal(&self) -> u64 {
+        self.imm
+            .iter()
+            .map(|m| m.wal_number)
+            .fold(self.mem.wal_number, u64::min)
+    }
+}
+
 /// A live table: its manifest record and the open reader.
 #[derive(Debug)]
 pub(crate) struct TableHandle {

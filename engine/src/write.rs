@@ -166,13 +166,7 @@ impl DbInner {
                 w.frozen_wals.push((current.mem.wal_number, frozen));
             }
             // WALs older than every memtable still in the view are flushed.
-            let oldest_live = current
-                .imm
-                .iter()
-                .map(|m| m.wal_number)
-                .chain(std::iter::once(current.mem.wal_number))
-                .min()
-                .unwrap_or(number);
+            let oldest_live = current.oldest_live_wal();
             w.frozen_wals.retain(|(n, _)| *n >= oldest_live);
             let mut imm = vec![Arc::clone(&current.mem)];
             imm.extend(current.imm.iter().cloned());

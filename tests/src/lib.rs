@@ -45,6 +45,32 @@ pub fn table_files(dir: &Path) -> usize {
         .count()
 }
 
+/// The one table file (`*.sst`) in a store directory. Panics (the failure
+/// report) when there is none.
+pub fn only_table(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .unwrap()
+}
+
+/// A store of one table, flushed from `keys` (each put with the value
+/// `value`) and closed: its directory and the table's path.
+pub fn store_with_one_table(
+    keys: impl IntoIterator<Item = String>,
+) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
+    for k in keys {
+        db.put(k.as_bytes(), b"value").unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let table = only_table(dir.path());
+    (dir, table)
+}
+
 /// Closes `db`, open on `dir`, and checks that its live tables are
 /// exactly the table files left in `dir`: no orphan, none missing.
 pub fn close_with_no_orphan_table(db: bloomlsm::Db, dir: &Path, what: &str) {

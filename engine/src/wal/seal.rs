@@ -90,14 +90,7 @@ impl DbInner {
         if !self.may_seal() {
             return Ok(());
         }
-        let view = self.current.load();
-        let oldest_live = view
-            .imm
-            .iter()
-            .map(|m| m.wal_number)
-            .chain(std::iter::once(view.mem.wal_number))
-            .min()
-            .unwrap_or(view.mem.wal_number);
+        let oldest_live = self.current.load().oldest_live_wal();
         let next_seq = w.next_seq;
         let mut live: Vec<&mut WalWriter> = w
             .frozen_wals
