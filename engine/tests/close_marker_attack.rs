@@ -61,7 +61,7 @@ fn a_crash_anywhere_in_a_close_keeps_the_writes_and_reports_no_false_cut() {
                     let mut models = vec![Model::new()];
                     for i in 0..3 {
                         let value = if i == 2 {
-                            vec![b'v'; 200 + (4090 - wal_len(dir.path(), 200))]
+                            vec![b'v'; 200 + (4090 - wal_len(200))]
                         } else {
                             common::value(i)
                         };
@@ -115,7 +115,7 @@ fn a_crash_anywhere_in_a_close_keeps_the_writes_and_reports_no_false_cut() {
 
 /// The length a WAL holding writes 0 and 1 and a write of key 2 with a
 /// value of `value_len` bytes has.
-fn wal_len(_dir: &std::path::Path, value_len: usize) -> usize {
+fn wal_len(value_len: usize) -> usize {
     let dir = common::scratch_dir();
     let db = Db::open(dir.path(), options(SyncMode::Always)).unwrap();
     for i in 0..2 {
@@ -129,7 +129,7 @@ fn wal_len(_dir: &std::path::Path, value_len: usize) -> usize {
         .map(|p| std::fs::metadata(p).unwrap().len())
         .max()
         .unwrap();
-    std::mem::forget(db);
+    drop(db);
     len as usize
 }
 
