@@ -104,7 +104,9 @@ pub(crate) struct Replayed {
 
 /// The cut at offset `at` of `logs[i]`, or `None` when no byte of a
 /// record is past it (an empty older WAL followed by empty WALs, or a
-/// newest WAL cut inside its header: every write was replayed).
+/// newest WAL cut inside its header: every write was replayed), or when
+/// the bytes past it are only a torn or damaged close marker (which holds
+/// no write).
 fn cut(logs: &[WalBytes], i: usize, at: u64, cause: WalCutCause) -> Option<WalCut> {
     // A torn header (a WAL whose creation a power loss interrupted) held
     // no record, so none of its bytes is a write not replayed.
@@ -120,8 +122,10 @@ fn cut(logs: &[WalBytes], i: usize, at: u64, cause: WalCutCause) -> Option<WalCu
         .iter()
         .map(|l| unreplayed(&l.bytes, wal::records_start(&l.bytes) as u64))
         .sum();
+    // A torn or damaged close marker, the end of the log, held no write.
+    let marker_only = newer == 0 && wal::is_damaged_marker(&logs[i].bytes, at as usize);
     let bytes_not_replayed = rest + newer;
-    (bytes_not_replayed > 0).then(|| WalCut {
+    (bytes_not_replayed > 0 && !marker_only).then(|| WalCut {
         path: logs[i].path.clone(),
         offset: at,
         bytes_not_replayed,

@@ -170,7 +170,9 @@ pub struct Stats {
     /// log; damage under `WalRecovery::PointInTime`): the writes logged
     /// from there on were dropped. `None` when every WAL was replayed
     /// whole (a WAL cut inside its header, whose creation a power loss
-    /// interrupted, held no record, and counts as whole).
+    /// interrupted, held no record, and counts as whole; so does a torn or
+    /// damaged close marker at the log's end whose length field survived,
+    /// `wal/seal.rs`).
     pub wal_replay_cut: Option<crate::wal_cut::WalCut>,
 }
 

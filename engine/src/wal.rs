@@ -206,6 +206,23 @@ pub(crate) fn framed_end(bytes: &[u8], at: usize) -> Option<usize> {
     (!torn_low_bytes).then_some(start + len)
 }
 
+/// Whether `bytes[at..]`, the rest of a WAL, is a close marker torn or
+/// damaged (`wal/seal.rs`): its length field, whole and inside one sector
+/// (a power loss leaves it as written or zeros), frames a bare batch
+/// header, a record that holds no op, and no more bytes than that record
+/// follow. A write never logs an empty batch, so these bytes held none.
+pub(crate) fn is_damaged_marker(bytes: &[u8], at: usize) -> bool {
+    let marker_len = RECORD_HEADER_LEN + crate::batch::BATCH_HEADER_LEN;
+    let Some(len) = at.checked_add(4).and_then(|end| bytes.get(at..end)) else {
+        return false;
+    };
+    let one_sector = at / SECTOR == (at + 3) / SECTOR;
+    one_sector
+        && bytes.len() - at <= marker_len
+        && u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize
+            == crate::batch::BATCH_HEADER_LEN
+}
+
 /// Parses one record at `at`: `Some((payload end, payload))` when intact.
 fn record_at(bytes: &[u8], at: usize) -> Option<(usize, &[u8])> {
     let (len, start) = plausible_header(bytes, at)?;

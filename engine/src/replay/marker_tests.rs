@@ -83,3 +83,45 @@ fn damage_in_the_last_write_before_a_marker_is_refused_when_synced() {
         Some(2)
     );
 }
+
+/// Review rev5: a marker torn or damaged (a power loss during the close's
+/// append of it) is the log's tail and drops no write, so the open reports
+/// no cut (`Stats::wal_replay_cut`: "the writes logged from there on were
+/// dropped"), as a torn header of the newest WAL is no cut. Only when its
+/// length field is whole and intact: a tail of fewer bytes, or a length
+/// flipped, may be a write's, and is still reported.
+#[test]
+fn a_torn_or_damaged_marker_is_no_cut() {
+    let writes = wal_of(1..=3);
+    let mut body = writes.clone();
+    body.extend(marker(4));
+    let mut cases = Vec::new();
+    let length_field = writes.len()..writes.len() + 4;
+    for keep in length_field.end..body.len() {
+        cases.push((format!("torn to {keep}"), body[..keep].to_vec()));
+    }
+    for byte in length_field.end..body.len() {
+        let mut flipped = body.clone();
+        flipped[byte] ^= 0x01;
+        cases.push((format!("bit flipped at {byte}"), flipped));
+    }
+    let mut reported = Vec::new();
+    for synced in [false, true] {
+        for (name, case) in &cases {
+            for mode in [TORN, PIT] {
+                let wal = headed(synced, case);
+                let got = replay(vec![wal.clone()], mode, FRESH);
+                assert_eq!(got.unwrap(), Some(3), "{name} synced={synced}");
+                if let Some(cut) = replay_cut(vec![wal], mode) {
+                    reported.push(format!("{name} synced={synced} {mode:?}: {cut:?}"));
+                }
+            }
+        }
+    }
+    assert!(
+        reported.is_empty(),
+        "{} false cuts, e.g. {:?}",
+        reported.len(),
+        reported.first()
+    );
+}
