@@ -30,7 +30,13 @@ pub(crate) const MANIFEST_MAGIC: u64 = 0x6e61_6d6d_6f6f_6c62;
 /// read that header as damage and drop or refuse the WAL's writes, so it
 /// must refuse the store instead. A version 1 store's WALs are replayed as
 /// version 1 WALs, and its first read-write open writes version 2.
-pub const STORE_FORMAT_VERSION: u32 = 2;
+/// 3: a clean close appends a close marker (an empty batch,
+/// `wal/seal.rs`) to the newest WAL; a build that knows only version 2
+/// reads it as an intact record that is no batch of the log, corruption,
+/// and would refuse the store naming a damage that is not there, so it
+/// refuses the version instead. Older stores open unchanged (no WAL of
+/// theirs holds a marker); a read-write open writes version 3.
+pub const STORE_FORMAT_VERSION: u32 = 3;
 const HEADER_LEN: usize = 8 + 4 + 4 + 4;
 
 /// One live table as the manifest records it.

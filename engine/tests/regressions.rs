@@ -645,12 +645,76 @@ fn a_version_1_store_replays_its_headerless_wal_and_is_upgraded() {
     expect(&db);
     db.put(b"after", b"upgrade").unwrap();
     db.close().unwrap();
-    assert_eq!(common::read_manifest(dir.path()).version, 2);
+    assert_eq!(
+        common::read_manifest(dir.path()).version,
+        bloomlsm::STORE_FORMAT_VERSION
+    );
     let bytes = std::fs::read(newest_wal(dir.path())).unwrap();
     assert_eq!(&bytes[..8], b"bloomWAL");
     let db = Db::open(dir.path(), options).unwrap();
     expect(&db);
     assert_eq!(db.get(b"after").unwrap(), Some(b"upgrade".to_vec()));
+}
+
+/// A store format version 2 store (headed WALs, no close marker: written
+/// before the marker) opens as it is, read-only and read-write, and its
+/// first read-write open writes version 3; a version past this build's is
+/// refused by version, naming it, before any WAL is read.
+#[test]
+fn a_version_2_store_opens_and_is_upgraded_and_a_newer_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        background_work: false,
+        ..Options::default()
+    };
+    {
+        let db = Db::open(dir.path(), options.clone()).unwrap();
+        for i in 0..20u8 {
+            db.put(&[b'k', i], &[i; 30]).unwrap();
+        }
+        db.close().unwrap();
+    }
+    // Made version 2: the manifest says so and the WAL loses its marker.
+    let mut manifest = common::read_manifest(dir.path());
+    assert_eq!(manifest.version, 3);
+    manifest.version = 2;
+    common::write_manifest(dir.path(), &manifest);
+    let wal = newest_wal(dir.path());
+    let bytes = std::fs::read(&wal).unwrap();
+    std::fs::write(&wal, &bytes[..common::close_marker_offset(&bytes)]).unwrap();
+    let expect = |db: &Db| {
+        for i in 0..20u8 {
+            assert_eq!(db.get(&[b'k', i]).unwrap(), Some(vec![i; 30]), "k{i}");
+        }
+        assert_eq!(db.stats().wal_replay_cut, None);
+    };
+    let ro = Db::open_read_only(dir.path(), options.clone()).unwrap();
+    expect(&ro);
+    ro.close().unwrap();
+    assert_eq!(common::read_manifest(dir.path()).version, 2);
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    expect(&db);
+    db.close().unwrap();
+    assert_eq!(common::read_manifest(dir.path()).version, 3);
+
+    let mut manifest = common::read_manifest(dir.path());
+    manifest.version = bloomlsm::STORE_FORMAT_VERSION + 1;
+    common::write_manifest(dir.path(), &manifest);
+    for read_only in [true, false] {
+        let opened = if read_only {
+            Db::open_read_only(dir.path(), options.clone())
+        } else {
+            Db::open(dir.path(), options.clone())
+        };
+        match opened {
+            Err(bloomlsm::Error::UnsupportedFormat {
+                found, supported, ..
+            }) => {
+                assert_eq!((found, supported), (4, 3));
+            }
+            other => panic!("read-only {read_only}: {:?}", other.map(|_| ())),
+        }
+    }
 }
 
 /// An open that crashed after creating its WAL and before writing its

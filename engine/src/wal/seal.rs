@@ -18,11 +18,10 @@
 //! write of the log then has a record of the log after it, and a strict
 //! reading refuses it. A damaged marker is the log's tail and drops
 //! nothing (and is no cut when its length field survived,
-//! `wal::is_damaged_marker`). A build from before the marker does not take
-//! it for a torn tail: to it an intact record that is no batch of the log
-//! is corruption, so in `TolerateTornTail` mode it refuses a store closed
-//! by this build (`WalDamage::EmptyBatch`), losing nothing, and in
-//! `PointInTime` mode stops at the marker with every write.
+//! `wal::is_damaged_marker`). A build from before the marker would not
+//! take it for a torn tail: to it an intact record that is no batch of the
+//! log is corruption. So stores this build writes are store format
+//! version 3 (`manifest.rs`), which such a build refuses by version.
 //!
 //! Invariants:
 //! - A WAL is sealed only when this close fsynced it and every fsync of
