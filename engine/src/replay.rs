@@ -145,8 +145,18 @@ pub(crate) fn replay_logs(
     // Whether the WAL before this one fsynced each record (and itself
     // before this one's first record).
     let mut older_durable = true;
+    // Every WAL up to the newest one that ends in an intact close marker
+    // was fsynced whole before the marker was written (`wal/seal.rs`), so
+    // it is read strictly whatever its header says (a file system without
+    // `overwrite`, or a power loss before the header's rewrite, leaves it
+    // saying "unsynced").
+    let closed_through = logs
+        .iter()
+        .rposition(|l| wal::ends_with_close_marker(&l.bytes));
     for (i, log) in logs.iter().enumerate() {
         let replay = wal::records(&log.bytes);
+        let closed = closed_through.is_some_and(|c| i <= c);
+        let durable = closed || replay.format.each_record_durable();
         let replayed_any = !replay.records.is_empty();
         let ended = |last, at, cause| {
             Ok(Replayed {
@@ -185,13 +195,13 @@ pub(crate) fn replay_logs(
             .damage
             .or((!newest && !replayed_any).then_some(records_start));
         let Some(at) = damage else {
-            older_durable = replay.format.each_record_durable();
+            older_durable = durable;
             continue;
         };
         let cause = if mode == WalRecovery::PointInTime {
             WalCutCause::PointInTime
-        } else if replay.format.each_record_durable() {
-            let synced = replay.format == WalFormat::Headed { synced: true };
+        } else if durable {
+            let synced = closed || replay.format == WalFormat::Headed { synced: true };
             check_torn_tail(logs, i, at, next.unwrap_or(start.lowest), synced)?;
             WalCutCause::TornTail
         } else {

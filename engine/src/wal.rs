@@ -223,6 +223,21 @@ pub(crate) fn is_damaged_marker(bytes: &[u8], at: usize) -> bool {
             == crate::batch::BATCH_HEADER_LEN
 }
 
+/// Whether `bytes`, a whole WAL file, end with an intact close marker
+/// (`wal/seal.rs`): a checksummed record of a bare batch header with op
+/// count 0, its last 20 bytes. A clean close writes one only after
+/// fsyncing every live WAL, so every byte before it was durable first.
+pub(crate) fn ends_with_close_marker(bytes: &[u8]) -> bool {
+    let marker_len = RECORD_HEADER_LEN + crate::batch::BATCH_HEADER_LEN;
+    let Some(at) = bytes.len().checked_sub(marker_len) else {
+        return false;
+    };
+    at >= records_start(bytes)
+        && record_at(bytes, at).is_some_and(|(end, payload)| {
+            end == bytes.len() && payload.get(8..12) == Some(&[0; 4][..])
+        })
+}
+
 /// Parses one record at `at`: `Some((payload end, payload))` when intact.
 fn record_at(bytes: &[u8], at: usize) -> Option<(usize, &[u8])> {
     let (len, start) = plausible_header(bytes, at)?;

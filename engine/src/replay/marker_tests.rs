@@ -77,11 +77,39 @@ fn damage_in_the_last_write_before_a_marker_is_refused_when_synced() {
         replay(vec![headed(true, &torn)], TORN, FRESH).unwrap(),
         Some(2)
     );
-    // A WAL that says "unsynced" (never sealed) ends the log there.
+    // A WAL that says "unsynced" but ends in an intact marker (its header
+    // never rewritten: a file system without `overwrite`, or a power loss
+    // before the rewrite) was fsynced whole before the marker: refused too.
+    let (_, offset, reason) = wal_damage(replay(vec![headed(false, &body)], TORN, FRESH));
+    assert_eq!(offset as usize, header::HEADER_LEN + last);
+    assert_eq!(reason, WalDamage::BeforeIntact);
+    // Without an intact marker at its end it ends the log there (what a
+    // power loss leaves of a WAL written without fsync).
+    let mut torn_marker = body.clone();
+    torn_marker.truncate(body.len() - 1);
     assert_eq!(
-        replay(vec![headed(false, &body)], TORN, FRESH).unwrap(),
+        replay(vec![headed(false, &torn_marker)], TORN, FRESH).unwrap(),
         Some(2)
     );
+}
+
+/// An intact marker in the newest WAL vouches for the older WALs too: the
+/// close fsynced every live WAL before writing it. Damage in an older
+/// unsynced WAL is refused; without the marker the log ends there.
+#[test]
+fn a_marker_makes_the_older_unsynced_wals_strict_too() {
+    let mut older = wal_of(1..=3);
+    older[wal_of(1..=1).len() + 12] ^= 0x01; // the second write's payload
+    let mut newest = wal_of(4..=5);
+    newest.extend(marker(6));
+    let logs = vec![headed(false, &older), headed(false, &newest)];
+    let (path, _, reason) = wal_damage(replay(logs, TORN, FRESH));
+    assert_eq!(
+        (path.as_str(), reason),
+        ("000001.wal", WalDamage::BeforeIntact)
+    );
+    let unmarked = vec![headed(false, &older), headed(false, &wal_of(4..=5))];
+    assert_eq!(replay(unmarked, TORN, FRESH).unwrap(), Some(1));
 }
 
 /// Review rev5: a marker torn or damaged (a power loss during the close's

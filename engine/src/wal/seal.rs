@@ -22,6 +22,10 @@
 //! take it for a torn tail: to it an intact record that is no batch of the
 //! log is corruption. So stores this build writes are store format
 //! version 3 (`manifest.rs`), which such a build refuses by version.
+//! An intact marker at a WAL's end also makes replay read that WAL and
+//! every older one strictly whatever their headers say
+//! (`wal::ends_with_close_marker`): the header's rewrite may be missing
+//! (no `overwrite`, or a power loss before it), the fsyncs are not.
 //!
 //! Invariants:
 //! - A WAL is sealed only when this close fsynced it and every fsync of
