@@ -32,11 +32,10 @@ fn store_with_high_keys_in_l0() -> tempfile::TempDir {
     dir
 }
 
-#[test]
-fn every_level_meets_absent_keys() {
-    let dir = store_with_high_keys_in_l0();
+/// `bloomlsm --json stats DIR --absent-gets 1000`, parsed.
+fn stats_after_absent_gets(dir: &std::path::Path) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
-        .args(["--json", "stats", dir.path().to_str().unwrap()])
+        .args(["--json", "stats", dir.to_str().unwrap()])
         .args(["--absent-gets", "1000"])
         .output()
         .unwrap();
@@ -45,7 +44,13 @@ fn every_level_meets_absent_keys() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn every_level_meets_absent_keys() {
+    let dir = store_with_high_keys_in_l0();
+    let v = stats_after_absent_gets(dir.path());
     assert_eq!(v["gets"], 1000);
     let levels = v["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2, "{v}");
@@ -76,17 +81,7 @@ fn a_store_of_tombstones_still_meets_absent_keys() {
     }
     db.flush().unwrap();
     db.close().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
-        .args(["--json", "stats", dir.path().to_str().unwrap()])
-        .args(["--absent-gets", "1000"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = stats_after_absent_gets(dir.path());
     assert_eq!(v["absent_gets_run"], v["gets"], "{v}");
     assert_eq!(v["gets"], 1000, "{v}");
     assert!(v["table_probes"].as_u64().unwrap() > 0, "{v}");

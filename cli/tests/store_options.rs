@@ -13,8 +13,8 @@ fn cli(args: &[&str]) -> Output {
         .unwrap()
 }
 
-#[test]
-fn a_store_with_twelve_levels_can_be_studied() {
+/// A closed store made with 12 levels, holding tables in L11.
+fn twelve_level_store() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let options = bloomlsm::Options {
         num_levels: 12,
@@ -30,6 +30,12 @@ fn a_store_with_twelve_levels_can_be_studied() {
     db.wait_for_background_work().unwrap();
     assert!(db.stats().levels[11].tables > 0);
     db.close().unwrap();
+    dir
+}
+
+#[test]
+fn a_store_with_twelve_levels_can_be_studied() {
+    let dir = twelve_level_store();
     let d = dir.path().to_str().unwrap();
     for args in [
         vec!["get", d, "deep"],
@@ -51,19 +57,7 @@ fn a_store_with_twelve_levels_can_be_studied() {
 
 #[test]
 fn a_store_with_twelve_levels_is_written_with_num_levels() {
-    let dir = tempfile::tempdir().unwrap();
-    let options = bloomlsm::Options {
-        num_levels: 12,
-        ..bloomlsm::Options::default()
-    };
-    let db = bloomlsm::Db::open(dir.path(), options).unwrap();
-    for key in ["a", "deep", "m", "z"] {
-        db.put(key.as_bytes(), b"value").unwrap();
-        db.flush().unwrap();
-    }
-    db.wait_for_background_work().unwrap();
-    assert!(db.stats().levels[11].tables > 0);
-    db.close().unwrap();
+    let dir = twelve_level_store();
     let d = dir.path().to_str().unwrap();
     let refused = cli(&["put", d, "new", "v"]);
     assert_eq!(refused.status.code(), Some(2));

@@ -7,13 +7,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bloomlsm::fs::fault::{FaultFs, OverwriteFate, UnsyncedFate};
 use bloomlsm::{Db, Options, SyncMode};
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+use common::{Model, contents};
 
 fn options(sync: SyncMode) -> Options {
     Options {
@@ -21,13 +20,6 @@ fn options(sync: SyncMode) -> Options {
         background_work: false,
         ..Options::default()
     }
-}
-
-fn contents(db: &Db) -> Model {
-    db.scan::<&[u8], _>(..)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
 }
 
 /// A crash at the `crash_at`-th operation of a clean close after three
@@ -75,7 +67,7 @@ fn a_crash_anywhere_in_a_close_keeps_the_writes_and_reports_no_false_cut() {
                     fs.heal();
                     fs.simulate_power_loss().unwrap();
                     let case = format!("{sync:?} {fate:?} {overwrite:?} crash at {crash_at}");
-                    let wals: BTreeMap<_, _> = std::fs::read_dir(dir.path())
+                    let wals: std::collections::BTreeMap<_, _> = std::fs::read_dir(dir.path())
                         .unwrap()
                         .map(|e| e.unwrap().path())
                         .filter(|p| p.extension().is_some_and(|x| x == "wal"))

@@ -701,11 +701,7 @@ fn a_version_2_store_opens_and_is_upgraded_and_a_newer_one_is_refused() {
     manifest.version = bloomlsm::STORE_FORMAT_VERSION + 1;
     common::write_manifest(dir.path(), &manifest);
     for read_only in [true, false] {
-        let opened = if read_only {
-            Db::open_read_only(dir.path(), options.clone())
-        } else {
-            Db::open(dir.path(), options.clone())
-        };
+        let opened = common::open_either(dir.path(), options.clone(), read_only);
         match opened {
             Err(bloomlsm::Error::UnsupportedFormat {
                 found, supported, ..

@@ -7,13 +7,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bloomlsm::fs::fault::{FaultFs, OverwriteFate, RenameFate, Revival, UnsyncedFate};
 use bloomlsm::{Db, Options, SyncMode};
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+use common::{Model, contents};
 
 fn never() -> Options {
     Options {
@@ -22,13 +21,6 @@ fn never() -> Options {
         background_work: false,
         ..Options::default()
     }
-}
-
-fn contents(db: &Db) -> Model {
-    db.scan::<&[u8], _>(..)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
 }
 
 /// Session 1 writes keys `0..first` and closes cleanly; session 2 opens
@@ -145,11 +137,7 @@ fn a_bit_flipped_in_the_last_record_of_a_cleanly_closed_wal_is_refused() {
         bytes[last + 20] ^= 0x10; // inside the payload: its checksum fails
         std::fs::write(&wal, &bytes).unwrap();
         for read_only in [true, false] {
-            let opened = if read_only {
-                Db::open_read_only(dir.path(), options.clone())
-            } else {
-                Db::open(dir.path(), options.clone())
-            };
+            let opened = common::open_either(dir.path(), options.clone(), read_only);
             match opened {
                 Err(bloomlsm::Error::Corruption { path, offset, .. }) => {
                     assert_eq!((&path, offset), (&wal, last as u64), "{sync:?}");
@@ -260,11 +248,7 @@ fn a_file_system_without_overwrite_closes_unsealed_and_loses_nothing() {
         flipped[middle + 20] ^= 0x10;
         std::fs::write(&wal, &flipped).unwrap();
         for read_only in [true, false] {
-            let opened = if read_only {
-                Db::open_read_only(dir.path(), Options::default())
-            } else {
-                Db::open(dir.path(), Options::default())
-            };
+            let opened = common::open_either(dir.path(), Options::default(), read_only);
             match opened {
                 Err(bloomlsm::Error::Corruption { path, offset, .. }) => {
                     assert_eq!((&path, offset), (&wal, middle as u64), "{kind:?}");

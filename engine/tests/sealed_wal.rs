@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -29,7 +28,7 @@ fn never_options() -> Options {
     }
 }
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+use common::{Model, contents};
 
 /// Step `i` of a history with deletes and batches: a put of key `i`;
 /// every 5th step also deletes key `i - 3` in the same batch, every 7th
@@ -63,13 +62,6 @@ fn run_history(db: &Db) -> Vec<Model> {
         models.push(model.clone());
     }
     models
-}
-
-fn contents(db: &Db) -> Model {
-    db.scan::<&[u8], _>(..)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
 }
 
 fn wals(dir: &Path) -> Vec<PathBuf> {
@@ -117,11 +109,7 @@ fn record_count(bytes: &[u8]) -> usize {
 /// The corruption error of an open of `dir` (read-only or not), or a
 /// panic naming what the open recovered.
 fn refusal(read_only: bool, dir: &Path) -> (PathBuf, u64) {
-    let opened = if read_only {
-        Db::open_read_only(dir, Options::default())
-    } else {
-        Db::open(dir, Options::default())
-    };
+    let opened = common::open_either(dir, Options::default(), read_only);
     match opened {
         Err(Error::Corruption { path, offset, .. }) => (path, offset),
         Err(e) => panic!("read-only {read_only}: not a corruption error: {e}"),

@@ -76,9 +76,7 @@ impl WalWriter {
         self.synced = true;
         Ok(())
     }
-}
 
-impl WalWriter {
     /// Appends and fsyncs the close marker: an empty batch at `next_seq`,
     /// the sequence the log goes on at (replay takes it as a record that
     /// holds no write, `replay::checked_batch`).

@@ -253,6 +253,27 @@ pub fn write_manifest(dir: &std::path::Path, m: &Manifest) {
 /// What a store should hold: key to newest value.
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// `Db::open_read_only` of `dir` when `read_only`, else `Db::open`.
+pub fn open_either(
+    dir: &std::path::Path,
+    options: bloomlsm::Options,
+    read_only: bool,
+) -> bloomlsm::Result<bloomlsm::Db> {
+    if read_only {
+        bloomlsm::Db::open_read_only(dir, options)
+    } else {
+        bloomlsm::Db::open(dir, options)
+    }
+}
+
+/// Every live pair of `db`, by a full scan.
+pub fn contents(db: &bloomlsm::Db) -> Model {
+    db.scan::<&[u8], _>(..)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 /// SplitMix64: a case is the same for a seed forever (the background
 /// threads' timing aside).
 pub struct Rng(pub u64);
