@@ -372,12 +372,18 @@ fn study_commands_change_no_file_of_the_store() {
     );
 
     // Across processes: while this process holds the store read-only, a
-    // command that writes is refused, and while it holds it read-write, a
-    // study command is.
+    // command that writes is refused and a study command runs beside it,
+    // and while it holds it read-write, a study command is refused.
     let reader = bloomlsm::Db::open_read_only(dir.path(), bloomlsm::Options::default()).unwrap();
     let out = cli(&["put", d, "a", "1"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("locked"));
+    let out = cli(&["get", d, "key00003"]);
+    assert!(
+        out.status.success(),
+        "a study command beside a reader: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     reader.close().unwrap();
     assert!(
         image(dir.path()) == before,

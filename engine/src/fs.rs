@@ -23,6 +23,16 @@ pub trait DirLock: Send + Sync + Debug {
     fn created_file(&self) -> Option<bool> {
         None
     }
+
+    /// Makes this lock exclusive if no other process shares it: `true`
+    /// when it is (or already was) the only holder. A read-only open that
+    /// created `LOCK` unlinks it at release only then: unlinked while
+    /// another process's reader holds it, the file would let a writer
+    /// create a fresh `LOCK` and take it beside that reader. Default:
+    /// `true` (a lock that is never shared is exclusive already).
+    fn try_exclusive(&self) -> bool {
+        true
+    }
 }
 
 /// A file-system call that failed, and the path it concerned.
@@ -119,10 +129,12 @@ pub trait FileSystem: Send + Sync + Debug {
     /// Takes an exclusive lock on `path` (created if missing); `Ok(None)`
     /// when another holder has it, in another process or in this one.
     fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>>;
-    /// The lock a read-only open takes: [`FileSystem::lock`], except that
-    /// an existing `path` that cannot be opened for writing (a read-only
-    /// mount, a backup without write permission) is locked for reading,
-    /// which still excludes every writer. Default: `lock`.
+    /// The lock a read-only open takes: a read lock, which excludes every
+    /// writer and is shared with read-only opens in other processes (in
+    /// this process a second open is refused, as for [`FileSystem::lock`]);
+    /// `path` is created if missing and opened for reading alone where it
+    /// cannot be opened for writing (a read-only mount, a backup without
+    /// write permission). Default: `lock` (exclusive, shared with none).
     fn lock_shared(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
         self.lock(path)
     }

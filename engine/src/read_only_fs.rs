@@ -91,9 +91,8 @@ impl FileSystem for ReadOnlyFs {
         self.inner.exists(path)
     }
 
-    /// The same lock a read-write open takes, so the two exclude each
-    /// other; on a store whose `LOCK` cannot be opened for writing (a
-    /// read-only mount), a read lock, which excludes writers all the same.
+    /// A read lock: it excludes writers and is shared with read-only opens
+    /// in other processes ([`FileSystem::lock_shared`]).
     fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
         self.inner.lock_shared(path)
     }
@@ -102,7 +101,9 @@ impl FileSystem for ReadOnlyFs {
 /// The lock of a read-only open that had to create `LOCK` (a store copied
 /// without it): on release the file is unlinked while still held (as a
 /// failed open unlinks a `LOCK` it created), so the directory is left as
-/// it was found.
+/// it was found; but only if no read-only open in another process shares
+/// it, or a writer could create a fresh `LOCK` and take it beside that
+/// reader. Then the file stays (empty, harmless).
 #[derive(Debug)]
 pub(crate) struct CreatedLock {
     pub(crate) lock: Option<Box<dyn DirLock>>,
@@ -116,8 +117,12 @@ impl DirLock for CreatedLock {}
 impl Drop for CreatedLock {
     fn drop(&mut self) {
         // Best effort: a LOCK left behind is harmless.
-        let _ = self.fs.remove(&self.path);
-        drop(self.lock.take());
+        if let Some(lock) = self.lock.take() {
+            if lock.try_exclusive() {
+                let _ = self.fs.remove(&self.path);
+            }
+            drop(lock);
+        }
     }
 }
 

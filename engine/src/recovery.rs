@@ -112,7 +112,7 @@ fn read_only_into(
         .lock
         .take()
         .ok_or_else(|| Error::Internal("lock lost".into()))?;
-    let lock: Box<dyn DirLock> = match undo.files.pop() {
+    let lock: Box<dyn DirLock> = match undo.lock_file.take() {
         Some(path) => Box::new(CreatedLock {
             lock: Some(lock),
             path,
@@ -174,7 +174,7 @@ fn read_store(
         .unwrap_or_else(|| !before_lock.iter().any(|n| n == names::LOCK));
     undo.lock = Some(lock);
     if created {
-        undo.files.push(lock_path.clone());
+        undo.lock_file = Some(lock_path.clone());
     }
     // Everything below reads the directory as it is under the lock: between
     // the first look and the lock another opener (another process, say) may
@@ -480,6 +480,9 @@ struct Undo {
     dirs: Vec<PathBuf>,
     /// The directory lock, released after the removals.
     lock: Option<Box<dyn DirLock>>,
+    /// `LOCK`, when this open created it: removed while still held, and
+    /// only if no other process shares the lock (a read-only open's).
+    lock_file: Option<PathBuf>,
 }
 
 impl Undo {
@@ -487,6 +490,11 @@ impl Undo {
     /// removes (or, for a LOCK, harmless).
     fn run(self, fs: &dyn FileSystem) {
         for file in self.files.iter().rev() {
+            let _ = fs.remove(file);
+        }
+        if let (Some(file), Some(lock)) = (&self.lock_file, &self.lock)
+            && lock.try_exclusive()
+        {
             let _ = fs.remove(file);
         }
         for dir in self.dirs.iter().rev() {

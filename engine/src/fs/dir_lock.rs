@@ -109,6 +109,22 @@ impl DirLock for HeldLock {
     fn created_file(&self) -> Option<bool> {
         Some(self.created)
     }
+
+    /// Converts a read lock to a write lock in place (`F_SETLK` replaces
+    /// the process's own lock, or fails leaving it as it was when another
+    /// process holds one). A failed system call answers `false`: the
+    /// caller then leaves the file, which is harmless.
+    fn try_exclusive(&self) -> bool {
+        // Under the table's mutex, like every other use of the descriptor.
+        let _table = held().ids.lock();
+        match &self.file {
+            Some(file) if self.process == forks_seen() => {
+                try_record_lock(file, true).unwrap_or(false)
+            }
+            // A forked child's inherited copy holds no record lock.
+            _ => false,
+        }
+    }
 }
 
 impl Drop for HeldLock {
@@ -147,13 +163,15 @@ impl DirLock for NothingToLock {
 }
 
 /// Takes the lock on `path` (creating the file if missing); `Ok(None)` when
-/// another process or another open in this one holds it. `shared` (a
-/// read-only open): an existing file that cannot be opened for writing
-/// (`EROFS`, `EACCES`, `EPERM`) is opened for reading and locked for
-/// reading (`F_RDLCK`), which a writer's `F_WRLCK` conflicts with either
-/// way; in this process the table refuses every second open as before. A
-/// missing one that cannot be created because the file system is read-only
-/// (`EROFS`) is `NothingToLock`; refused for want of permission, an error.
+/// another process holds a conflicting lock or another open in this one
+/// holds it. Exclusive (`F_WRLCK`) for a writer; `shared` (a read-only
+/// open): a read lock (`F_RDLCK`), which a writer's `F_WRLCK` conflicts
+/// with and other processes' read-only opens share; in this process the
+/// table refuses every second open either way. A shared open of an
+/// existing file that cannot be opened for writing (`EROFS`, `EACCES`,
+/// `EPERM`) opens it for reading; a missing one that cannot be created
+/// because the file system is read-only (`EROFS`) is `NothingToLock`;
+/// refused for want of permission, an error.
 pub(super) fn lock(path: &Path, shared: bool) -> FsResult<Option<Box<dyn DirLock>>> {
     let table = held();
     let mut held = table.ids.lock();
@@ -170,7 +188,7 @@ pub(super) fn lock(path: &Path, shared: bool) -> FsResult<Option<Box<dyn DirLock
             Err(e) => return Err(e).at(path),
         }
         let (file, created, write_lock) = match open_or_create(path) {
-            Ok((file, created)) => (file, created, true),
+            Ok((file, created)) => (file, created, !shared),
             Err(e) if shared && cannot_write(&e) => match File::open(path) {
                 Ok(file) => (file, false, false),
                 // Only a read-only medium has nothing to lock: where the
