@@ -386,7 +386,30 @@ fn solve(
     } else {
         Order::Blocks
     };
-    solve_in_order(band, hashes, layout, seed, order, way)
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("bmi1") && std::arch::is_x86_feature_detected!("bmi2") {
+        // SAFETY: the CPU has BMI1 and BMI2, checked just above, the only
+        // requirement of `solve_bmi2`.
+        return unsafe { solve_bmi2(band, hashes, layout, seed, order, way) };
+    }
+    solve_in_order::<false>(band, hashes, layout, seed, order, way)
+}
+
+/// [`solve_in_order`] compiled with BMI1 and BMI2 (`tzcnt`, and shifts by
+/// a register other than `cl` that take one micro-op), with each
+/// elimination step's double-word shift in the form that suits them
+/// ([`banding`]'s `shift_right`). REQUIRES: the CPU has BMI1 and BMI2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi1,bmi2")]
+fn solve_bmi2(
+    band: &mut Banding,
+    hashes: &[KeyHash],
+    layout: &Layout,
+    seed: u32,
+    order: &mut Vec<u64>,
+    way: Order,
+) -> bool {
+    solve_in_order::<true>(band, hashes, layout, seed, order, way)
 }
 
 /// The orders [`solve`] bands the keys in.
@@ -402,8 +425,11 @@ enum Order {
     Blocks,
 }
 
-/// [`solve`], with the keys in order `way`.
-fn solve_in_order(
+/// [`solve`], with the keys in order `way`; `SPLIT_SHIFT` chooses the
+/// form of each elimination step's shift (the same band either way).
+/// Inlined, so that [`solve_bmi2`] compiles all of it with BMI2.
+#[inline(always)]
+fn solve_in_order<const SPLIT_SHIFT: bool>(
     band: &mut Banding,
     hashes: &[KeyHash],
     layout: &Layout,
@@ -429,7 +455,9 @@ fn solve_in_order(
     };
     match way {
         Order::Unsorted => {
-            return band.add_all::<false>(hashes.len(), |k| equation(hasher.seeded(hashes[k])));
+            return band.add_all::<false, SPLIT_SHIFT>(hashes.len(), |k| {
+                equation(hasher.seeded(hashes[k]))
+            });
         }
         Order::Regions => {
             // REGION_BLOCKS blocks a region or fewer (a power of two
@@ -440,15 +468,15 @@ fn solve_in_order(
                 .trailing_zeros()
                 .min(MAX_REGION_BITS);
             if let Some(regions) = split_by_region(hashes, &hasher, bits, order) {
-                return regions
-                    .iter()
-                    .all(|keys| band.add_all::<false>(keys.len(), |k| equation(keys[k])));
+                return regions.iter().all(|keys| {
+                    band.add_all::<false, SPLIT_SHIFT>(keys.len(), |k| equation(keys[k]))
+                });
             }
         }
         Order::Blocks => {}
     }
     sort_by_block(hashes, &hasher, layout.num_blocks(), order);
-    band.add_all::<true>(order.len(), |k| equation(order[k]))
+    band.add_all::<true, SPLIT_SHIFT>(order.len(), |k| equation(order[k]))
 }
 
 /// The largest band [`solve`] bands without sorting the keys: 512 KiB,
@@ -578,11 +606,20 @@ mod tests {
             for blocks in [blocks_for(u64::from(n)), u64::from(n) / 128 - 1] {
                 let layout = layout_for(RibbonTarget::BitsPerKey(9.5), u64::from(n), blocks);
                 for seed in 0..3 {
-                    let bands = [Order::Blocks, Order::Unsorted, Order::Regions].map(|way| {
-                        let mut band = Banding::new(layout.num_slots());
-                        let ok = solve_in_order(&mut band, &keys, &layout, seed, &mut order, way);
-                        (ok, band)
+                    let ways = [Order::Blocks, Order::Unsorted, Order::Regions];
+                    let bands = [false, true].map(|split_shift| {
+                        ways.map(|way| {
+                            let mut band = Banding::new(layout.num_slots());
+                            let (keys, order) = (&keys, &mut order);
+                            let ok = if split_shift {
+                                solve_in_order::<true>(&mut band, keys, &layout, seed, order, way)
+                            } else {
+                                solve_in_order::<false>(&mut band, keys, &layout, seed, order, way)
+                            };
+                            (ok, band)
+                        })
                     });
+                    let bands = bands.as_flattened();
                     let what = format!("{n} keys, {blocks} blocks, seed {seed}");
                     assert!(bands.iter().all(|b| b.0 == bands[0].0), "{what}");
                     if !bands[0].0 {
@@ -607,10 +644,15 @@ mod tests {
         let layout = layout_for(RibbonTarget::BitsPerKey(9.5), 20_000, blocks_for(20_000));
         for way in [Order::Blocks, Order::Unsorted, Order::Regions] {
             let mut band = Banding::new(layout.num_slots());
-            assert!(solve_in_order(
+            assert!(solve_in_order::<false>(
                 &mut band, &same, &layout, 0, &mut order, way
             ));
             assert_eq!(band.occupied(), 1, "{way:?}");
+            let mut split = Banding::new(layout.num_slots());
+            assert!(solve_in_order::<true>(
+                &mut split, &same, &layout, 0, &mut order, way
+            ));
+            assert_eq!(split.occupied(), 1, "{way:?}, split shift");
         }
     }
 
@@ -626,10 +668,11 @@ mod tests {
         (0..SEEDS_PER_SIZE).find_map(|attempt| {
             let seed = (first_seed + attempt) % NUM_SEEDS;
             let mut band = Banding::new(layout.num_slots());
-            solve_in_order(&mut band, hashes, &layout, seed, &mut order, Order::Blocks).then(|| {
-                let solution = solution::back_substitute(&band, &layout);
-                RibbonFilter::assemble(layout, seed, solution, items).to_bytes()
-            })
+            solve_in_order::<false>(&mut band, hashes, &layout, seed, &mut order, Order::Blocks)
+                .then(|| {
+                    let solution = solution::back_substitute(&band, &layout);
+                    RibbonFilter::assemble(layout, seed, solution, items).to_bytes()
+                })
         })
     }
 
