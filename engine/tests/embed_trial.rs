@@ -609,6 +609,26 @@ impl Rng {
 #[test]
 fn deep_narrow_tree_with_snapshots_deletes_and_reopens() {
     for background_work in [false, true] {
+        deep_run(0x9E37_79B9_7F4A_7C15, background_work, 0);
+    }
+}
+
+/// More seeds and shapes of the deep run, for hunting:
+/// `EMBED_SEEDS=1..200 cargo test --test embed_trial -- --ignored deep_hunt`.
+#[test]
+#[ignore]
+fn deep_hunt() {
+    let seeds = std::env::var("EMBED_SEEDS").unwrap_or_else(|_| "1..4".into());
+    let (a, b) = seeds.split_once("..").unwrap();
+    for seed in a.parse::<u64>().unwrap()..b.parse::<u64>().unwrap() {
+        eprintln!("seed {seed}");
+        deep_run(seed, seed % 2 == 1, seed / 2 % 4);
+    }
+}
+
+/// One deep run; `variant` picks the filter kind and the compaction style.
+fn deep_run(seed: u64, background_work: bool, variant: u64) {
+    {
         let dir = tempfile::tempdir().unwrap();
         let options = Options {
             memtable_bytes: 2 << 10,
@@ -620,14 +640,20 @@ fn deep_narrow_tree_with_snapshots_deletes_and_reopens() {
             l0_compaction_trigger: 2,
             l0_slowdown_trigger: 4,
             l0_stop_trigger: 6,
-            filter_kind: FilterKind::Ribbon,
+            filter_kind: [
+                FilterKind::Ribbon,
+                FilterKind::Blocked,
+                FilterKind::Standard,
+            ][variant as usize % 3],
             filter_policy: FilterPolicy::Optimized { bits_per_key: 8.0 },
+            dynamic_level_bytes: variant != 1,
+            deletion_compaction_ratio: (variant >= 2).then_some(0.3),
             background_work,
             ..Options::default()
         };
         let mut db = Db::open(dir.path(), options.clone()).unwrap();
         let mut model = Model::new();
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut rng = Rng(seed.max(1));
         let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
         let universe = 1500u64;
         let key = |i: u64| format!("key{i:05}").into_bytes();
@@ -921,5 +947,400 @@ fn a_damaged_data_block_is_reported_with_file_and_offset() {
     assert_eq!(db.get(b"k01999").unwrap(), Some(vec![3; 50]));
     let boxed: Box<dyn std::error::Error + Send + Sync> = err.into();
     assert!(boxed.source().is_some());
+    db.close().unwrap();
+}
+
+/// Batches are atomic to concurrent readers too: writers keep pairs of
+/// keys equal through batches while the tree flushes and compacts under
+/// them; every snapshot, every scan and every snapshot get sees each pair
+/// equal.
+#[test]
+fn concurrent_readers_never_see_half_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        memtable_bytes: 4 << 10,
+        l1_bytes: 16 << 10,
+        level_size_ratio: 2,
+        target_file_bytes: 4 << 10,
+        num_levels: 10,
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open(dir.path(), options).unwrap());
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || {
+                for n in 0..3000u64 {
+                    let pair = (n * 13 + t) % 50;
+                    let mut b = WriteBatch::new();
+                    let v = format!("{t}-{n}").into_bytes();
+                    if n % 7 == 0 {
+                        b.delete(format!("a{pair:02}").as_bytes());
+                        b.delete(format!("b{pair:02}").as_bytes());
+                    } else {
+                        b.put(format!("a{pair:02}").as_bytes(), &v);
+                        b.put(format!("b{pair:02}").as_bytes(), &v);
+                    }
+                    db.write(b).unwrap();
+                }
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let db = Arc::clone(&db);
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || {
+                let mut rounds = 0;
+                while !done.load(std::sync::atomic::Ordering::Acquire) || rounds < 5 {
+                    rounds += 1;
+                    let snap = db.snapshot();
+                    let scan: BTreeMap<_, _> = db
+                        .scan::<&[u8], _>(..)
+                        .unwrap()
+                        .map(|r| r.unwrap())
+                        .collect();
+                    for pair in 0..50u64 {
+                        let a = format!("a{pair:02}").into_bytes();
+                        let b = format!("b{pair:02}").into_bytes();
+                        assert_eq!(scan.get(&a), scan.get(&b), "scan, pair {pair}");
+                        assert_eq!(snap.get(&a).unwrap(), snap.get(&b).unwrap(), "snapshot");
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert!(db.stats().compactions > 0);
+}
+
+/// After filters rebuilt in place, a reopen (read-write and read-only)
+/// describes the same tables: sizes, unused bytes, filter memory, bits per
+/// key and the formula's rate, level by level.
+#[test]
+fn stats_after_rebuild_and_reopen_describe_the_same_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        memtable_bytes: 16 << 10,
+        l1_bytes: 64 << 10,
+        target_file_bytes: 32 << 10,
+        background_work: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    for i in 0..4000u32 {
+        db.put(format!("k{:05}", (i * 7919) % 4000).as_bytes(), &[9; 20])
+            .unwrap();
+    }
+    db.flush().unwrap();
+    db.rebuild_filters(FilterPolicy::PerLevel(vec![4.0, 6.0, 16.0]))
+        .unwrap();
+    let figures = |s: &bloomlsm::Stats| {
+        s.levels
+            .iter()
+            .chain([&s.total])
+            .map(|l| {
+                format!(
+                    "t{} e{} x{} f{} u{} fb{} bpk{:.4} fpr{:.6} bad{}",
+                    l.tables,
+                    l.entries,
+                    l.tombstones,
+                    l.file_bytes,
+                    l.unused_bytes,
+                    l.filter_bytes,
+                    l.bits_per_key,
+                    l.theoretical_fpr,
+                    l.tables_without_usable_filter
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = figures(&db.stats());
+    assert!(db.stats().total.unused_bytes > 0, "{before:?}");
+    db.close().unwrap();
+    let ro = Db::open_read_only(dir.path(), options.clone()).unwrap();
+    assert_eq!(figures(&ro.stats()), before, "read-only");
+    ro.close().unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_eq!(figures(&db.stats()), before, "read-write");
+    db.close().unwrap();
+}
+
+/// The largest values `Db::open` accepts: nothing overflows.
+#[test]
+fn the_largest_accepted_sizes_still_work() {
+    for dynamic_level_bytes in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            memtable_bytes: usize::MAX,
+            max_immutable_memtables: usize::MAX,
+            l0_compaction_trigger: usize::MAX,
+            l0_slowdown_trigger: usize::MAX,
+            l0_stop_trigger: usize::MAX,
+            l1_bytes: u64::MAX,
+            level_size_ratio: u64::MAX,
+            num_levels: bloomlsm::MAX_LEVELS,
+            target_file_bytes: u64::MAX,
+            block_size: bloomlsm::MAX_BLOCK_SIZE,
+            block_cache_bytes: u64::MAX,
+            filter_policy: FilterPolicy::Optimized {
+                bits_per_key: 100.0,
+            },
+            dynamic_level_bytes,
+            deletion_compaction_ratio: Some(1.0),
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), options.clone()).unwrap();
+        for round in 0..3u32 {
+            for i in 0..500u32 {
+                db.put(format!("k{i:04}").as_bytes(), &round.to_le_bytes())
+                    .unwrap();
+            }
+            db.flush().unwrap();
+        }
+        db.wait_for_background_work().unwrap();
+        assert_eq!(all(&db).len(), 500);
+        db.close().unwrap();
+        let db = Db::open(dir.path(), options).unwrap();
+        assert_eq!(db.get(b"k0001").unwrap(), Some(2u32.to_le_bytes().to_vec()));
+        db.close().unwrap();
+    }
+}
+
+/// Opens that fail leave nothing behind: bad options on a new directory,
+/// a directory of other files, a path that is a file.
+#[test]
+fn failed_opens_leave_nothing_behind() {
+    let parent = tempfile::tempdir().unwrap();
+    let fresh = parent.path().join("a").join("b");
+    let bad = Options {
+        memtable_bytes: 0,
+        ..Options::default()
+    };
+    assert!(matches!(
+        Db::open(&fresh, bad),
+        Err(Error::InvalidOptions(_))
+    ));
+    assert!(
+        !parent.path().join("a").exists(),
+        "a refused open created directories"
+    );
+    // A nested new path is created by a good open.
+    Db::open(&fresh, Options::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    assert!(fresh.join("MANIFEST").exists() || std::fs::read_dir(&fresh).unwrap().count() > 0);
+
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("notes.txt"), b"mine").unwrap();
+    match Db::open(other.path(), Options::default()) {
+        Err(e @ Error::NotAStore { .. }) => assert!(e.to_string().contains("notes.txt"), "{e}"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    let names: Vec<_> = std::fs::read_dir(other.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("notes.txt")]);
+
+    let file = other.path().join("notes.txt");
+    let err = Db::open(&file, Options::default()).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("notes.txt"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"mine");
+}
+
+/// `last_sequence` counts writes: one per put or delete, a batch its
+/// length, and a reopen (clean, dropped, or after a flush) goes on from
+/// where it was.
+#[test]
+fn last_sequence_counts_writes_across_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let start = db.last_sequence();
+    db.put(b"a", b"1").unwrap();
+    db.delete(b"a").unwrap();
+    let mut b = WriteBatch::new();
+    b.put(b"b", b"1").put(b"c", b"1").delete(b"d");
+    db.write(b).unwrap();
+    assert_eq!(db.last_sequence(), start + 5);
+    let snap = db.snapshot();
+    assert_eq!(snap.sequence(), start + 5);
+    drop(snap);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.last_sequence(), start + 5, "after a clean close");
+    db.put(b"e", b"1").unwrap();
+    drop(db);
+    let db = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.last_sequence(), start + 6, "read-only, after a drop");
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.last_sequence(), start + 6, "after a drop");
+    db.flush().unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.last_sequence(), start + 6, "after a flush");
+    db.close().unwrap();
+}
+
+/// One batch far larger than the memtable: applied whole, replayed whole.
+#[test]
+fn a_batch_much_larger_than_the_memtable() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        memtable_bytes: 4 << 10,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    let mut b = WriteBatch::new();
+    for i in 0..100_000u32 {
+        b.put(format!("k{i:06}").as_bytes(), &i.to_le_bytes());
+    }
+    for i in (0..100_000u32).step_by(3) {
+        b.delete(format!("k{i:06}").as_bytes());
+    }
+    db.write(b).unwrap();
+    let expect = |db: &Db| {
+        let got = all(db);
+        assert_eq!(got.len(), 66_666);
+        assert_eq!(
+            db.get(b"k000001").unwrap(),
+            Some(1u32.to_le_bytes().to_vec())
+        );
+        assert_eq!(db.get(b"k000003").unwrap(), None);
+    };
+    expect(&db);
+    drop(db);
+    let db = Db::open(dir.path(), options).unwrap();
+    expect(&db);
+    db.close().unwrap();
+}
+
+/// The read counters add up as their docs define them.
+#[test]
+fn read_counters_add_up() {
+    for bits in [10.0, 0.0] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            memtable_bytes: 8 << 10,
+            l1_bytes: 16 << 10,
+            target_file_bytes: 8 << 10,
+            background_work: false,
+            ..Options::default().with_bits_per_key(bits)
+        };
+        let db = Db::open(dir.path(), options.clone()).unwrap();
+        for round in 0..2u32 {
+            for i in 0..2000u32 {
+                db.put(
+                    format!("k{:05}", (i * 7919) % 2000).as_bytes(),
+                    &round.to_le_bytes(),
+                )
+                .unwrap();
+            }
+        }
+        db.flush().unwrap();
+        db.close().unwrap();
+        let db = Db::open(dir.path(), options).unwrap();
+        for i in 0..500u32 {
+            assert!(
+                db.get(format!("k{:05}", i * 4).as_bytes())
+                    .unwrap()
+                    .is_some()
+            );
+            assert!(
+                db.get(format!("k{:05}x", i * 4).as_bytes())
+                    .unwrap()
+                    .is_none()
+            );
+        }
+        let s = db.stats();
+        let t = &s.total;
+        assert_eq!(s.gets, 1000);
+        assert_eq!(s.memtable_hits, 0);
+        assert_eq!(
+            t.table_probes,
+            t.filter_negatives
+                + t.filter_true_positives
+                + t.filter_false_positives
+                + t.probes_without_filter,
+            "bits {bits}: {t:?}"
+        );
+        if bits > 0.0 {
+            assert_eq!(t.filter_true_positives, 500, "{t:?}");
+            assert_eq!(t.probes_without_filter, 0);
+            assert!(t.filter_bytes > 0);
+        } else {
+            assert_eq!(t.filter_bytes, 0);
+            assert_eq!(t.probes_without_filter, t.table_probes);
+            assert_eq!(
+                t.filter_negatives + t.filter_true_positives + t.filter_false_positives,
+                0
+            );
+        }
+        assert!(t.data_blocks_read + t.block_cache_hits >= 500);
+        assert!((s.data_blocks_read_per_get - t.data_blocks_read as f64 / 1000.0).abs() < 1e-9);
+        let sum = |f: fn(&bloomlsm::LevelStats) -> u64| s.levels.iter().map(f).sum::<u64>();
+        assert_eq!(sum(|l| l.table_probes), t.table_probes);
+        assert_eq!(sum(|l| l.data_blocks_read), t.data_blocks_read);
+        assert_eq!(sum(|l| l.entries), t.entries);
+        db.close().unwrap();
+    }
+}
+
+/// Every type a public field or variant holds is nameable through
+/// `bloomlsm` alone: an application depends on this crate, not on the
+/// workspace's inner crates (whose versions it would have to match).
+#[test]
+fn a_trace_and_a_table_error_are_matched_through_bloomlsm_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        background_work: false,
+        block_cache_bytes: 0,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    for i in 0..1000u32 {
+        db.put(format!("k{i:04}").as_bytes(), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    let (value, trace) = db.get_traced(b"k0500").unwrap();
+    assert_eq!(value, Some(b"v".to_vec()));
+    let step = trace.steps.last().unwrap();
+    assert_eq!(step.filter, Some(bloomlsm::FilterVerdict::TruePositive));
+    assert_eq!(step.block, Some(bloomlsm::BlockSource::File));
+    let (_, trace) = db.get_traced(b"k0500x").unwrap();
+    assert!(matches!(
+        trace.steps.last().unwrap().filter,
+        Some(bloomlsm::FilterVerdict::Negative | bloomlsm::FilterVerdict::FalsePositive)
+    ));
+    db.close().unwrap();
+
+    let table = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    let mut bytes = std::fs::read(&table).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&table, &bytes).unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    match db.get(b"k0000") {
+        Err(Error::Table(bloomlsm::sstable::Error::Corruption { offset, reason, .. })) => {
+            assert_eq!(offset, 0);
+            assert!(matches!(
+                reason,
+                bloomlsm::sstable::CorruptionReason::Block(_)
+            ));
+        }
+        other => panic!("{other:?}"),
+    }
     db.close().unwrap();
 }
