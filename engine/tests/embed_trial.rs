@@ -689,10 +689,15 @@ fn deep_run(seed: u64, background_work: bool, variant: u64) {
                     snaps.remove(0);
                 }
             }
-            if step % 1500 == 1499 {
+            if step % 500 == 499 {
                 let a = key(rng.below(universe));
                 let b = key(rng.below(universe));
-                let range = (Bound::Included(a), Bound::Excluded(b));
+                let bound = |k: Vec<u8>, kind: u64| match kind {
+                    0 => Bound::Included(k),
+                    1 => Bound::Excluded(k),
+                    _ => Bound::Unbounded,
+                };
+                let range = (bound(a, rng.below(3)), bound(b, rng.below(3)));
                 let got = scan_range(|r| db.scan(r), range.clone());
                 assert_eq!(
                     got,
@@ -788,7 +793,7 @@ fn the_smallest_accepted_sizes_still_work() {
         };
         for step in 0..150u64 {
             let i = rng.below(60);
-            let k = if i % 20 == 0 {
+            let k = if i.is_multiple_of(20) {
                 big_key(i)
             } else {
                 format!("k{i:03}").into_bytes()
@@ -1342,5 +1347,90 @@ fn a_trace_and_a_table_error_are_matched_through_bloomlsm_alone() {
         }
         other => panic!("{other:?}"),
     }
+    db.close().unwrap();
+}
+
+/// An application that opens the store for each request: the directory
+/// stays bounded (files and bytes) over many open, write, close cycles.
+#[test]
+fn many_open_close_cycles_keep_the_directory_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let usage = |dir: &std::path::Path| {
+        let entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .collect();
+        let bytes: u64 = entries.iter().map(|e| e.metadata().unwrap().len()).sum();
+        (entries.len(), bytes)
+    };
+    let mut at_100 = (0, 0);
+    for cycle in 0..300u32 {
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        db.put(
+            format!("k{:03}", cycle % 50).as_bytes(),
+            &[cycle as u8; 100],
+        )
+        .unwrap();
+        if cycle % 2 == 0 {
+            db.close().unwrap();
+        } else {
+            drop(db);
+        }
+        if cycle == 100 {
+            at_100 = usage(dir.path());
+        }
+    }
+    let (files, bytes) = usage(dir.path());
+    assert!(
+        files <= at_100.0 + 4 && bytes <= at_100.1 * 2,
+        "{at_100:?} then {files} files, {bytes} bytes"
+    );
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(all(&db).len(), 50);
+    db.close().unwrap();
+}
+
+/// A fresh store: every operation works on nothing, and every figure of
+/// its stats is a finite number (no 0/0).
+#[test]
+fn an_empty_store_answers_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let finite = |s: &bloomlsm::Stats| {
+        assert!(s.data_blocks_read_per_get.is_finite());
+        for l in s.levels.iter().chain([&s.total]) {
+            assert!(l.bits_per_key.is_finite() && l.observed_fpr.is_finite());
+            assert!(l.theoretical_fpr.is_finite(), "{l:?}");
+        }
+    };
+    finite(&db.stats());
+    assert_eq!(db.stats().levels.len(), 7);
+    assert_eq!(db.get(b"x").unwrap(), None);
+    assert_eq!(all(&db), vec![]);
+    assert_eq!(db.snapshot().scan::<&[u8], _>(..).unwrap().count(), 0);
+    db.flush().unwrap();
+    db.rebuild_filters(FilterPolicy::Optimized { bits_per_key: 5.0 })
+        .unwrap();
+    db.wait_for_background_work().unwrap();
+    db.compact().unwrap();
+    finite(&db.stats());
+    // Everything deleted: tables of tombstones only.
+    for i in 0..100u32 {
+        db.put(&i.to_be_bytes(), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    for i in 0..100u32 {
+        db.delete(&i.to_be_bytes()).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(all(&db), vec![]);
+    for i in 0..100u32 {
+        assert_eq!(db.get(&i.to_be_bytes()).unwrap(), None);
+    }
+    finite(&db.stats());
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(all(&db), vec![]);
+    finite(&db.stats());
     db.close().unwrap();
 }
