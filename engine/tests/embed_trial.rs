@@ -1434,3 +1434,45 @@ fn an_empty_store_answers_everything() {
     finite(&db.stats());
     db.close().unwrap();
 }
+
+/// `Stats::write_stalls` counts writes delayed or stopped: never more than
+/// the writes made.
+#[test]
+fn write_stalls_count_writes_not_waits() {
+    for background_work in [false, true] {
+        write_stalls_of(background_work);
+    }
+}
+
+fn write_stalls_of(background_work: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        memtable_bytes: 512,
+        max_immutable_memtables: 1,
+        l0_compaction_trigger: 1,
+        l0_slowdown_trigger: 1,
+        l0_stop_trigger: 1,
+        l1_bytes: 1 << 10,
+        level_size_ratio: 2,
+        target_file_bytes: 1 << 10,
+        num_levels: 12,
+        sync: SyncMode::Always,
+        background_work,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let writes = 400u64;
+    for i in 0..writes {
+        db.put(format!("k{:05}", (i * 7919) % 1000).as_bytes(), &[1; 200])
+            .unwrap();
+    }
+    let stalls = db.stats().write_stalls;
+    eprintln!("background {background_work}: {writes} writes, {stalls} stalls");
+    assert!(
+        stalls <= writes,
+        "background {background_work}: {writes} writes, {stalls} stalls"
+    );
+    // Inline work leaves nothing to wait for; background work here does.
+    assert_eq!(stalls > 0, background_work, "{stalls} stalls");
+    db.close().unwrap();
+}
