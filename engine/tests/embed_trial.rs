@@ -1476,3 +1476,121 @@ fn write_stalls_of(background_work: bool) {
     assert_eq!(stalls > 0, background_work, "{stalls} stalls");
     db.close().unwrap();
 }
+
+/// The store-wide write counters agree with the per-level ones their docs
+/// tie them to, on a deep store with cleanups, deletion compactions and
+/// rebalanced filters, before and after a reopen.
+#[test]
+fn write_counters_agree_with_the_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        memtable_bytes: 2 << 10,
+        l1_bytes: 4 << 10,
+        level_size_ratio: 2,
+        target_file_bytes: 2 << 10,
+        num_levels: 12,
+        filter_policy: FilterPolicy::Optimized { bits_per_key: 10.0 },
+        deletion_compaction_ratio: Some(0.3),
+        ..Options::default()
+    };
+    let check = |db: &Db, what: &str| {
+        db.wait_for_background_work().unwrap();
+        let s = db.stats();
+        let into =
+            |r: std::ops::Range<usize>| s.levels[r].iter().map(|l| l.writes_into).sum::<u64>();
+        assert_eq!(s.flushes, s.levels[0].writes_into, "{what}");
+        assert_eq!(s.compactions, into(1..s.levels.len()), "{what}");
+        assert_eq!(s.bytes_written, s.total.bytes_written, "{what}");
+        assert_eq!(
+            s.bytes_compacted_read, s.total.bytes_compacted_read,
+            "{what}"
+        );
+        assert!(s.bottom_cleanups <= s.compactions, "{what}");
+        assert!(
+            s.deletion_compactions <= s.compactions + s.trivial_moves,
+            "{what}"
+        );
+        assert!(
+            s.filters_built >= s.flushes + s.compactions,
+            "{what}: {s:?}"
+        );
+        s
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    for i in 0..4000u32 {
+        db.put(format!("k{:05}", (i * 7919) % 4000).as_bytes(), &[5; 30])
+            .unwrap();
+    }
+    let mut b = WriteBatch::new();
+    for i in 1000..2500u32 {
+        b.delete(format!("k{i:05}").as_bytes());
+    }
+    db.write(b).unwrap();
+    let s = check(&db, "loaded");
+    assert!(s.compactions > 0 && s.flushes > 0);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    check(&db, "reopened");
+    db.close().unwrap();
+}
+
+/// An empty value is a value, not a delete: `Some(vec![])` from the
+/// memtable, from a table, through a scan and after a reopen.
+#[test]
+fn an_empty_value_is_present() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(b"empty", b"").unwrap();
+    db.put(b"full", b"x").unwrap();
+    assert_eq!(db.get(b"empty").unwrap(), Some(vec![]));
+    db.flush().unwrap();
+    assert_eq!(db.get(b"empty").unwrap(), Some(vec![]));
+    assert_eq!(
+        all(&db),
+        vec![
+            (b"empty".to_vec(), vec![]),
+            (b"full".to_vec(), b"x".to_vec())
+        ]
+    );
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get(b"empty").unwrap(), Some(vec![]));
+    db.close().unwrap();
+}
+
+/// `use_direct_reads`: where the file system serves `O_DIRECT` the store
+/// reads the same; where it refuses, `open` fails naming the path.
+#[test]
+fn direct_reads_work_or_are_refused_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    for i in 0..3000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &[7; 40]).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let options = Options {
+        use_direct_reads: true,
+        block_cache_bytes: 0,
+        ..Options::default()
+    };
+    match Db::open(dir.path(), options) {
+        Ok(db) => {
+            for i in (0..3000u32).step_by(97) {
+                assert_eq!(
+                    db.get(format!("k{i:05}").as_bytes()).unwrap(),
+                    Some(vec![7; 40])
+                );
+            }
+            assert_eq!(all(&db).len(), 3000);
+            db.close().unwrap();
+        }
+        Err(e) => {
+            eprintln!("refused: {e}");
+            assert!(
+                e.to_string().contains(&*dir.path().to_string_lossy()),
+                "{e}"
+            );
+        }
+    }
+}
