@@ -1594,3 +1594,33 @@ fn direct_reads_work_or_are_refused_naming_the_path() {
         }
     }
 }
+
+/// The defaults README.md's "Using it" states.
+#[test]
+fn the_readme_defaults_are_the_defaults() {
+    let o = Options::default();
+    assert_eq!(
+        o.filter_policy,
+        FilterPolicy::Uniform { bits_per_key: 10.0 }
+    );
+    assert_eq!(o.filter_kind, FilterKind::Blocked);
+    assert_eq!(o.block_size, 4096);
+    assert_eq!(o.memtable_bytes, 8 << 20);
+    assert_eq!(o.block_cache_bytes, 8 << 20);
+    assert_eq!(o.sync, SyncMode::Never);
+    assert_eq!(
+        (
+            o.l0_compaction_trigger,
+            o.l0_slowdown_trigger,
+            o.l0_stop_trigger
+        ),
+        (4, 8, 12)
+    );
+    assert_eq!(o.l1_bytes, 64 << 20);
+    assert_eq!(o.level_size_ratio, 10);
+    assert_eq!(o.target_file_bytes, 8 << 20);
+    assert_eq!((o.max_key_bytes, o.max_value_bytes), (64 << 10, 16 << 20));
+    assert!(!o.use_direct_reads);
+    assert_eq!(o.deletion_compaction_ratio, None);
+    assert_eq!(bloomlsm::MAX_BATCH_BYTES, (4usize << 30) - 1);
+}
