@@ -23,6 +23,7 @@ deps:
 test: deps
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p bloomlsm -p bloomlsm-filter -p bloomlsm-sstable
 	$(CARGO) test --workspace
 
 bench: deps

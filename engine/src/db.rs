@@ -143,7 +143,9 @@ impl Db {
         self.inner.write(batch)
     }
 
-    /// The current value of `key`.
+    /// The current value of `key` (`Some` of an empty vector for an
+    /// empty value). A key no write could store (empty, or longer than
+    /// `Options::max_key_bytes`) is absent: `Ok(None)`, not an error.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.inner.get(key, None, &mut ())
     }
@@ -155,8 +157,11 @@ impl Db {
         Ok((value, trace))
     }
 
-    /// Key-value pairs with keys in `range`, in key order, as of now.
-    /// For everything: `db.scan::<&[u8], _>(..)`.
+    /// Key-value pairs with keys in `range`, in ascending key order (the
+    /// iterator goes forward only), as of now. A range whose start is past
+    /// its end yields nothing. For everything: `db.scan::<&[u8], _>(..)`.
+    /// A damaged data block is reported as an error: by `scan` itself for
+    /// the block each table's seek reads, by the iterator for later ones.
     pub fn scan<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIter> {
         self.inner.scan(bounds(&range), None)
     }

@@ -8,7 +8,7 @@ use crate::merge::{MergingIter, VisibleIter};
 use crate::version::SuperVersion;
 
 /// Pairs of a scan, in key order. Holds the tables it reads alive; yields
-/// [`Error::Closed`] once the store is closed.
+/// [`Error::Closed`](crate::Error::Closed) once the store is closed.
 pub struct DbIter {
     inner: VisibleIter<MergingIter>,
     _view: Arc<SuperVersion>,

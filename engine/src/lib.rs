@@ -88,7 +88,16 @@ mod wal_cut;
 mod write;
 
 pub use batch::{BatchError, MAX_BATCH_BYTES, WriteBatch};
+/// The filter crate: the filters [`FilterKind`] names, for applications
+/// that depend on `bloomlsm` alone.
+pub use bloomlsm_filter as filter;
 pub use bloomlsm_filter::FilterKind;
+/// The table crate: what [`Error::Table`], [`Damage`] and [`fs`] hold
+/// (`sstable::Error`, `sstable::CorruptionReason`, the file traits), for
+/// applications that depend on `bloomlsm` alone.
+pub use bloomlsm_sstable as sstable;
+/// What a [`TraceStep`] says of a table's filter and of its block read.
+pub use bloomlsm_sstable::{BlockSource, FilterVerdict};
 pub use damage::{Damage, ManifestDamage, TableRecordField, TreeOrderError, WalDamage};
 pub use db::{Db, Snapshot};
 pub use error::{Error, Result};

@@ -155,7 +155,9 @@ pub struct Stats {
     pub bytes_written: u64,
     /// Bytes of table files read by compaction.
     pub bytes_compacted_read: u64,
-    /// Writes delayed or stopped by a full L0.
+    /// Writes delayed or stopped (each counted once, however long it
+    /// waited) by L0 at its slowdown or stop trigger or by frozen
+    /// memtables at `max_immutable_memtables`.
     pub write_stalls: u64,
     /// Block cache bytes in use.
     pub block_cache_used_bytes: u64,

@@ -94,8 +94,17 @@ impl DbInner {
     }
 
     /// Waits (or slows down) while L0 or the frozen memtables are full.
+    /// Counts the write once in `write_stalls` if it waited or slowed at
+    /// all, however many rounds it waited.
     fn make_room(&self) -> Result<()> {
         let mut slowed = false;
+        let mut counted = false;
+        let mut count_stall = || {
+            if !counted {
+                Counters::add(&self.counters.write_stalls, 1);
+                counted = true;
+            }
+        };
         loop {
             self.check_writable()?;
             let sv = self.current.load_full();
@@ -104,14 +113,14 @@ impl DbInner {
                 || l0 >= self.options.l0_stop_trigger;
             if !full {
                 if l0 >= self.options.l0_slowdown_trigger && !slowed {
-                    Counters::add(&self.counters.write_stalls, 1);
+                    count_stall();
                     std::thread::sleep(Duration::from_millis(1));
                     slowed = true;
                     continue;
                 }
                 return Ok(());
             }
-            Counters::add(&self.counters.write_stalls, 1);
+            count_stall();
             if !self.options.background_work {
                 self.stopping_writes_on_error("inline flush or compaction", || {
                     self.do_background_work()

@@ -158,7 +158,9 @@ impl DirectFile {
         })
     }
 
-    /// The alignment of this file's reads (see [`direct_alignment`]).
+    /// The alignment of this file's reads: the larger of the offset and
+    /// memory alignments the kernel reports for direct I/O on it, or
+    /// [`ALIGN`] where it reports none this reader uses.
     pub fn alignment(&self) -> usize {
         self.align
     }

@@ -55,9 +55,11 @@ pub enum CorruptFilterPolicy {
 pub struct Options {
     /// Filter bits per key by level (default uniform 10.0).
     pub filter_policy: FilterPolicy,
-    /// Filter layout (default blocked: one cache miss per probe).
+    /// Filter layout (default blocked: one cache miss per probe; also
+    /// standard or ribbon). `FilterKind::Counting` is not a table filter:
+    /// `Db::open` refuses it with `Error::InvalidOptions`.
     pub filter_kind: FilterKind,
-    /// Data block size in bytes (default 4096).
+    /// Data block size in bytes (default 4096; 64 to [`MAX_BLOCK_SIZE`]).
     pub block_size: usize,
     /// A memtable is frozen and flushed once its arena holds this many bytes
     /// (default 8 MiB): its versions with their skiplist links, headers and
@@ -90,13 +92,17 @@ pub struct Options {
     pub dynamic_level_bytes: bool,
     /// Size ratio between adjacent levels (default 10).
     pub level_size_ratio: u64,
-    /// Number of levels, L0 included (default 7).
+    /// Number of levels, L0 included (default 7; 2 to [`MAX_LEVELS`]). A
+    /// store holding a table deeper than this is refused at open with
+    /// `Error::InvalidOptions`: open it with its own number.
     pub num_levels: usize,
     /// Compaction cuts output tables at this size (default 8 MiB).
     pub target_file_bytes: u64,
-    /// Largest key accepted (default 64 KiB).
+    /// Largest key accepted (default 64 KiB, also the most `Db::open`
+    /// accepts; at least 1). Empty keys are always refused.
     pub max_key_bytes: usize,
-    /// Largest value accepted (default 16 MiB).
+    /// Largest value accepted (default 16 MiB; `Db::open` accepts up to
+    /// 64 MiB). Empty values are fine.
     pub max_value_bytes: usize,
     /// Damaged filter blocks (default `Ignore`).
     pub on_corrupt_filter: CorruptFilterPolicy,

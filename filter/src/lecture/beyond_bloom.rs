@@ -62,9 +62,9 @@ fn row(
     }
 }
 
-/// For each of [`TARGET_FPRS`], a standard, a blocked and a Ribbon filter of
-/// `items` keys sized for it, each probed with `probes` absent keys (0.01%
-/// wants 10 million to be measured to 3%).
+/// For each target rate (5%, 1%, 0.1%, 0.01%), a standard, a blocked and
+/// a Ribbon filter of `items` keys sized for it, each probed with `probes`
+/// absent keys (0.01% wants 10 million to be measured to 3%).
 pub fn beyond_bloom(items: u64, probes: u64) -> Vec<BeyondBloomRow> {
     let hashes = present_hashes(items);
     let mut rows = Vec::new();
