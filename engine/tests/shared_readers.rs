@@ -100,7 +100,12 @@ struct HeldReader {
 
 impl HeldReader {
     fn open(dir: &Path) -> Self {
-        let mut process = child(dir, "read", Stdio::piped());
+        Self::open_as(dir, "read")
+    }
+
+    /// An open in `mode` ("read" or "write") held in another process.
+    fn open_as(dir: &Path, mode: &str) -> Self {
+        let mut process = child(dir, mode, Stdio::piped());
         let mut out = BufReader::new(process.stdout.take().unwrap());
         let outcome = read_outcome(&mut out);
         Self {
@@ -195,4 +200,33 @@ fn a_reader_that_created_lock_leaves_it_while_another_process_reads() {
     let creator = Db::open_read_only(dir.path(), Options::default()).unwrap();
     creator.close().unwrap();
     assert!(!lock.exists());
+}
+
+/// A reader that created `LOCK` unlinks at close only the file it locked.
+/// When another file was renamed over the name meanwhile (a restore or
+/// sync tool writing the directory), the reader no longer excludes
+/// writers (as under LevelDB), and the name may be a writer's lock:
+/// unlinked, it let a second writer create a fresh `LOCK` and open beside
+/// the first, two writers on one store.
+#[test]
+fn a_reader_that_created_lock_unlinks_only_the_file_it_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    store_with_k(dir.path());
+    let lock = dir.path().join("LOCK");
+    std::fs::remove_file(&lock).unwrap();
+    let creator = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    let replacement = dir.path().join("LOCK.restored");
+    std::fs::write(&replacement, b"").unwrap();
+    std::fs::rename(&replacement, &lock).unwrap();
+    let writer = HeldReader::open_as(dir.path(), "write");
+    assert_eq!(writer.outcome, "opened k=v");
+
+    creator.close().unwrap();
+    assert!(lock.exists(), "the writer's LOCK was unlinked");
+    assert_eq!(
+        open_in_another_process(dir.path(), "write"),
+        "locked",
+        "a second writer beside the first"
+    );
+    writer.close();
 }
