@@ -25,11 +25,13 @@ pub trait DirLock: Send + Sync + Debug {
     }
 
     /// Makes this lock exclusive if no other process shares it: `true`
-    /// when it is (or already was) the only holder. A read-only open that
-    /// created `LOCK` unlinks it at release only then: unlinked while
+    /// when it is (or already was) the only holder and the path it was
+    /// taken through still names the file locked. An open that created
+    /// `LOCK` unlinks it at release (or failure) only then: unlinked while
     /// another process's reader holds it, the file would let a writer
-    /// create a fresh `LOCK` and take it beside that reader. Default:
-    /// `true` (a lock that is never shared is exclusive already).
+    /// create a fresh `LOCK` and take it beside that reader; and a file
+    /// renamed over the name may be a writer's lock. Default: `true` (a
+    /// lock that is never shared is exclusive already).
     fn try_exclusive(&self) -> bool {
         true
     }

@@ -103,7 +103,8 @@ impl FileSystem for ReadOnlyFs {
 /// failed open unlinks a `LOCK` it created), so the directory is left as
 /// it was found; but only if no read-only open in another process shares
 /// it, or a writer could create a fresh `LOCK` and take it beside that
-/// reader. Then the file stays (empty, harmless).
+/// reader, and only if `LOCK` still names the file held (one renamed over
+/// it may be a writer's). Otherwise the file stays (empty, harmless).
 #[derive(Debug)]
 pub(crate) struct CreatedLock {
     pub(crate) lock: Option<Box<dyn DirLock>>,

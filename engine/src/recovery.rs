@@ -481,7 +481,8 @@ struct Undo {
     /// The directory lock, released after the removals.
     lock: Option<Box<dyn DirLock>>,
     /// `LOCK`, when this open created it: removed while still held, and
-    /// only if no other process shares the lock (a read-only open's).
+    /// only if no other process shares the lock (a read-only open's) and
+    /// the path still names the file locked ([`DirLock::try_exclusive`]).
     lock_file: Option<PathBuf>,
 }
 

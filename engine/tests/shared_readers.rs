@@ -100,7 +100,12 @@ struct HeldReader {
 
 impl HeldReader {
     fn open(dir: &Path) -> Self {
-        let mut process = child(dir, "read", Stdio::piped());
+        Self::open_as(dir, "read")
+    }
+
+    /// An open in `mode` ("read" or "write") held in another process.
+    fn open_as(dir: &Path, mode: &str) -> Self {
+        let mut process = child(dir, mode, Stdio::piped());
         let mut out = BufReader::new(process.stdout.take().unwrap());
         let outcome = read_outcome(&mut out);
         Self {
@@ -195,4 +200,132 @@ fn a_reader_that_created_lock_leaves_it_while_another_process_reads() {
     let creator = Db::open_read_only(dir.path(), Options::default()).unwrap();
     creator.close().unwrap();
     assert!(!lock.exists());
+}
+
+/// A reader that created `LOCK` unlinks at close only the file it locked.
+/// When another file was renamed over the name meanwhile (a restore or
+/// sync tool writing the directory), the reader no longer excludes
+/// writers (as under LevelDB), and the name may be a writer's lock:
+/// unlinked, it let a second writer create a fresh `LOCK` and open beside
+/// the first, two writers on one store.
+#[test]
+fn a_reader_that_created_lock_unlinks_only_the_file_it_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    store_with_k(dir.path());
+    let lock = dir.path().join("LOCK");
+    std::fs::remove_file(&lock).unwrap();
+    let creator = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    let replacement = dir.path().join("LOCK.restored");
+    std::fs::write(&replacement, b"").unwrap();
+    std::fs::rename(&replacement, &lock).unwrap();
+    let writer = HeldReader::open_as(dir.path(), "write");
+    assert_eq!(writer.outcome, "opened k=v");
+
+    creator.close().unwrap();
+    assert!(lock.exists(), "the writer's LOCK was unlinked");
+    assert_eq!(
+        open_in_another_process(dir.path(), "write"),
+        "locked",
+        "a second writer beside the first"
+    );
+    writer.close();
+}
+
+/// Set in the process `a_forked_child_reads_beside_its_parent_and_keeps_writers_out`
+/// starts: the store directory (with no `LOCK`).
+const FORK_DIR_ENV: &str = "BLOOMLSM_SHARED_READERS_FORK_DIR";
+
+/// What `Db::open` answers: "opened", "locked" or "error".
+fn writer_answer(dir: &Path) -> &'static str {
+    match Db::open(dir, Options::default()) {
+        Ok(_) => "opened",
+        Err(Error::Locked { .. }) => "locked",
+        Err(_) => "error",
+    }
+}
+
+/// The body of that process (one test thread, so no lock is held across
+/// the fork); does nothing in an ordinary run. It opens the store
+/// read-only, creating `LOCK`, and forks (no exec). The child opens the
+/// store read-only itself (sharing the parent's read lock), then drops
+/// its inherited copy of the parent's store (a read-only `Db` has no
+/// background thread to join), which must neither unlink `LOCK` nor
+/// close away the child's own lock. The parent then closes its store and
+/// tries a writer while the child still reads.
+#[test]
+fn shared_readers_fork_entry() {
+    let Ok(dir) = std::env::var(FORK_DIR_ENV) else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let creator = Db::open_read_only(dir, Options::default()).unwrap();
+    let (mut to_child, mut to_parent) = ([0; 2], [0; 2]);
+    // SAFETY: each array is a valid pair of descriptors for pipe to fill.
+    unsafe {
+        assert_eq!(libc::pipe(to_child.as_mut_ptr()), 0);
+        assert_eq!(libc::pipe(to_parent.as_mut_ptr()), 0);
+    }
+    // SAFETY: the child opens a store, drops one, writes and reads a byte
+    // and ends with _exit; this process runs one test thread.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let own = Db::open_read_only(dir, Options::default());
+        drop(creator);
+        let opened = u8::from(own.is_ok());
+        let mut byte = 0u8;
+        // SAFETY: descriptors from `pipe`; the buffers outlive the calls;
+        // _exit ends the child without the parent's destructors.
+        unsafe {
+            libc::write(to_parent[1], (&raw const opened).cast(), 1);
+            libc::read(to_child[0], (&raw mut byte).cast(), 1);
+            libc::_exit(0);
+        }
+    }
+    let mut opened = 9u8;
+    // SAFETY: descriptor from `pipe`; `opened` outlives the read.
+    unsafe { libc::read(to_parent[0], (&raw mut opened).cast(), 1) };
+    creator.close().unwrap();
+    let kept = dir.join("LOCK").exists();
+    let beside_child = writer_answer(dir);
+    let mut status = 0;
+    // SAFETY: the write lets the child end; `status` is a valid out-parameter.
+    unsafe {
+        libc::write(to_child[1], (&raw const opened).cast(), 1);
+        libc::waitpid(pid, &raw mut status, 0);
+    }
+    println!(
+        "FORK-OUTCOME: child opened {opened}, LOCK kept {kept}, writer {beside_child}, \
+         after the child {}",
+        writer_answer(dir)
+    );
+}
+
+/// A process that read-only opened a store copied without `LOCK` forks
+/// (no exec); the child reads the store too and drops its inherited copy
+/// of the parent's. While the child reads, the parent's close must leave
+/// `LOCK` and every writer must stay out; once the child ends, a writer
+/// gets the store.
+#[test]
+fn a_forked_child_reads_beside_its_parent_and_keeps_writers_out() {
+    let dir = tempfile::tempdir().unwrap();
+    store_with_k(dir.path());
+    std::fs::remove_file(dir.path().join("LOCK")).unwrap();
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "shared_readers_fork_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(FORK_DIR_ENV, dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert_eq!(
+        read_outcome(&mut BufReader::new(stdout.as_bytes())),
+        "child opened 1, LOCK kept true, writer locked, after the child opened"
+    );
 }

@@ -32,7 +32,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::io::AsRawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use parking_lot::Mutex;
@@ -103,6 +103,8 @@ struct HeldLock {
     process: u64,
     /// Whether the open that took it created the file.
     created: bool,
+    /// The path it was taken through (which named `file` then).
+    path: PathBuf,
 }
 
 impl DirLock for HeldLock {
@@ -112,14 +114,18 @@ impl DirLock for HeldLock {
 
     /// Converts a read lock to a write lock in place (`F_SETLK` replaces
     /// the process's own lock, or fails leaving it as it was when another
-    /// process holds one). A failed system call answers `false`: the
-    /// caller then leaves the file, which is harmless.
+    /// process holds one); `true` only if the path still names the file
+    /// locked too: one renamed over it (by a tool outside the store) may
+    /// be a writer's lock, which the caller would unlink. A failed system
+    /// call answers `false`: the caller then leaves the file, which is
+    /// harmless.
     fn try_exclusive(&self) -> bool {
         // Under the table's mutex, like every other use of the descriptor.
         let _table = held().ids.lock();
         match &self.file {
             Some(file) if self.process == forks_seen() => {
                 try_record_lock(file, true).unwrap_or(false)
+                    && still_named(file, &self.path).unwrap_or(false)
             }
             // A forked child's inherited copy holds no record lock.
             _ => false,
@@ -229,6 +235,7 @@ pub(super) fn lock(path: &Path, shared: bool) -> FsResult<Option<Box<dyn DirLock
                 id,
                 process: table.process,
                 created,
+                path: path.to_path_buf(),
             })));
         }
         // Not in the table, so closing drops only this attempt's lock.

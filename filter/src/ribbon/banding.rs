@@ -673,6 +673,162 @@ mod tests {
         );
     }
 
+    /// [`shift_right`] compiled with BMI1 and BMI2, as `ribbon::solve_bmi2`
+    /// compiles it. REQUIRES: the CPU has both.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "bmi1,bmi2")]
+    fn split_shift_with_bmi2(lo: u64, hi: u64, skip: u32) -> (u64, u64) {
+        shift_right::<true>(lo, hi, skip)
+    }
+
+    /// Both forms of the step's double-word shift are the 128-bit shift,
+    /// for every skip a step makes (1..=63) and words whose bits cross the
+    /// boundary in every way; the split form compiled with BMI2 too.
+    #[test]
+    fn shift_right_is_the_double_word_shift_for_every_skip() {
+        let mut state = 0x5417;
+        let mut words = vec![
+            0,
+            1,
+            u64::MAX,
+            1 << 63,
+            1 << 63 | 1,
+            0xaaaa_aaaa_aaaa_aaaa,
+            0x5555_5555_5555_5555,
+            0x0123_4567_89ab_cdef,
+        ];
+        words.extend((0..24).map(|_| next(&mut state)));
+        #[cfg(target_arch = "x86_64")]
+        let bmi2 = std::arch::is_x86_feature_detected!("bmi1")
+            && std::arch::is_x86_feature_detected!("bmi2");
+        for skip in 1..64u32 {
+            // Not a constant the compiler could fold into the shifts.
+            let skip = std::hint::black_box(skip);
+            for &lo in &words {
+                for &hi in &words {
+                    let wide = (u128::from(hi) << 64 | u128::from(lo)) >> skip;
+                    let want = (wide as u64, (wide >> 64) as u64);
+                    let what = format!("skip {skip}, lo {lo:#x}, hi {hi:#x}");
+                    assert_eq!(shift_right::<false>(lo, hi, skip), want, "{what}");
+                    assert_eq!(shift_right::<true>(lo, hi, skip), want, "{what}");
+                    #[cfg(target_arch = "x86_64")]
+                    if bmi2 {
+                        // SAFETY: the CPU has BMI1 and BMI2, checked above.
+                        let got = unsafe { split_shift_with_bmi2(lo, hi, skip) };
+                        assert_eq!(got, want, "{what}, BMI2");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every equation of `0..n` is handed out exactly once, whatever order
+    /// the chains finish theirs in, and the end (`None`) comes only when
+    /// every other chain is on its last: for every `n` from `CHAINS` on
+    /// (uneven ranges included) and many finishing orders.
+    #[test]
+    fn chains_hand_out_every_equation_once() {
+        let mut state = 0xc4a1;
+        for n in CHAINS..200 {
+            for order in 0..8 {
+                let mut chains = Chains::new(n);
+                let mut seen = vec![0u32; n];
+                for j in 0..CHAINS {
+                    seen[chains.next[j]] += 1;
+                }
+                loop {
+                    // Round robin, or a random chain finishing first.
+                    let j = if order == 0 {
+                        seen.iter().sum::<u32>() as usize % CHAINS
+                    } else {
+                        (next(&mut state) % CHAINS as u64) as usize
+                    };
+                    match chains.advance(j) {
+                        Some(k) => seen[k] += 1,
+                        None => {
+                            for i in (0..CHAINS).filter(|&i| i != j) {
+                                assert_eq!(chains.next[i] + 1, chains.end[i], "n {n}");
+                            }
+                            break;
+                        }
+                    }
+                }
+                assert!(
+                    seen.iter().all(|&s| s == 1),
+                    "n {n}, order {order}: {seen:?}"
+                );
+            }
+        }
+    }
+
+    /// `add_all` at every count up to several times `2 * CHAINS` (below
+    /// it one at a time, at and above it the chains with ranges of uneven
+    /// length), with and without a contradiction and duplicates: the
+    /// outcome of one-at-a-time banding, and when solved its rows and
+    /// solution, in both forms of the shift.
+    #[test]
+    fn add_all_agrees_with_one_at_a_time_at_every_small_count() {
+        let mut state = 0x77;
+        let slots = 256usize;
+        let num_starts = (slots - 127) as u64;
+        for n in 0..=8 * CHAINS + 1 {
+            for shape in 0..3 {
+                let mut eqs: Vec<Equation> = (0..n)
+                    .map(|_| Equation {
+                        // Piled on few starts, so that steps reduce.
+                        start: next(&mut state) % if shape == 0 { num_starts } else { 3 },
+                        coeff: (u128::from(next(&mut state)) << 64 | u128::from(next(&mut state)))
+                            | 1,
+                        result: next(&mut state) as u32,
+                    })
+                    .collect();
+                if shape == 2 && n > 0 {
+                    let k = (next(&mut state) % n as u64) as usize;
+                    eqs.insert(k, eqs[n - 1 - k]);
+                    let eq = eqs[k];
+                    eqs.push(Equation {
+                        result: eq.result ^ 1,
+                        ..eq
+                    });
+                }
+                let mut one = Banding::new(slots as u64);
+                let one_ok = eqs.iter().all(|&eq| one.add(eq));
+                let what = format!("{n} equations, shape {shape}");
+                if shape == 2 && n > 0 {
+                    assert!(!one_ok, "{what}");
+                }
+                let mut plain = Banding::new(slots as u64);
+                let mut split = Banding::new(slots as u64);
+                assert_eq!(
+                    plain.add_all::<false, false>(eqs.len(), |k| eqs[k]),
+                    one_ok,
+                    "{what}"
+                );
+                assert_eq!(
+                    split.add_all::<true, true>(eqs.len(), |k| eqs[k]),
+                    one_ok,
+                    "{what}"
+                );
+                assert!(
+                    plain.coeffs == split.coeffs && plain.results == split.results,
+                    "{what}"
+                );
+                if one_ok {
+                    let rows = |b: &Banding| -> Vec<_> { (0..slots).map(|i| b.row(i)).collect() };
+                    let used =
+                        |r: &[(u128, u32)]| -> Vec<bool> { r.iter().map(|r| r.0 != 0).collect() };
+                    let (got, want) = (rows(&plain), rows(&one));
+                    assert_eq!(used(&got), used(&want), "{what}");
+                    assert_eq!(
+                        reference_solution(&got),
+                        reference_solution(&want),
+                        "{what}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     #[should_panic(expected = "outside the band")]
     fn equations_past_the_band_are_refused() {
