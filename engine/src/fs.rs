@@ -31,7 +31,11 @@ pub trait DirLock: Send + Sync + Debug {
     /// another process's reader holds it, the file would let a writer
     /// create a fresh `LOCK` and take it beside that reader; and a file
     /// renamed over the name may be a writer's lock. Default: `true` (a
-    /// lock that is never shared is exclusive already).
+    /// lock that is never shared is exclusive already, as the default
+    /// [`FileSystem::lock_shared`]'s is). A file system whose
+    /// `lock_shared` does share must override it for its lock type, or a
+    /// read-only open that created `LOCK` unlinks it from under another
+    /// process's reader.
     fn try_exclusive(&self) -> bool {
         true
     }

@@ -427,7 +427,9 @@ enum Order {
 
 /// [`solve`], with the keys in order `way`; `SPLIT_SHIFT` chooses the
 /// form of each elimination step's shift (the same band either way).
-/// Inlined, so that [`solve_bmi2`] compiles all of it with BMI2.
+/// Inlined, so that [`solve_bmi2`] compiles it and what it inlines (the
+/// banding loop, `add_all` and `step` are `#[inline(always)]`) with BMI2;
+/// anything left out of line still runs correctly, only without it.
 #[inline(always)]
 fn solve_in_order<const SPLIT_SHIFT: bool>(
     band: &mut Banding,
