@@ -152,7 +152,7 @@ pub(crate) fn replay_logs(
     // saying "unsynced").
     let closed_through = logs
         .iter()
-        .rposition(|l| wal::ends_with_close_marker(&l.bytes));
+        .rposition(|l| wal::ends_with_close_marker(&l.bytes, start.lowest));
     for (i, log) in logs.iter().enumerate() {
         let replay = wal::records(&log.bytes);
         let closed = closed_through.is_some_and(|c| i <= c);

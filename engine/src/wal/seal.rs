@@ -26,6 +26,9 @@
 //! every older one strictly whatever their headers say
 //! (`wal::ends_with_close_marker`): the header's rewrite may be missing
 //! (no `overwrite`, or a power loss before it), the fsyncs are not.
+//! Bytes inside a write's value that look like a marker vouch for nothing
+//! (`ends_with_close_marker` takes a marker only at a record boundary and
+//! at a sequence the log goes on at).
 //!
 //! Invariants:
 //! - A WAL is sealed only when this close fsynced it and every fsync of
