@@ -239,3 +239,40 @@ fn past_damage_a_marker_must_be_at_a_sequence_the_log_goes_on_at() {
         None
     );
 }
+
+/// Review rev6: a WAL whose header says a clean close ended it with a
+/// marker (`CLOSED`) refuses damage at its end that takes the marker and
+/// writes with it (a zeroed last page), which without the flag reads as a
+/// torn tail and drops them; a damaged marker alone still drops nothing.
+#[test]
+fn a_closed_wal_refuses_damage_at_its_end_but_a_damaged_marker() {
+    let mut body = wal_of(1..=3);
+    body.extend(marker(4));
+    let closed = |body: &[u8]| {
+        let mut out = header::encode_closed().to_vec();
+        out.extend_from_slice(body);
+        out
+    };
+    let last = wal_of(1..=2).len();
+    let mut zeroed = body.clone();
+    zeroed[last + 4..].fill(0); // the last write's checksum on, and the marker
+    let (_, offset, reason) = wal_damage(replay(vec![closed(&zeroed)], TORN, FRESH));
+    assert_eq!(offset as usize, header::HEADER_LEN + last);
+    assert_eq!(reason, WalDamage::ClosedWalEnd);
+    // The same bytes under a "synced" header: a torn tail.
+    assert_eq!(
+        replay(vec![headed(true, &zeroed)], TORN, FRESH).unwrap(),
+        Some(2)
+    );
+    assert_eq!(replay(vec![closed(&zeroed)], PIT, FRESH).unwrap(), Some(2));
+    // Cut before the marker, or the marker's payload flipped: no write lost.
+    let mut flipped = body.clone();
+    *flipped.last_mut().unwrap() ^= 0x01;
+    for case in [body[..wal_of(1..=3).len() + 6].to_vec(), flipped] {
+        assert_eq!(replay(vec![closed(&case)], TORN, FRESH).unwrap(), Some(3));
+    }
+    // Cut before it wholly: the marker a sealed header promised is gone.
+    let cut = &body[..wal_of(1..=3).len()];
+    let (_, _, reason) = wal_damage(replay(vec![closed(cut)], TORN, FRESH));
+    assert_eq!(reason, WalDamage::ClosedWalEnd);
+}
