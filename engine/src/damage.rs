@@ -205,6 +205,14 @@ pub enum WalDamage {
     /// the sequence the log goes on at.
     #[error("empty batch that is not a close marker (a write never logs one)")]
     EmptyBatch,
+    /// Damage at the end of a WAL whose header says a clean close ended it
+    /// with a close marker (`wal/seal.rs`): the marker and the writes
+    /// before it were fsynced, so this is no torn tail.
+    #[error(
+        "damaged end of a WAL a clean close sealed with a close marker \
+         (WalRecovery::PointInTime recovers the writes before it)"
+    )]
+    ClosedWalEnd,
     /// A batch at sequence 0 (sequences start at 1).
     #[error("batch starts at sequence 0 (sequences start at 1)")]
     ZeroSequence,

@@ -258,8 +258,10 @@ impl Db {
     /// alive (their reads then fail with [`Error::Closed`]). Drop does the
     /// same, best effort. Memtable contents stay in the WAL and are
     /// recovered at open. When every fsync succeeded and no error stopped
-    /// writes, each WAL written with `SyncMode::Never` is then marked
-    /// synced (its header rewritten in place), so later damage in it is
+    /// writes, a close marker is appended to the newest WAL, each WAL
+    /// written with `SyncMode::Never` is then marked synced and the one
+    /// holding the marker closed (headers rewritten in place, in either
+    /// sync mode), so later damage in them, at their end included, is
     /// refused as corruption rather than taken for a power loss's. An
     /// error from that rewrite is returned although every write is already
     /// durable: the device failed a write, which the caller should hear of

@@ -36,7 +36,11 @@ pub(crate) const MANIFEST_MAGIC: u64 = 0x6e61_6d6d_6f6f_6c62;
 /// and would refuse the store naming a damage that is not there, so it
 /// refuses the version instead. Older stores open unchanged (no WAL of
 /// theirs holds a marker); a read-write open writes version 3.
-pub const STORE_FORMAT_VERSION: u32 = 3;
+/// 4: the close also sets a `CLOSED` flag in the marked WAL's header
+/// (`wal/header.rs`), which a build that knows only version 3 reads as a
+/// damaged header and refuses naming damage that is not there; it
+/// refuses the version instead. Older stores open unchanged.
+pub const STORE_FORMAT_VERSION: u32 = 4;
 const HEADER_LEN: usize = 8 + 4 + 4 + 4;
 
 /// One live table as the manifest records it.

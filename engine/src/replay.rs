@@ -152,12 +152,14 @@ pub(crate) fn replay_logs(
     // saying "unsynced").
     let closed_through = logs
         .iter()
-        .rposition(|l| wal::ends_with_close_marker(&l.bytes));
+        .rposition(|l| wal::ends_with_close_marker(&l.bytes, start.lowest));
     for (i, log) in logs.iter().enumerate() {
         let replay = wal::records(&log.bytes);
         let closed = closed_through.is_some_and(|c| i <= c);
         let durable = closed || replay.format.each_record_durable();
         let replayed_any = !replay.records.is_empty();
+        // Whether the last record replayed is a close marker.
+        let mut ends_in_marker = false;
         let ended = |last, at, cause| {
             Ok(Replayed {
                 last,
@@ -185,6 +187,7 @@ pub(crate) fn replay_logs(
                 mem.insert(key, first + j as u64, kind, value);
             }
             next = Some(first + count);
+            ends_in_marker = count == 0;
             if count > 0 {
                 last = Some(first + count - 1);
             }
@@ -195,14 +198,35 @@ pub(crate) fn replay_logs(
             .damage
             .or((!newest && !replayed_any).then_some(records_start));
         let Some(at) = damage else {
+            // A WAL whose header says it ends with a close marker, cut
+            // cleanly before it: its end, marker and maybe writes, is lost.
+            if replay.format == WalFormat::Closed
+                && !ends_in_marker
+                && mode == WalRecovery::TolerateTornTail
+            {
+                let end = log.bytes.len() as u64;
+                return Err(Error::corruption(&log.path, end, WalDamage::ClosedWalEnd));
+            }
             older_durable = durable;
             continue;
         };
         let cause = if mode == WalRecovery::PointInTime {
             WalCutCause::PointInTime
         } else if durable {
-            let synced = closed || replay.format == WalFormat::Headed { synced: true };
+            let synced = closed
+                || matches!(
+                    replay.format,
+                    WalFormat::Headed { synced: true } | WalFormat::Closed
+                );
             check_torn_tail(logs, i, at, next.unwrap_or(start.lowest), synced)?;
+            // A WAL whose header says it ends with a close marker: damage
+            // at its end is no torn tail, but for a damaged marker, which
+            // held no write.
+            if replay.format == WalFormat::Closed
+                && !wal::is_damaged_marker(&log.bytes, at as usize)
+            {
+                return Err(Error::corruption(&log.path, at, WalDamage::ClosedWalEnd));
+            }
             WalCutCause::TornTail
         } else {
             WalCutCause::UnsyncedWal

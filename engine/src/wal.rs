@@ -227,15 +227,81 @@ pub(crate) fn is_damaged_marker(bytes: &[u8], at: usize) -> bool {
 /// (`wal/seal.rs`): a checksummed record of a bare batch header with op
 /// count 0, its last 20 bytes. A clean close writes one only after
 /// fsyncing every live WAL, so every byte before it was durable first.
-pub(crate) fn ends_with_close_marker(bytes: &[u8]) -> bool {
+///
+/// The last 20 bytes of a write can look the same: a value ending with a
+/// closed WAL's last bytes (a backup of a WAL stored in the store), in
+/// the last write logged. Taken for a marker, they would make a WAL
+/// written without fsync read strictly, and a power loss that lost a page
+/// of it refused as corruption. So they are a marker only at a record
+/// boundary: where the WAL's intact records end, when it has no damage;
+/// past damage, only when no record (the damaged one whose header frames
+/// it, or an intact one after it) ends at the file's end with them inside
+/// it, and their sequence could follow every write before the damage and
+/// the write at it (at `lowest` or later: where the store's log may
+/// start, `replay::LogStart::lowest`). A value holding the same store's
+/// earlier marker fails that (the log has since moved past it); another
+/// store's marker at a sequence this log could reach, in a write whose
+/// header the damage took, remains indistinguishable from a marker.
+pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
     let marker_len = RECORD_HEADER_LEN + crate::batch::BATCH_HEADER_LEN;
     let Some(at) = bytes.len().checked_sub(marker_len) else {
         return false;
     };
-    at >= records_start(bytes)
+    let intact_marker = at >= records_start(bytes)
         && record_at(bytes, at).is_some_and(|(end, payload)| {
             end == bytes.len() && payload.get(8..12) == Some(&[0; 4][..])
-        })
+        });
+    let Some(seq) = first_seq_at(bytes, at).filter(|_| intact_marker) else {
+        return false;
+    };
+    let parsed = records(bytes);
+    let Some(damage) = parsed.damage else {
+        return parsed.records.last().is_some_and(|r| r.offset == at as u64);
+    };
+    // A close marks the log's end: past the writes before the damage, and
+    // past the write at the damage (in a closed WAL the records between
+    // the damage and the marker are writes), which is at `lowest` or later.
+    let floor = parsed
+        .records
+        .last()
+        .and_then(|r| next_seq_after(&r.payload))
+        .unwrap_or(0)
+        .max(lowest)
+        .saturating_add(1);
+    let damage = damage as usize;
+    damage < at
+        && SeqFilter::From(floor).admits(seq)
+        && plausible_header(bytes, damage).is_none_or(|(len, start)| start + len != bytes.len())
+        && intact_record_ending_at_end(bytes, damage + 1, at) == Some(false)
+}
+
+/// The sequence after the writes of a record's payload (an intact batch
+/// header): its first sequence plus its op count.
+fn next_seq_after(payload: &[u8]) -> Option<u64> {
+    let first = u64::from_le_bytes(payload.get(..8)?.try_into().ok()?);
+    let count = u32::from_le_bytes(payload.get(8..12)?.try_into().ok()?);
+    first.checked_add(u64::from(count))
+}
+
+/// Whether an intact record starting in `bytes[from..to]` ends exactly at
+/// the end of `bytes`; `None` when deciding would cost more checksumming
+/// than [`search_budget`] (one checksum per offset whose length field
+/// frames exactly the rest of the file).
+fn intact_record_ending_at_end(bytes: &[u8], from: usize, to: usize) -> Option<bool> {
+    let mut budget = search_budget(bytes);
+    for at in from..to {
+        let Some((len, start)) = plausible_header(bytes, at) else {
+            continue;
+        };
+        if start + len != bytes.len() {
+            continue;
+        }
+        budget = budget.checked_sub(len)?;
+        if record_at(bytes, at).is_some() {
+            return Some(true);
+        }
+    }
+    Some(false)
 }
 
 /// Parses one record at `at`: `Some((payload end, payload))` when intact.
@@ -444,6 +510,7 @@ mod tests {
             let budget = search_budget(&bytes);
             let _ = record_follows(&bytes, 0, SeqFilter::From(seq), budget);
             let _ = record_follows(&bytes, 1, SeqFilter::Exactly(seq), budget);
+            let _ = ends_with_close_marker(&bytes, seq);
         }
     }
 }

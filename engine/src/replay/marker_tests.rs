@@ -153,3 +153,126 @@ fn a_torn_or_damaged_marker_is_no_cut() {
         reported.first()
     );
 }
+
+/// A write at `seq` whose value ends with `tail`.
+fn write_ending_with(seq: u64, tail: &[u8]) -> Vec<u8> {
+    let mut value = vec![b'v'; 40];
+    value.extend_from_slice(tail);
+    let mut b = WriteBatch::new();
+    b.put(b"backup", &value);
+    record(b.encode(seq))
+}
+
+/// Review rev6: a value ending with a marker's 20 bytes (a closed WAL
+/// stored in the store) is not a marker: in the last write of a WAL
+/// written without fsync it must not make a power loss's damage before it
+/// a refusal. Checked on the WAL alone, where the write is intact, and as
+/// the newest WAL behind a damaged older one (the marker would vouch for
+/// both). Before the fix both were refused as `BeforeIntact`.
+#[test]
+fn a_value_ending_like_a_marker_vouches_for_nothing() {
+    for fake_seq in [1, 4, 5, 1000] {
+        let mut body = wal_of(1..=2);
+        body.extend(write_ending_with(3, &marker(fake_seq)));
+        let second = wal_of(1..=1).len();
+        body[second..second + 8].fill(0); // a lost page took its header
+        let wal = headed(false, &body);
+        assert_eq!(
+            replay(vec![wal], TORN, FRESH).unwrap(),
+            Some(1),
+            "marker-like bytes at {fake_seq}"
+        );
+        let mut older = wal_of(1..=2);
+        older[second..second + 8].fill(0);
+        let newest = write_ending_with(3, &marker(fake_seq));
+        let logs = vec![headed(false, &older), headed(false, &newest)];
+        assert_eq!(replay(logs, TORN, FRESH).unwrap(), Some(1));
+        // The write holding them damaged itself (a lost page inside its
+        // value): its length field frames them inside it.
+        let mut body = wal_of(1..=2);
+        body.extend(write_ending_with(3, &marker(fake_seq)));
+        let third = wal_of(1..=2).len();
+        body[third + 40] = 0;
+        assert_eq!(
+            replay(vec![headed(false, &body)], TORN, FRESH).unwrap(),
+            Some(2)
+        );
+    }
+}
+
+/// Past damage, marker-like bytes whose write's header the damage took
+/// are told from a marker by their sequence alone: one the log has moved
+/// past (a value holding this store's earlier close) is no marker; one
+/// the log could reach is read as one, as a real marker after a lost
+/// header must be (the residual a value holding another store's WAL
+/// leaves).
+#[test]
+fn past_damage_a_marker_must_be_at_a_sequence_the_log_goes_on_at() {
+    let second = wal_of(1..=1).len();
+    let third = wal_of(1..=2).len();
+    for (fake_seq, refused) in [(1, false), (2, false), (3, true), (9, true)] {
+        let mut body = wal_of(1..=2);
+        body.extend(write_ending_with(3, &marker(fake_seq)));
+        body[second + 12] ^= 0x01; // the second write's payload
+        body[third..third + 8].fill(0); // and the third's header
+        let got = replay(vec![headed(false, &body)], TORN, FRESH);
+        if refused {
+            let (_, offset, _) = wal_damage(got);
+            assert_eq!(offset as usize, header::HEADER_LEN + second);
+        } else {
+            assert_eq!(got.unwrap(), Some(1), "marker-like bytes at {fake_seq}");
+        }
+    }
+    // Where the tables leave the log (`LogStart::lowest`) counts too: a
+    // WAL damaged from its first record, its marker-like bytes at the
+    // sequence the log starts at, held at least one write before them.
+    let start = LogStart {
+        lowest: 11,
+        highest: 11,
+    };
+    let mut body = wal_of(11..=12);
+    body.extend(write_ending_with(13, &marker(11)));
+    body[12] ^= 0x01;
+    body[third..third + 8].fill(0);
+    assert_eq!(
+        replay(vec![headed(false, &body)], TORN, start).unwrap(),
+        None
+    );
+}
+
+/// Review rev6: a WAL whose header says a clean close ended it with a
+/// marker (`CLOSED`) refuses damage at its end that takes the marker and
+/// writes with it (a zeroed last page), which without the flag reads as a
+/// torn tail and drops them; a damaged marker alone still drops nothing.
+#[test]
+fn a_closed_wal_refuses_damage_at_its_end_but_a_damaged_marker() {
+    let mut body = wal_of(1..=3);
+    body.extend(marker(4));
+    let closed = |body: &[u8]| {
+        let mut out = header::encode_closed().to_vec();
+        out.extend_from_slice(body);
+        out
+    };
+    let last = wal_of(1..=2).len();
+    let mut zeroed = body.clone();
+    zeroed[last + 4..].fill(0); // the last write's checksum on, and the marker
+    let (_, offset, reason) = wal_damage(replay(vec![closed(&zeroed)], TORN, FRESH));
+    assert_eq!(offset as usize, header::HEADER_LEN + last);
+    assert_eq!(reason, WalDamage::ClosedWalEnd);
+    // The same bytes under a "synced" header: a torn tail.
+    assert_eq!(
+        replay(vec![headed(true, &zeroed)], TORN, FRESH).unwrap(),
+        Some(2)
+    );
+    assert_eq!(replay(vec![closed(&zeroed)], PIT, FRESH).unwrap(), Some(2));
+    // Cut before the marker, or the marker's payload flipped: no write lost.
+    let mut flipped = body.clone();
+    *flipped.last_mut().unwrap() ^= 0x01;
+    for case in [body[..wal_of(1..=3).len() + 6].to_vec(), flipped] {
+        assert_eq!(replay(vec![closed(&case)], TORN, FRESH).unwrap(), Some(3));
+    }
+    // Cut before it wholly: the marker a sealed header promised is gone.
+    let cut = &body[..wal_of(1..=3).len()];
+    let (_, _, reason) = wal_damage(replay(vec![closed(cut)], TORN, FRESH));
+    assert_eq!(reason, WalDamage::ClosedWalEnd);
+}

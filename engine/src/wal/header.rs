@@ -23,6 +23,12 @@
 //! (`DamagedHeader`), which refuses the open and loses nothing, since the
 //! records were fsynced first.
 //!
+//! Flag bit 1, `CLOSED` (only with `SYNCED`): set by the same rewrite on
+//! the WAL the close appended its close marker to, after the marker's
+//! fsync: the WAL ends with that marker, so damage at its end (a zeroed
+//! last page taking the last writes and the marker) is corruption, not the
+//! torn tail a crash mid-append leaves. Other flags are damage.
+//!
 //! The header is written and fsynced when the file is created, before any
 //! record is appended: a WAL that holds a record has its header durable.
 //! A file that does not begin with the magic is a version 1 WAL (written
@@ -38,6 +44,10 @@ const MAGIC: [u8; 8] = *b"bloomWAL";
 const VERSION: u16 = 2;
 /// Flag: each record was fsynced before the next was appended.
 const SYNCED: u16 = 1;
+/// Flag (with `SYNCED` only): a clean close appended and fsynced a close
+/// marker as this WAL's last record before setting it (`seal.rs`), so the
+/// WAL's end is that marker, and damage there is no torn tail.
+const CLOSED: u16 = 2;
 
 /// How a WAL's bytes begin, and so how recovery may read damage in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +56,9 @@ pub(crate) enum WalFormat {
     Unheaded,
     /// Version 2. `synced`: the writer fsynced each record before the next.
     Headed { synced: bool },
+    /// Version 2, synced, and closed: its last record is a close marker
+    /// a clean close fsynced before rewriting the header to say so.
+    Closed,
     /// The magic, then a header that is damaged or of a version this build
     /// does not know: no record of it is read.
     DamagedHeader,
@@ -57,7 +70,7 @@ impl WalFormat {
     pub(crate) const fn records_start(self) -> usize {
         match self {
             Self::Unheaded | Self::DamagedHeader => 0,
-            Self::Headed { .. } => HEADER_LEN,
+            Self::Headed { .. } | Self::Closed => HEADER_LEN,
         }
     }
 
@@ -72,10 +85,19 @@ impl WalFormat {
 
 /// The header of a new WAL whose writer fsyncs each record (`synced`) or not.
 pub(crate) fn encode(synced: bool) -> [u8; HEADER_LEN] {
+    with_flags(if synced { SYNCED } else { 0 })
+}
+
+/// The header of a WAL whose records a clean close fsynced, the last one
+/// its close marker.
+pub(crate) fn encode_closed() -> [u8; HEADER_LEN] {
+    with_flags(SYNCED | CLOSED)
+}
+
+fn with_flags(flags: u16) -> [u8; HEADER_LEN] {
     let mut out = [0u8; HEADER_LEN];
     out[..8].copy_from_slice(&MAGIC);
     out[8..10].copy_from_slice(&VERSION.to_le_bytes());
-    let flags = if synced { SYNCED } else { 0 };
     out[10..12].copy_from_slice(&flags.to_le_bytes());
     let crc = crc32fast::hash(&out[..12]);
     out[12..].copy_from_slice(&crc.to_le_bytes());
@@ -105,8 +127,12 @@ pub(crate) fn decode(bytes: &[u8]) -> WalFormat {
     let field = |at: usize| u16::from_le_bytes([header[at], header[at + 1]]);
     let crc = u32::from_le_bytes([header[12], header[13], header[14], header[15]]);
     let flags = field(10);
-    if crc32fast::hash(&header[..12]) != crc || field(8) != VERSION || flags & !SYNCED != 0 {
+    let known = flags == 0 || flags == SYNCED || flags == SYNCED | CLOSED;
+    if crc32fast::hash(&header[..12]) != crc || field(8) != VERSION || !known {
         return WalFormat::DamagedHeader;
+    }
+    if flags & CLOSED != 0 {
+        return WalFormat::Closed;
     }
     WalFormat::Headed {
         synced: flags & SYNCED != 0,
@@ -126,6 +152,11 @@ mod tests {
             bytes.extend_from_slice(b"records follow");
             assert_eq!(decode(&bytes), WalFormat::Headed { synced });
         }
+        assert_eq!(decode(&encode_closed()), WalFormat::Closed);
+        // Closed without synced, or an unknown flag: damage.
+        assert_eq!(decode(&with_flags(CLOSED)), WalFormat::DamagedHeader);
+        assert_eq!(decode(&with_flags(4 | SYNCED)), WalFormat::DamagedHeader);
+        assert!(WalFormat::Closed.each_record_durable());
         assert_eq!(
             WalFormat::Headed { synced: true }.records_start(),
             HEADER_LEN

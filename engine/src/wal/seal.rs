@@ -21,11 +21,21 @@
 //! `wal::is_damaged_marker`). A build from before the marker would not
 //! take it for a torn tail: to it an intact record that is no batch of the
 //! log is corruption. So stores this build writes are store format
-//! version 3 (`manifest.rs`), which such a build refuses by version.
+//! version 3 or later (`manifest.rs`), which such a build refuses by
+//! version.
+//! After the marker's fsync the seal also rewrites the header of the WAL
+//! holding it, in either sync mode, with the `CLOSED` flag
+//! (`header.rs`): damage that takes the marker too (a zeroed last page)
+//! leaves no record of the log after it, what a crash mid-append leaves,
+//! and only the flag says the WAL ended in a marker (store format
+//! version 4, which a build knowing version 3 refuses by version).
 //! An intact marker at a WAL's end also makes replay read that WAL and
 //! every older one strictly whatever their headers say
 //! (`wal::ends_with_close_marker`): the header's rewrite may be missing
 //! (no `overwrite`, or a power loss before it), the fsyncs are not.
+//! Bytes inside a write's value that look like a marker vouch for nothing
+//! (`ends_with_close_marker` takes a marker only at a record boundary and
+//! at a sequence the log goes on at).
 //!
 //! Invariants:
 //! - A WAL is sealed only when this close fsynced it and every fsync of
@@ -38,7 +48,8 @@
 //! - Only WALs still live are sealed: a frozen WAL whose memtable was
 //!   flushed may already be deleted (or an orphan the next open removes).
 //! - The marker is appended and fsynced before any header is rewritten,
-//!   and only when a live WAL holds a write, so it always follows one.
+//!   and only when a live WAL holds a write, so it always follows one; the
+//!   `CLOSED` flag is set only on the WAL holding it, after its fsync.
 //! - Every live WAL was started by [`WalWriter::create`], so it has a
 //!   version 2 header; a version 1 WAL (no header) is only ever replayed,
 //!   never written, and is left as it is.
@@ -62,11 +73,18 @@ impl WalWriter {
     /// Rewrites this WAL's header to say every record was fsynced.
     /// REQUIRES: every record appended was fsynced, and none will be
     /// appended after (see the module invariants).
-    fn seal(&mut self, fs: &dyn FileSystem) -> Result<()> {
-        if self.synced {
+    /// `marked`: its last record is the close marker, fsynced; the header
+    /// then says so too (in either sync mode).
+    fn seal(&mut self, fs: &dyn FileSystem, marked: bool) -> Result<()> {
+        if self.synced && !marked {
             return Ok(());
         }
-        match fs.overwrite(&self.path, 0, &header::encode(true)) {
+        let header = if marked {
+            header::encode_closed()
+        } else {
+            header::encode(true)
+        };
+        match fs.overwrite(&self.path, 0, &header) {
             Ok(()) => {}
             // A file system that cannot overwrite in place: the header
             // keeps its weaker promise, which is still true.
@@ -108,13 +126,13 @@ impl DbInner {
         // before any header says "synced": a power loss before its fsync
         // leaves the header unsynced and the marker torn or whole, either
         // of which replay takes for the log's end.
-        if live.iter().any(|wal| wal.holds_records)
-            && let Some(newest) = live.last_mut()
-        {
+        let marked = live.iter().any(|wal| wal.holds_records);
+        if marked && let Some(newest) = live.last_mut() {
             newest.append_close_marker(next_seq)?;
         }
-        for wal in live {
-            wal.seal(self.fs.as_ref())?;
+        let newest = live.len().saturating_sub(1);
+        for (i, wal) in live.into_iter().enumerate() {
+            wal.seal(self.fs.as_ref(), marked && i == newest)?;
         }
         Ok(())
     }

@@ -134,6 +134,17 @@ pub fn close_marker_offset(bytes: &[u8]) -> usize {
     marker
 }
 
+/// Rewrites the header of WAL bytes `bytes` to say "synced" without
+/// `CLOSED` (`engine/src/wal/header.rs`): what a `SyncMode::Always` WAL
+/// says while its store runs. A test that cuts a cleanly closed WAL to
+/// model a crash mid-append makes it read as that crash would leave it
+/// (a closed WAL's cut end is damage, not a torn tail).
+pub fn as_if_never_closed(bytes: &mut [u8]) {
+    bytes[10..12].copy_from_slice(&1u16.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[..12]);
+    bytes[12..16].copy_from_slice(&crc.to_le_bytes());
+}
+
 /// Where record `n` (from 0) of WAL bytes `bytes` starts, walking the
 /// length fields of the records before it.
 pub fn wal_record_offset(bytes: &[u8], n: usize) -> usize {
