@@ -133,6 +133,18 @@ fn cut(logs: &[WalBytes], i: usize, at: u64, cause: WalCutCause) -> Option<WalCu
     })
 }
 
+/// The cut of a newest WAL whose header says a close marker ended it,
+/// cut cleanly before that marker: its lost end, of which no byte is
+/// left to count.
+fn lost_end_cut(log: &WalBytes) -> WalCut {
+    WalCut {
+        path: log.path.clone(),
+        offset: log.bytes.len() as u64,
+        bytes_not_replayed: 0,
+        cause: WalCutCause::PointInTime,
+    }
+}
+
 /// [`replay_wals`] over WALs already read, oldest first.
 pub(crate) fn replay_logs(
     logs: &[WalBytes],
@@ -200,12 +212,20 @@ pub(crate) fn replay_logs(
         let Some(at) = damage else {
             // A WAL whose header says it ends with a close marker, cut
             // cleanly before it: its end, marker and maybe writes, is lost.
-            if replay.format == WalFormat::Closed
-                && !ends_in_marker
-                && mode == WalRecovery::TolerateTornTail
-            {
+            if replay.format == WalFormat::Closed && !ends_in_marker {
                 let end = log.bytes.len() as u64;
-                return Err(Error::corruption(&log.path, end, WalDamage::ClosedWalEnd));
+                if mode == WalRecovery::TolerateTornTail {
+                    return Err(Error::corruption(&log.path, end, WalDamage::ClosedWalEnd));
+                }
+                // Point in time: a newer WAL's first record says whether
+                // writes were lost (a gap); in the newest nothing does, so
+                // the log ends here, reported though no byte of it is left.
+                if newest {
+                    return Ok(Replayed {
+                        last,
+                        cut: Some(lost_end_cut(log)),
+                    });
+                }
             }
             older_durable = durable;
             continue;
@@ -350,6 +370,8 @@ fn checked_batch(
     }
 }
 
+#[cfg(test)]
+mod closed_tests;
 #[cfg(test)]
 mod header_tests;
 #[cfg(test)]
