@@ -139,4 +139,6 @@ impl DbInner {
 }
 
 #[cfg(test)]
+mod crash_tests;
+#[cfg(test)]
 mod tests;
