@@ -144,8 +144,10 @@ impl Db {
     }
 
     /// The current value of `key` (`Some` of an empty vector for an
-    /// empty value). A key no write could store (empty, or longer than
-    /// `Options::max_key_bytes`) is absent: `Ok(None)`, not an error.
+    /// empty value). An empty key, which no write stores, is absent:
+    /// `Ok(None)`, not an error. A key longer than
+    /// `Options::max_key_bytes` is looked up like any other: a store
+    /// written under a larger limit may hold it.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.inner.get(key, None, &mut ())
     }

@@ -55,7 +55,8 @@ pub enum Error {
         /// Newest version this build reads.
         supported: u32,
     },
-    /// A key is empty or over `Options::max_key_bytes`.
+    /// A key is empty, a put's key is over `Options::max_key_bytes`, or a
+    /// delete's is over the 64 KiB a table holds.
     #[error("key of {len} bytes is outside the allowed 1..={max} bytes")]
     InvalidKey {
         /// Its length.

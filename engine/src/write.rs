@@ -28,10 +28,17 @@ impl DbInner {
             });
         }
         for (kind, key, value) in batch.ops() {
-            if key.is_empty() || key.len() > self.options.max_key_bytes {
+            // A put stores a new key, so `max_key_bytes` bounds it; a
+            // delete may name any key a table can hold, so that keys a
+            // store holds from a larger limit it had before can be removed.
+            let max = match kind {
+                EntryKind::Put => self.options.max_key_bytes,
+                EntryKind::Delete => bloomlsm_sstable::DEFAULT_MAX_KEY_BYTES,
+            };
+            if key.is_empty() || key.len() > max {
                 return Err(Error::InvalidKey {
                     len: key.len(),
-                    max: self.options.max_key_bytes,
+                    max,
                 });
             }
             if kind == EntryKind::Put && value.len() > self.options.max_value_bytes {

@@ -579,8 +579,20 @@ fn keys_longer_than_a_later_max_key_bytes_are_still_found() {
     assert_eq!(scanned, vec![long.clone(), b"short".to_vec()]);
     assert_eq!(db.get(&long).unwrap(), Some(b"v".to_vec()));
     assert_eq!(db.snapshot().get(&long).unwrap(), Some(b"v".to_vec()));
-    // Writes of such keys are still refused.
+    // Puts of such keys are still refused, and deletes remove them
+    // (before: refused, `InvalidKey { len: 100, max: 50 }`, so the store
+    // could not drop a key it held), as long as a table could hold them.
     assert!(matches!(db.put(&long, b"w"), Err(Error::InvalidKey { .. })));
+    db.delete(&long).unwrap();
+    assert_eq!(db.get(&long).unwrap(), None);
+    assert!(matches!(
+        db.delete(&vec![b'k'; (64 << 10) + 1]),
+        Err(Error::InvalidKey { max: 65536, .. })
+    ));
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.get(&long).unwrap(), None, "the delete survives a reopen");
+    assert_eq!(db.get(b"short").unwrap(), Some(b"s".to_vec()));
     db.close().unwrap();
 }
 

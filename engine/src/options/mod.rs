@@ -98,8 +98,11 @@ pub struct Options {
     pub num_levels: usize,
     /// Compaction cuts output tables at this size (default 8 MiB).
     pub target_file_bytes: u64,
-    /// Largest key accepted (default 64 KiB, also the most `Db::open`
-    /// accepts; at least 1). Empty keys are always refused.
+    /// Largest key a put stores (default 64 KiB, also the most `Db::open`
+    /// accepts; at least 1). Empty keys are always refused. It limits new
+    /// keys only: a store written under a larger limit keeps its longer
+    /// keys, which gets and scans find and deletes (up to 64 KiB, what a
+    /// table holds) remove.
     pub max_key_bytes: usize,
     /// Largest value accepted (default 16 MiB; `Db::open` accepts up to
     /// 64 MiB). Empty values are fine.
