@@ -136,6 +136,18 @@ impl SeqFilter {
     }
 }
 
+/// Bytes of a close marker (`wal/seal.rs`): a record of a bare batch
+/// header.
+const MARKER_LEN: usize = RECORD_HEADER_LEN + crate::batch::BATCH_HEADER_LEN;
+
+/// A batch header's first sequence and op count, when `payload` (intact
+/// or not) begins with one.
+fn batch_header(payload: &[u8]) -> Option<(u64, u32)> {
+    let first = u64::from_le_bytes(payload.get(..8)?.try_into().ok()?);
+    let count = u32::from_le_bytes(payload.get(8..12)?.try_into().ok()?);
+    Some((first, count))
+}
+
 /// The first sequence of a record's payload, when its header and the
 /// payload's first 8 bytes are in `bytes`.
 fn first_seq_at(bytes: &[u8], at: usize) -> Option<u64> {
@@ -149,12 +161,10 @@ fn first_seq_at(bytes: &[u8], at: usize) -> Option<u64> {
 /// first sequence of the record that would follow it. `None` when the
 /// bytes at `at` do not begin that way.
 pub(crate) fn successor_of_torn(bytes: &[u8], at: usize, expected: u64) -> Option<u64> {
-    if first_seq_at(bytes, at)? != expected {
+    let (first, count) = batch_header(bytes.get(at.checked_add(RECORD_HEADER_LEN)?..)?)?;
+    if first != expected {
         return None;
     }
-    let count_at = at + RECORD_HEADER_LEN + 8;
-    let count = bytes.get(count_at..count_at + 4)?;
-    let count = u32::from_le_bytes(count.try_into().ok()?);
     (count > 0).then(|| expected.checked_add(u64::from(count)))?
 }
 
@@ -212,13 +222,12 @@ pub(crate) fn framed_end(bytes: &[u8], at: usize) -> Option<usize> {
 /// header, a record that holds no op, and no more bytes than that record
 /// follow. A write never logs an empty batch, so these bytes held none.
 pub(crate) fn is_damaged_marker(bytes: &[u8], at: usize) -> bool {
-    let marker_len = RECORD_HEADER_LEN + crate::batch::BATCH_HEADER_LEN;
     let Some(len) = at.checked_add(4).and_then(|end| bytes.get(at..end)) else {
         return false;
     };
     let one_sector = at / SECTOR == (at + 3) / SECTOR;
     one_sector
-        && bytes.len() - at <= marker_len
+        && bytes.len() - at <= MARKER_LEN
         && u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize
             == crate::batch::BATCH_HEADER_LEN
 }
@@ -243,13 +252,12 @@ pub(crate) fn is_damaged_marker(bytes: &[u8], at: usize) -> bool {
 /// store's marker at a sequence this log could reach, in a write whose
 /// header the damage took, remains indistinguishable from a marker.
 pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
-    let marker_len = RECORD_HEADER_LEN + crate::batch::BATCH_HEADER_LEN;
-    let Some(at) = bytes.len().checked_sub(marker_len) else {
+    let Some(at) = bytes.len().checked_sub(MARKER_LEN) else {
         return false;
     };
     let intact_marker = at >= records_start(bytes)
         && record_at(bytes, at).is_some_and(|(end, payload)| {
-            end == bytes.len() && payload.get(8..12) == Some(&[0; 4][..])
+            end == bytes.len() && batch_header(payload).is_some_and(|(_, count)| count == 0)
         });
     let Some(seq) = first_seq_at(bytes, at).filter(|_| intact_marker) else {
         return false;
@@ -264,7 +272,8 @@ pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
     let floor = parsed
         .records
         .last()
-        .and_then(|r| next_seq_after(&r.payload))
+        .and_then(|r| batch_header(&r.payload))
+        .and_then(|(first, count)| first.checked_add(u64::from(count)))
         .unwrap_or(0)
         .max(lowest)
         .saturating_add(1);
@@ -273,14 +282,6 @@ pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
         && SeqFilter::From(floor).admits(seq)
         && plausible_header(bytes, damage).is_none_or(|(len, start)| start + len != bytes.len())
         && intact_record_ending_at_end(bytes, damage + 1, at) == Some(false)
-}
-
-/// The sequence after the writes of a record's payload (an intact batch
-/// header): its first sequence plus its op count.
-fn next_seq_after(payload: &[u8]) -> Option<u64> {
-    let first = u64::from_le_bytes(payload.get(..8)?.try_into().ok()?);
-    let count = u32::from_le_bytes(payload.get(8..12)?.try_into().ok()?);
-    first.checked_add(u64::from(count))
 }
 
 /// Whether an intact record starting in `bytes[from..to]` ends exactly at
