@@ -105,6 +105,9 @@ impl TableFiles {
             bits_per_key,
             max_key_bytes: bloomlsm_sstable::DEFAULT_MAX_KEY_BYTES,
             max_value_bytes: bloomlsm_sstable::DEFAULT_MAX_VALUE_BYTES,
+            // Every table this build writes has version 2's smaller index;
+            // version 1 tables of older stores are read as they are.
+            format_version: bloomlsm_sstable::format::FORMAT_VERSION,
         }
     }
 

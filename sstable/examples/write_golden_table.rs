@@ -1,18 +1,24 @@
-//! Writes `tests/fixtures/golden-v1.sst`, the checked-in table whose bytes
-//! must keep decoding (`tests/golden.rs`). Run only for a deliberate new
-//! format version, never to paper over an accidental change:
-//! `cargo run -p bloomlsm-sstable --example write_golden_table`.
+//! Writes `tests/fixtures/golden-vN.sst`, the checked-in table of format
+//! version N whose bytes must keep decoding (`tests/golden.rs`). Run only
+//! for a deliberate new format version, never to paper over an accidental
+//! change: `cargo run -p bloomlsm-sstable --example write_golden_table --
+//! N` (N = 2 by default, the version this build writes).
 
 use bloomlsm_filter::FilterKind;
 use bloomlsm_sstable::{EntryKind, TableBuilder, TableOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden-v1.sst");
+    let version: u32 = match std::env::args().nth(1) {
+        Some(v) => v.parse()?,
+        None => bloomlsm_sstable::format::FORMAT_VERSION,
+    };
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/golden-v{version}.sst"));
     let file = std::fs::File::create(&path)?;
     let options = TableOptions {
         block_size: 256,
         filter_kind: FilterKind::Blocked,
+        format_version: version,
         ..TableOptions::default()
     };
     let mut b = TableBuilder::new(file, &path, options);

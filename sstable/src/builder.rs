@@ -11,9 +11,11 @@ use crate::entry::{EntryKind, MAX_SEQUENCE, compare_keys, encode_internal_key};
 use crate::error::{Error, Result};
 use crate::file::WritableFile;
 use crate::format::{
-    BlockHandle, BlockKind, FORMAT_VERSION, Footer, RESTART_INTERVAL, block_trailer,
+    BlockHandle, BlockKind, FORMAT_VERSION, Footer, OLDEST_FORMAT_VERSION, PROPERTIES_VERSION,
+    RESTART_INTERVAL, block_trailer,
 };
 use crate::index::shortest_separator;
+use crate::index_block::IndexBlockWriter;
 use crate::properties::TableProperties;
 
 /// Default largest user key: 64 KiB.
@@ -34,6 +36,11 @@ pub struct TableOptions {
     pub max_key_bytes: usize,
     /// Largest value accepted (default [`DEFAULT_MAX_VALUE_BYTES`]).
     pub max_value_bytes: usize,
+    /// Table format version to write (default [`FORMAT_VERSION`], 2; 1 for
+    /// tables that builds before version 2 can read: the same table with a
+    /// larger index block). Any other value makes the first `add` fail
+    /// with [`Error::UnsupportedVersion`], before anything is written.
+    pub format_version: u32,
 }
 
 impl Default for TableOptions {
@@ -44,6 +51,7 @@ impl Default for TableOptions {
             bits_per_key: 10.0,
             max_key_bytes: DEFAULT_MAX_KEY_BYTES,
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
+            format_version: FORMAT_VERSION,
         }
     }
 }
@@ -75,7 +83,7 @@ pub struct TableBuilder<W: WritableFile> {
     path: PathBuf,
     options: TableOptions,
     data: BlockBuilder,
-    index: BlockBuilder,
+    index: IndexBlockWriter,
     /// The last finished data block, whose index entry waits for the next
     /// entry's user key (its separator lies between): that block's last
     /// user key and sequence number, and its handle.
@@ -98,14 +106,14 @@ impl<W: WritableFile> TableBuilder<W> {
             file,
             path: path.as_ref().to_path_buf(),
             data: BlockBuilder::new(RESTART_INTERVAL),
-            index: BlockBuilder::new(1),
+            index: IndexBlockWriter::new(options.format_version),
             pending_index: None,
             filter,
             offset: 0,
             last: None,
             scratch: Vec::new(),
             props: TableProperties {
-                format_version: FORMAT_VERSION,
+                format_version: PROPERTIES_VERSION,
                 entries: 0,
                 distinct_keys: 0,
                 tombstones: 0,
@@ -154,6 +162,14 @@ impl<W: WritableFile> TableBuilder<W> {
     /// in table order (checked: an error otherwise, and nothing is written).
     pub fn add(&mut self, user_key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> Result<()> {
         Self::check_limits(&self.options, user_key, value)?;
+        let version = self.options.format_version;
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
+            return Err(Error::UnsupportedVersion {
+                path: self.path.clone(),
+                version,
+                supported: FORMAT_VERSION,
+            });
+        }
         if seq > MAX_SEQUENCE {
             return Err(Error::SequenceTooLarge(seq));
         }
@@ -283,20 +299,12 @@ impl<W: WritableFile> TableBuilder<W> {
         let Some((last_user, last_seq, handle)) = self.pending_index.take() else {
             return;
         };
-        self.scratch.clear();
-        match next_user_key {
-            Some(next) if next == last_user.as_slice() => {
-                encode_internal_key(&mut self.scratch, &last_user, last_seq, EntryKind::Put);
-            }
-            Some(next) => {
-                let sep = shortest_separator(&last_user, next);
-                encode_internal_key(&mut self.scratch, sep, 0, EntryKind::Put);
-            }
-            None => encode_internal_key(&mut self.scratch, &last_user, 0, EntryKind::Put),
-        }
-        let mut encoded = Vec::with_capacity(16);
-        handle.encode_to(&mut encoded);
-        self.index.add(&self.scratch, &encoded);
+        let (separator, seq) = match next_user_key {
+            Some(next) if next == last_user.as_slice() => (last_user.as_slice(), last_seq),
+            Some(next) => (shortest_separator(&last_user, next), 0),
+            None => (last_user.as_slice(), 0),
+        };
+        self.index.add(separator, seq, handle);
     }
 
     /// Writes filter, index, properties and footer, fsyncs the file and
@@ -336,7 +344,7 @@ impl<W: WritableFile> TableBuilder<W> {
             filter: filter_handle,
             index: index_handle,
             properties: properties_handle,
-            version: FORMAT_VERSION,
+            version: self.options.format_version,
         };
         self.write_all(&footer.encode())?;
         self.file.sync().map_err(|source| Error::Io {

@@ -36,13 +36,17 @@ pub enum Error {
         reason: CorruptionReason,
     },
     /// The footer names a format version this build does not read.
-    #[error("table {path} has format version {version}; this build reads version {supported}")]
+    #[error(
+        "table {path} has format version {version}; this build reads versions {} to {supported}",
+        crate::format::OLDEST_FORMAT_VERSION
+    )]
     UnsupportedVersion {
         /// The table file.
         path: PathBuf,
         /// Version found.
         version: u32,
-        /// Version this build reads.
+        /// Newest version this build reads (it reads every version from
+        /// [`crate::format::OLDEST_FORMAT_VERSION`] to this one).
         supported: u32,
     },
     /// `add` was called with a key not after the previous one.

@@ -6,8 +6,17 @@ use thiserror::Error;
 
 use crate::block_error::BlockError;
 
-/// Table format version this build writes and reads. FROZEN for this layout.
-pub const FORMAT_VERSION: u32 = 1;
+/// Table format version this build writes by default: 2, whose index
+/// block is delta-encoded (FORMAT.md, "Index block"). Each version's
+/// layout is FROZEN.
+pub const FORMAT_VERSION: u32 = 2;
+/// Oldest table format version this build reads and can write
+/// ([`crate::TableOptions::format_version`]): 1, whose index block is laid
+/// out as a data block. Versions differ only in the index block.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
+/// Layout version of the properties block, the same in every table format
+/// version. FROZEN.
+pub const PROPERTIES_VERSION: u32 = 1;
 /// Magic number at the end of every table ("bloomsst"). FROZEN.
 pub const TABLE_MAGIC: u64 = 0x7473_736d_6f6f_6c62;
 /// Bytes in a block trailer: type byte + crc32.
@@ -186,7 +195,9 @@ pub enum FooterError {
         computed: u32,
     },
     /// A version this build does not read (checksum already verified).
-    #[error("format version {0}; this build reads version {FORMAT_VERSION}")]
+    #[error(
+        "format version {0}; this build reads versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}"
+    )]
     Version(u32),
 }
 
@@ -222,7 +233,7 @@ impl Footer {
             return Err(FooterError::Checksum { stored, computed });
         }
         let version = read_u32(bytes, FOOTER_VERSION_AT).unwrap_or_default();
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(FooterError::Version(version));
         }
         let handle = |i: usize| {
@@ -290,9 +301,21 @@ mod tests {
             Err(FooterError::Version(FORMAT_VERSION + 1))
         );
         assert_eq!(
-            FooterError::Version(2).to_string(),
-            "format version 2; this build reads version 1"
+            FooterError::Version(3).to_string(),
+            "format version 3; this build reads versions 1 to 2"
         );
+        for version in [0, 3, u32::MAX] {
+            let other = Footer { version, ..footer };
+            assert_eq!(
+                Footer::decode(&other.encode()),
+                Err(FooterError::Version(version))
+            );
+        }
+        let older = Footer {
+            version: OLDEST_FORMAT_VERSION,
+            ..footer
+        };
+        assert_eq!(Footer::decode(&older.encode()), Ok(older));
     }
 
     #[test]

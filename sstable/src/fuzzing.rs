@@ -17,7 +17,7 @@ use bloomlsm_filter::KeyHash;
 
 use crate::file::RandomAccessFile;
 use crate::format::{BlockHandle, BlockKind, FOOTER_LEN, Footer, TRAILER_LEN, block_trailer};
-use crate::{Table, TableIter, decode_block};
+use crate::{Table, TableIter, decode_index_block};
 
 /// A table file held in memory.
 #[derive(Debug)]
@@ -50,12 +50,10 @@ pub fn blocks(table: &[u8]) -> Vec<(BlockKind, BlockHandle)> {
     };
     let mut out = Vec::new();
     let index = block_bytes(table, footer.index);
-    if let Some(Ok(entries)) = index.map(decode_block) {
-        for (_, value) in entries {
-            if let Some(h) = BlockHandle::decode(&value) {
-                out.push((BlockKind::Data, h));
-            }
-        }
+    if let Some(Ok(handles)) =
+        index.map(|bytes| decode_index_block(footer.version, bytes, footer_at as u64))
+    {
+        out.extend(handles.into_iter().map(|h| (BlockKind::Data, h)));
     }
     if !footer.filter.is_null() {
         out.push((BlockKind::Filter, footer.filter));

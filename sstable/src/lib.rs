@@ -27,6 +27,7 @@ mod filter_status;
 pub mod format;
 pub mod fuzzing;
 mod index;
+mod index_block;
 mod iter;
 mod lookup;
 mod properties;
@@ -54,8 +55,23 @@ pub use table::Table;
 /// A block's entries: (internal key, value) pairs.
 pub type BlockEntries = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// Decodes a data or index block from its bytes (trailer removed), as the
-/// reader does after verifying the checksum; exposed for fuzzing.
+/// Decodes the index block of a table of format `version` (1 or 2; any
+/// other reads as 2) from its bytes (trailer removed) into the data
+/// blocks' handles, checked as the reader checks them: they tile the file
+/// from offset 0 and end at or before `limit`, the separators ascend.
+/// Exposed for fuzzing.
+pub fn decode_index_block(
+    version: u32,
+    bytes: &[u8],
+    limit: u64,
+) -> std::result::Result<Vec<BlockHandle>, BlockError> {
+    let index = index_block::decode(version, bytes.to_vec(), limit)?;
+    Ok(index.handles().collect())
+}
+
+/// Decodes a data block, or a version 1 index block, from its bytes
+/// (trailer removed), as the reader does after verifying the checksum;
+/// exposed for fuzzing.
 pub fn decode_block(bytes: &[u8]) -> std::result::Result<BlockEntries, BlockError> {
     let block = Block::new(bytes.to_vec())?;
     let mut it = block.iter();

@@ -3,12 +3,14 @@
 use bloomlsm_filter::FilterKind;
 use thiserror::Error;
 
-use crate::format::{FORMAT_VERSION, read_u32, read_u64};
+use crate::format::{PROPERTIES_VERSION, read_u32, read_u64};
 
 /// Facts about one table (FORMAT.md, "Properties block").
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableProperties {
-    /// Table format version.
+    /// Layout version of the properties block
+    /// ([`crate::format::PROPERTIES_VERSION`], 1 in every table format
+    /// version; the table's own version is the footer's).
     pub format_version: u32,
     /// Entries (all versions, tombstones included).
     pub entries: u64,
@@ -86,7 +88,7 @@ impl TableProperties {
         let short = |field| PropertiesError::Truncated { field, len };
         let u64_at = |i: usize, field| read_u64(bytes, 4 + 8 * i).ok_or(short(field));
         let format_version = read_u32(bytes, 0).ok_or(short("format version"))?;
-        if format_version != FORMAT_VERSION {
+        if format_version != PROPERTIES_VERSION {
             return Err(PropertiesError::Version(format_version));
         }
         let entries = u64_at(0, "entries")?;
@@ -160,8 +162,9 @@ pub enum PropertiesError {
         /// Bytes in the block, trailer excluded.
         len: usize,
     },
-    /// The properties name another format version than the footer.
-    #[error("properties name format version {0}; this build reads version {FORMAT_VERSION}")]
+    /// The properties block's layout version is not the one every table
+    /// format version uses.
+    #[error("properties block version {0}; this build reads version {PROPERTIES_VERSION}")]
     Version(u32),
     /// The filter kind tag is neither 0 (none) nor a known kind.
     #[error("unknown filter kind tag {0}")]
@@ -178,7 +181,7 @@ mod tests {
 
     fn sample() -> TableProperties {
         TableProperties {
-            format_version: FORMAT_VERSION,
+            format_version: PROPERTIES_VERSION,
             entries: 10,
             distinct_keys: 8,
             tombstones: 2,

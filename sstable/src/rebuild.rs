@@ -14,7 +14,7 @@ use bloomlsm_filter::{Filter, FilterBuilder, FilterKind, HASH_ID_XXH3_64, KeyHas
 use crate::builder::TableSummary;
 use crate::error::{Error, Result};
 use crate::file::WritableFile;
-use crate::format::{BlockHandle, BlockKind, FORMAT_VERSION, Footer, TRAILER_LEN, block_trailer};
+use crate::format::{BlockHandle, BlockKind, Footer, TRAILER_LEN, block_trailer};
 use crate::iter::TableIter;
 use crate::properties::TableProperties;
 use crate::table::Table;
@@ -116,7 +116,9 @@ fn write_from_filter<W: WritableFile>(
         filter: filter_handle,
         index: index_handle,
         properties,
-        version: FORMAT_VERSION,
+        // The index block is kept or copied as it is: its layout is the
+        // table's format version's.
+        version: table.footer().version,
     };
     file.write_all(&footer.encode()).map_err(io)?;
     file.sync().map_err(io)?;

@@ -9,14 +9,15 @@ use bloomlsm_filter::{AnyFilter, Filter, KeyHash};
 use crate::block::{Block, BlockIter};
 use crate::block_error::BlockError;
 use crate::cache::BlockCache;
-use crate::entry::{EntryKind, compare_keys, split_internal_key};
+use crate::entry::{EntryKind, split_internal_key};
 use crate::error::{CorruptionReason, Error, Result};
 use crate::file::RandomAccessFile;
 use crate::filter_status::{FilterLoadError, FilterStatus};
 use crate::format::{
     BlockHandle, BlockKind, FOOTER_LEN, Footer, FooterError, TRAILER_LEN, verify_block,
 };
-use crate::index::{TableIndex, TableIndexBuilder};
+use crate::index::TableIndex;
+use crate::index_block;
 use crate::lookup::{BlockSource, Lookup, Outcome};
 use crate::properties::TableProperties;
 
@@ -116,7 +117,7 @@ impl Table {
             source.corruption(BlockKind::Properties, footer.properties.offset, reason)
         })?;
         let index = source.read_verified(footer.index, BlockKind::Index)?;
-        let index = source.decode_index(index, footer.index.offset)?;
+        let index = source.decode_index(footer.version, index, footer.index.offset)?;
         let (filter, filter_status) = if footer.filter.is_null() {
             (None, FilterStatus::Absent)
         } else {
@@ -437,49 +438,12 @@ impl TableFile {
         self.size - FOOTER_LEN as u64
     }
 
-    /// Decodes the index block at file offset `at`. Its handles must tile
-    /// the data region from offset 0 in key order.
-    fn decode_index(&self, bytes: Vec<u8>, at: u64) -> Result<TableIndex> {
-        let bad = |reason: BlockError| self.corruption(BlockKind::Index, at, reason);
-        // `Block::new` refuses a block without entries: the index names at
-        // least one data block.
-        let block = Block::new(bytes).map_err(bad)?;
-        let mut it = block.iter();
-        let mut entries = TableIndexBuilder::default();
-        while it.advance().map_err(bad)? {
-            let offset = it.entry_offset();
-            let (user, seq, _) = split_internal_key(it.key()).ok_or_else(|| {
-                bad(BlockError::KeyShorterThanTag {
-                    offset,
-                    len: it.key().len(),
-                })
-            })?;
-            let handle = BlockHandle::decode(it.value()).ok_or_else(|| {
-                bad(BlockError::HandleLength {
-                    offset,
-                    len: it.value().len(),
-                })
-            })?;
-            let expected = entries.next_offset();
-            if handle.offset != expected {
-                return Err(bad(BlockError::HandleMisplaced {
-                    offset,
-                    handle,
-                    expected,
-                }));
-            }
-            let limit = self.blocks_end();
-            if !handle.fits_before(limit) {
-                return Err(bad(BlockError::PastEnd { handle, limit }));
-            }
-            if let Some((prev_user, prev_seq)) = entries.last()
-                && !compare_keys(prev_user, prev_seq, user, seq).is_lt()
-            {
-                return Err(bad(BlockError::IndexOutOfOrder { offset }));
-            }
-            entries.push(user, seq, handle);
-        }
-        Ok(entries.finish())
+    /// Decodes the index block at file offset `at` of a table of format
+    /// `version`. Its handles must tile the data region from offset 0 in
+    /// key order.
+    fn decode_index(&self, version: u32, bytes: Vec<u8>, at: u64) -> Result<TableIndex> {
+        index_block::decode(version, bytes, self.blocks_end())
+            .map_err(|reason| self.corruption(BlockKind::Index, at, reason))
     }
 
     /// Loads the filter; a damaged filter is recorded, never an error.

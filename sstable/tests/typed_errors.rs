@@ -8,7 +8,9 @@ use std::io;
 use std::sync::Arc;
 
 use bloomlsm_filter::{FilterError, KeyHash};
-use bloomlsm_sstable::format::{FOOTER_LEN, FORMAT_VERSION, block_trailer};
+use bloomlsm_sstable::format::{
+    FOOTER_LEN, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PROPERTIES_VERSION, block_trailer,
+};
 use bloomlsm_sstable::{
     BlockError, BlockHandle, BlockKind, CorruptionReason, Error, FilterLoadError, FilterStatus,
     Footer, FooterError, Outcome, PropertiesError, RandomAccessFile, Table, TableIter,
@@ -52,7 +54,7 @@ fn handle_bytes(h: BlockHandle) -> Vec<u8> {
 /// Properties of a table whose keys lie in "a"..="z".
 fn properties() -> TableProperties {
     TableProperties {
-        format_version: FORMAT_VERSION,
+        format_version: PROPERTIES_VERSION,
         entries: 1,
         distinct_keys: 1,
         tombstones: 0,
@@ -83,6 +85,10 @@ struct Assembly {
     index: Option<Vec<u8>>,
     /// The trailer kind written after the index (Index unless a test lies).
     index_trailer: BlockKind,
+    /// The footer's format version: version 1 unless a test says
+    /// otherwise, since the index blocks built here have version 1's
+    /// layout (a data block).
+    version: u32,
     /// The properties block.
     properties: Vec<u8>,
 }
@@ -107,6 +113,7 @@ impl Assembly {
             filter: None,
             index: None,
             index_trailer: BlockKind::Index,
+            version: OLDEST_FORMAT_VERSION,
             properties: properties().encode(),
         }
     }
@@ -147,7 +154,7 @@ impl Assembly {
             filter,
             index,
             properties,
-            version: FORMAT_VERSION,
+            version: self.version,
         };
         bytes.extend_from_slice(&footer.encode());
         Assembled {
@@ -228,6 +235,28 @@ fn the_hand_built_table_reads() {
         }
     );
     assert_eq!(first_entry(table).unwrap().user_key, b"m");
+}
+
+#[test]
+fn unknown_format_versions_are_refused_by_name() {
+    for version in [0, FORMAT_VERSION + 1] {
+        let t = Assembly {
+            version,
+            ..Assembly::good()
+        }
+        .assemble();
+        let err = open(t.bytes).unwrap_err();
+        assert!(
+            matches!(err, Error::UnsupportedVersion { version: v, supported: FORMAT_VERSION, .. } if v == version),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().ends_with(&format!(
+                "has format version {version}; this build reads versions 1 to 2"
+            )),
+            "{err}"
+        );
+    }
 }
 
 #[test]
@@ -456,6 +485,98 @@ fn index_errors() {
             })
         )
     );
+
+    // Version 2's index (FORMAT.md "Index block"): a good one reads; each
+    // damage is named with the entry's offset in the block.
+    let v2 = |entries: &[(u64, u64, &[u8], u64, u64)]| {
+        let mut out = Vec::new();
+        for &(shared, unshared, delta, seq, size) in entries {
+            for v in [shared, unshared] {
+                varint(&mut out, v);
+            }
+            out.extend_from_slice(delta);
+            for v in [seq, size] {
+                varint(&mut out, v);
+            }
+        }
+        out
+    };
+    let with_v2 = |index: Vec<u8>| {
+        Assembly {
+            index: Some(index),
+            version: FORMAT_VERSION,
+            ..two()
+        }
+        .assemble()
+    };
+    let (s0, s1) = (handles[0].size, handles[1].size);
+    let t = with_v2(v2(&[(0, 2, b"m0", 0, s0), (1, 1, b"1", 0, s1)]));
+    let table = open(t.bytes).unwrap();
+    assert_eq!(
+        get(&table, b"m1").unwrap(),
+        Outcome::Found {
+            seq: 1,
+            value: Some(b"v".to_vec())
+        }
+    );
+    let second = v2(&[(0, 2, b"m0", 0, s0)]).len();
+    let cases: Vec<(Vec<u8>, BlockError)> = vec![
+        (Vec::new(), BlockError::NoEntries),
+        (
+            v2(&[(0, 2, b"m0", 0, s0), (3, 1, b"1", 0, s1)]),
+            BlockError::SharesTooMuch {
+                offset: second,
+                shared: 3,
+                previous_len: 2,
+            },
+        ),
+        (
+            v2(&[(0, 2, b"m1", 0, s0), (1, 1, b"0", 0, s1)]),
+            BlockError::IndexOutOfOrder { offset: second },
+        ),
+        (
+            v2(&[(0, 2, b"m0", 0, s0), (1, 9, b"1", 0, s1)]),
+            BlockError::MalformedEntry { offset: second },
+        ),
+    ];
+    for (index, expected) in cases {
+        let t = with_v2(index);
+        assert_eq!(
+            corruption(open(t.bytes)),
+            (
+                BlockKind::Index,
+                t.footer.index.offset,
+                CorruptionReason::Block(expected)
+            )
+        );
+    }
+    // A size that runs into the index block.
+    let t = with_v2(v2(&[(0, 2, b"m0", 0, s0), (1, 1, b"1", 0, s1 + 1000)]));
+    let limit = (t.bytes.len() - FOOTER_LEN) as u64;
+    let past_end = BlockHandle {
+        offset: handles[1].offset,
+        size: s1 + 1000,
+    };
+    assert_eq!(
+        corruption(open(t.bytes)),
+        (
+            BlockKind::Index,
+            t.footer.index.offset,
+            CorruptionReason::Block(BlockError::PastEnd {
+                handle: past_end,
+                limit
+            })
+        )
+    );
+}
+
+/// Appends `v` as an unsigned LEB128 varint.
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
 }
 
 /// The first error a scan of `table` meets.
