@@ -142,7 +142,13 @@ fn three_l0_tables(db: &Db, model: &mut Model) {
             model,
             (0..KEYS).filter_map(|i| match (i + round) % 4 {
                 0 => Some((i, None)),
-                1 | 2 => Some((i, Some(format!("r{round}-{i}")))),
+                // Values long enough that a table's filter, properties and
+                // footer stay well within the unused bytes an in-place
+                // filter append may leave (`table_files::MAX_DEAD_SHARE`):
+                // with short ones that bound sat within a few bytes of a
+                // table's (every table was copied once the index block
+                // shrank in table format version 2).
+                1 | 2 => Some((i, Some(format!("r{round}-{i}-{:024}", i * round)))),
                 _ => None,
             }),
         );
