@@ -168,4 +168,21 @@ pub enum BlockError {
         /// Where the entry begins.
         offset: usize,
     },
+    /// The index names other data blocks than the properties block counts
+    /// (an index cut short at an entry boundary, which version 2's layout,
+    /// with no count, cannot tell on its own).
+    #[error(
+        "index names {blocks} data blocks ending at {data_end}; the properties count {recorded_blocks} ending at {recorded_bytes}"
+    )]
+    IndexDisagreesWithProperties {
+        /// Data blocks the index names.
+        blocks: u64,
+        /// File offset where the index's last data block ends.
+        data_end: u64,
+        /// The properties block's data block count.
+        recorded_blocks: u64,
+        /// The properties block's data bytes (trailers included), where
+        /// the data blocks end.
+        recorded_bytes: u64,
+    },
 }

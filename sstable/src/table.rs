@@ -118,6 +118,21 @@ impl Table {
         })?;
         let index = source.read_verified(footer.index, BlockKind::Index)?;
         let index = source.decode_index(footer.version, index, footer.index.offset)?;
+        // Every block the writer wrote, no fewer: a version 2 index has no
+        // count, so one cut at an entry boundary decodes on its own.
+        let (blocks, data_end) = (index.len() as u64, index.data_end());
+        if blocks != properties.data_blocks || data_end != properties.data_bytes {
+            return Err(source.corruption(
+                BlockKind::Index,
+                footer.index.offset,
+                BlockError::IndexDisagreesWithProperties {
+                    blocks,
+                    data_end,
+                    recorded_blocks: properties.data_blocks,
+                    recorded_bytes: properties.data_bytes,
+                },
+            ));
+        }
         let (filter, filter_status) = if footer.filter.is_null() {
             (None, FilterStatus::Absent)
         } else {

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use bloomlsm_filter::{FilterError, KeyHash};
 use bloomlsm_sstable::format::{
-    FOOTER_LEN, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PROPERTIES_VERSION, block_trailer,
+    FOOTER_LEN, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PROPERTIES_VERSION, TRAILER_LEN,
+    block_trailer,
 };
 use bloomlsm_sstable::{
     BlockError, BlockHandle, BlockKind, CorruptionReason, Error, FilterLoadError, FilterStatus,
@@ -108,13 +109,19 @@ impl Assembly {
     }
 
     fn with_data(data: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+        // The properties count the data blocks as a writer does.
+        let properties = TableProperties {
+            data_blocks: data.len() as u64,
+            data_bytes: data.iter().map(|(_, b)| (b.len() + TRAILER_LEN) as u64).sum(),
+            ..properties()
+        };
         Self {
             data,
             filter: None,
             index: None,
             index_trailer: BlockKind::Index,
             version: OLDEST_FORMAT_VERSION,
-            properties: properties().encode(),
+            properties: properties.encode(),
         }
     }
 
