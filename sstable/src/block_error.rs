@@ -168,6 +168,19 @@ pub enum BlockError {
         /// Where the entry begins.
         offset: usize,
     },
+    /// The index's separators hold more bytes than the data region they
+    /// index (each is at most its block's last user key).
+    #[error(
+        "index entry at block offset {offset} brings its separators to {key_bytes} bytes, past the {limit} bytes before the index"
+    )]
+    IndexKeysPastData {
+        /// Where the entry begins.
+        offset: usize,
+        /// Bytes of the separators up to and including this entry's.
+        key_bytes: u64,
+        /// File offset where the blocks end: the data region is within it.
+        limit: u64,
+    },
     /// The index names other data blocks than the properties block counts
     /// (an index cut short at an entry boundary, which version 2's layout,
     /// with no count, cannot tell on its own).

@@ -102,6 +102,11 @@ impl TableIndexBuilder {
         Some((&self.keys[start..end], *self.seqs.last()?))
     }
 
+    /// Bytes of the separators' user keys pushed so far.
+    pub(crate) fn key_bytes(&self) -> usize {
+        self.keys.len()
+    }
+
     /// Where the next block must start: after the last one's trailer.
     pub(crate) fn next_offset(&self) -> u64 {
         self.block_ends.last().copied().unwrap_or(0)

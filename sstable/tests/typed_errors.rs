@@ -112,7 +112,10 @@ impl Assembly {
         // The properties count the data blocks as a writer does.
         let properties = TableProperties {
             data_blocks: data.len() as u64,
-            data_bytes: data.iter().map(|(_, b)| (b.len() + TRAILER_LEN) as u64).sum(),
+            data_bytes: data
+                .iter()
+                .map(|(_, b)| (b.len() + TRAILER_LEN) as u64)
+                .sum(),
             ..properties()
         };
         Self {

@@ -136,6 +136,40 @@ fn version_2_damage_is_named() {
     ));
 }
 
+/// An index whose entries each reuse a long previous key whole, in a few
+/// bytes, is refused at the entry whose separators pass the bytes before
+/// the index, not after holding all of them.
+#[test]
+fn separators_past_the_data_region_are_refused_as_they_come() {
+    let long = vec![b'k'; 1000];
+    let mut bytes = Vec::new();
+    let mut starts = Vec::new();
+    let mut entry = |shared: u64, delta: &[u8]| {
+        starts.push(bytes.len());
+        for v in [shared, delta.len() as u64] {
+            varint::put_u64(&mut bytes, v);
+        }
+        bytes.extend_from_slice(delta);
+        for v in [0, 1] {
+            varint::put_u64(&mut bytes, v);
+        }
+    };
+    entry(0, &long);
+    for i in 1..=100u8 {
+        entry(1000, &[i]);
+    }
+    // 1,000 bytes, then 1,001 more an entry: past 20,000 at the 20th entry.
+    assert_eq!(
+        decode(2, bytes.clone(), 20_000).err(),
+        Some(BlockError::IndexKeysPastData {
+            offset: starts[19],
+            key_bytes: 1000 + 19 * 1001,
+            limit: 20_000,
+        })
+    );
+    assert_eq!(decode(2, bytes, 1000 + 100 * 1001).unwrap().len(), 101);
+}
+
 /// Where each entry of a well-formed version 2 block begins.
 fn entry_starts(bytes: &[u8]) -> Vec<usize> {
     let mut starts = Vec::new();
