@@ -88,18 +88,6 @@ fn options(kind: FilterKind, bits: f64, l0_trigger: usize) -> Options {
     }
 }
 
-/// A directory in memory (`/dev/shm`) where there is one: this test
-/// checks answers, not durability, and the fsyncs of thousands of flushes
-/// on a shared disk would make it ten times slower.
-fn scratch_dir() -> tempfile::TempDir {
-    let shm = std::path::Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm).unwrap()
-    } else {
-        tempfile::tempdir().unwrap()
-    }
-}
-
 /// Reads every live table of the tree just installed; returns what breaks
 /// an invariant the read path relies on.
 fn check_tree(inner: &DbInner) -> Result<(), String> {
@@ -227,7 +215,7 @@ impl Run {
         ][rng.below(3) as usize];
         let l0_trigger = 2 + rng.below(3) as usize;
         let bits = 4.0 + rng.below(100) as f64 / 10.0;
-        let dir = scratch_dir();
+        let dir = crate::scratch_dirs::scratch_dir();
         let db = Db::open(dir.path(), options(kind, bits, l0_trigger)).unwrap();
         let errors = Arc::new(Mutex::new(Vec::new()));
         watch(&db, &errors);

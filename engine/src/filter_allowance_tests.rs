@@ -80,7 +80,7 @@ fn narrow_compaction_into_the_deepest_level(
 /// table is written without one (every other table, as leftovers add up).
 #[test]
 fn narrow_blocked_tables_below_uniform_keep_their_filters() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options(FilterKind::Blocked)).unwrap();
     let (outputs, _, plan) = narrow_compaction_into_the_deepest_level(&db, BITS);
     assert!(outputs.len() >= 20, "{} tables", outputs.len());
@@ -116,7 +116,7 @@ fn narrow_tables_below_uniform_keep_their_filters_in_every_kind() {
         (FilterKind::Ribbon, 6.0),
         (FilterKind::Blocked, 6.0),
     ] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch_dirs::scratch_dir();
         let db = Db::open(dir.path(), options(kind)).unwrap();
         let (outputs, _, plan) = narrow_compaction_into_the_deepest_level(&db, input_bits);
         let (filters, uniform) = memory(&db);
@@ -163,7 +163,7 @@ fn overwrites_keep_their_filter(written_by_replay: bool) -> Vec<(FilterKind, Vec
         FilterKind::Blocked,
         FilterKind::Ribbon,
     ] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch_dirs::scratch_dir();
         let opts = Options {
             memtable_bytes: 64 << 20,
             ..options(kind)
@@ -233,7 +233,7 @@ fn a_replay_of_overwrites_plans_as_a_flush_does() {
 /// reach it at level 6 once they count tables without a filter.)
 #[test]
 fn a_narrow_compaction_after_a_kind_change_keeps_its_filter() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
     let a: Vec<_> = (0..21).map(|i| key("k", 2 * i)).collect();
     let b: Vec<_> = (0..23).map(|i| key("k", 2 * i + 1)).collect();
@@ -274,7 +274,7 @@ fn a_narrow_compaction_after_a_kind_change_keeps_its_filter() {
 /// `plan_write`), as a table without one costs a read per get.
 #[test]
 fn a_narrow_compaction_after_a_kind_change_keeps_its_filter_without_headroom() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
     let a: Vec<_> = (0..21).map(|i| key("k", 2 * i)).collect();
     let b: Vec<_> = (0..23).map(|i| key("k", 2 * i + 1)).collect();
@@ -311,7 +311,7 @@ fn a_narrow_compaction_after_a_kind_change_keeps_its_filter_without_headroom() {
 /// smallest filters of a few narrow tables and the tests to 1.02 x.
 #[test]
 fn a_large_write_with_no_budget_stays_within_the_bound() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let options = Options {
         filter_policy: FilterPolicy::Optimized { bits_per_key: 5.0 },
         ..options(FilterKind::Standard)
@@ -363,7 +363,7 @@ fn a_large_write_with_no_budget_stays_within_the_bound() {
 /// as `merge_by_hand` does) while its install would go past uniform.
 #[test]
 fn a_write_whose_removed_tables_left_more_than_its_share_unused_stays_within_the_bound() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = narrow_ribbon_reopened_as_standard(dir.path(), 40_000);
     merge_narrow_into_l3_within_the_bound(&db);
 }
@@ -431,7 +431,7 @@ fn merge_narrow_into_l3_within_the_bound(db: &Db) {
 fn a_flush_planned_between_a_compactions_lowerings_and_its_plan_stays_within_the_bound() {
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Arc::new(narrow_ribbon_reopened_as_standard(dir.path(), 60_000));
 
     // The flush, as `flush_all_immutable` plans, writes and installs it.
@@ -485,7 +485,7 @@ fn a_flush_planned_between_a_compactions_lowerings_and_its_plan_stays_within_the
 /// 1.0201 x uniform after 12 such compactions (of 20).
 #[test]
 fn narrow_compactions_that_cannot_give_back_an_unused_share_stay_within_the_bound() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
     sequences_made_durable(&db, 100);
     let chunks: Vec<Vec<Vec<u8>>> = (0..20)
@@ -555,7 +555,7 @@ fn narrow_compactions_that_cannot_give_back_an_unused_share_stay_within_the_boun
 fn the_room_making_loop_stops_when_the_store_shuts_down() {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
     sequences_made_durable(&db, 1_000);
     for (j, chunk) in narrow_keys().chunks(20).enumerate() {
@@ -613,7 +613,7 @@ fn the_room_making_loop_only_frees_bytes() {
     use crate::filter_budget::table_targets;
     use crate::rebuild::RebuildJob;
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options(FilterKind::Ribbon)).unwrap();
     advance_sequence(&db, 40_000);
     for (j, chunk) in narrow_keys().chunks(20).enumerate() {

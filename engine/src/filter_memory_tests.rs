@@ -86,7 +86,7 @@ fn low_filtered_l1_over_l2(db: &Db, first_seq: u64) -> (Arc<TableHandle>, Arc<Ta
 /// min(optimum, uniform)) spends it anyway, and the tree goes over.
 #[test]
 fn a_compaction_alone_keeps_the_tree_within_uniform_memory() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     low_filtered_l1_over_l2(&db, 1);
     let stays: Vec<_> = (0..2000).map(|i| key("s", i)).collect();
@@ -109,7 +109,7 @@ fn a_compaction_alone_keeps_the_tree_within_uniform_memory() {
 /// are live in the view it plans against) and claims it too.
 #[test]
 fn flushes_during_a_compaction_keep_the_tree_within_uniform_memory() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     let (a, b) = low_filtered_l1_over_l2(&db, 1);
     let deep: Vec<_> = (0..8000).map(|i| key("d", i)).collect();
@@ -184,7 +184,7 @@ fn flushes_during_a_compaction_keep_the_tree_within_uniform_memory() {
 /// no claim covers. The tables together must stay within the plan.
 #[test]
 fn a_compaction_cut_into_narrow_ribbon_tables_stays_within_its_plan() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(
         dir.path(),
         Options {

@@ -33,7 +33,7 @@ fn wal_files(dir: &std::path::Path) -> usize {
 
 #[test]
 fn a_flush_writes_every_frozen_memtable_waiting_into_one_l0_table() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     // The flush thread is held back (as by a slow device) while three
     // memtables freeze: the oldest holds
@@ -193,7 +193,7 @@ fn a_power_loss_anywhere_in_a_merged_flush_loses_no_acknowledged_write() {
         drop(db);
         (start, fs.ops(), acked)
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     let (start, end, acked) = run(dir.path(), &fs, None);
     assert_eq!(acked, 20);
@@ -201,7 +201,7 @@ fn a_power_loss_anywhere_in_a_merged_flush_loses_no_acknowledged_write() {
     // with the rename undone and kept.
     for crash in 0..end - start {
         for fate in [RenameFate::Undone, RenameFate::Kept] {
-            let dir = tempfile::tempdir().unwrap();
+            let dir = crate::scratch_dirs::scratch_dir();
             let fs = FaultFs::new();
             fs.set_revival(Revival::Seeded(crash));
             fs.set_rename_fate(fate);
@@ -244,7 +244,7 @@ fn a_power_loss_anywhere_in_a_merged_flush_loses_no_acknowledged_write() {
 fn a_memtable_frozen_during_a_merged_flush_goes_in_the_next_table() {
     use crate::fs::fault::FaultFs;
     use std::sync::Arc;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     let db = Db::open_with_fs(dir.path(), options(), Arc::new(fs.clone())).unwrap();
     fs.set_hold_table_files(true);
@@ -305,7 +305,7 @@ fn a_memtable_frozen_during_a_merged_flush_goes_in_the_next_table() {
 fn a_failed_merged_flush_keeps_every_memtable_and_wal() {
     use crate::fs::fault::FaultFs;
     use std::sync::Arc;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     let db = Db::open_with_fs(dir.path(), options(), Arc::new(fs.clone())).unwrap();
     let held = db.inner.flush_lock.lock();
@@ -356,7 +356,7 @@ fn a_merged_flush_of_overwrites_plans_its_filter_for_its_distinct_keys() {
         filter_policy: crate::FilterPolicy::Optimized { bits_per_key: BITS },
         ..options()
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), opts()).unwrap();
     for i in 0..3000 {
         db.put(&key(100_000 + i), b"deep").unwrap();

@@ -189,7 +189,7 @@ enum Rebuilt {
 }
 
 fn l0_tables_rebuilt_while_a_flush_installs(how: Rebuilt) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let policy = FilterPolicy::Uniform { bits_per_key: 10.0 };
     let fs = FaultFs::new();
     fs.set_refuse_appends(how == Rebuilt::AsCopies);
@@ -273,7 +273,7 @@ fn l0_tables_rebuilt_while_a_flush_installs(how: Rebuilt) {
 
 #[test]
 fn a_rebalancing_rebuild_paused_before_install_while_a_flush_and_a_compaction_come() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let mut model = Model::new();
     {
         let db = Db::open(
@@ -367,7 +367,7 @@ fn a_rebalancing_rebuild_paused_before_install_while_a_flush_and_a_compaction_co
 
 #[test]
 fn a_snapshot_taken_while_a_compaction_merges_sees_the_newest_versions_of_its_inputs() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let policy = FilterPolicy::Optimized { bits_per_key: 10.0 };
     let db = Arc::new(Db::open(dir.path(), options(policy)).unwrap());
     let mut model = Model::new();

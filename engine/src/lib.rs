@@ -74,6 +74,8 @@ mod rebalance_tests;
 mod rebuild;
 mod recovery;
 mod replay;
+#[cfg(test)]
+mod scratch_dirs;
 mod skiplist;
 mod stats;
 #[cfg(test)]

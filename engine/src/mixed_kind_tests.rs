@@ -165,7 +165,7 @@ fn phase(
 }
 
 fn kinds_back_and_forth(first: FilterKind, second: FilterKind, background_work: bool) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let mut model = BTreeMap::new();
     phase(dir.path(), first, background_work, 0, 6_000, &mut model);
     phase(

@@ -36,7 +36,7 @@ fn arm(db: &Db) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
 /// Puts `k = v1` in a table, so that a newer version and a compaction can
 /// drop it.
 fn store_with_v1() -> (tempfile::TempDir, Arc<Db>) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Arc::new(Db::open(dir.path(), options()).unwrap());
     db.put(b"k", b"v1").unwrap();
     db.flush().unwrap();

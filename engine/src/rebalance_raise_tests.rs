@@ -168,7 +168,7 @@ fn reopen(dir: &std::path::Path, kind: FilterKind, bits: f64, model: &Model, wha
 fn reopen_every_way(first: FilterKind) {
     for second in KINDS {
         for bits in [15.0, 6.0] {
-            let dir = tempfile::tempdir().unwrap();
+            let dir = crate::scratch_dirs::scratch_dir();
             let model = load(dir.path(), first);
             let what = format!("{first} at {FIRST_BITS} reopened as {second} at {bits}");
             reopen(dir.path(), second, bits, &model, &what);
@@ -211,7 +211,7 @@ fn ribbon_store_reopened_at_other_averages_and_kinds_settles() {
 /// is past uniform, the filters above their share (in their own kind).
 #[test]
 fn foreign_filters_over_a_lower_average_are_lowered() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let model = load(dir.path(), FilterKind::Ribbon);
     let what = "ribbon at 10 reopened as standard at 15";
     reopen(dir.path(), FilterKind::Standard, 15.0, &model, what);
@@ -228,7 +228,7 @@ fn foreign_filters_over_a_lower_average_are_lowered() {
 /// own kind), as `wait_for_background_work` promises for every filter.
 #[test]
 fn a_foreign_filter_over_its_target_in_a_tree_within_uniform_is_lowered() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(
         dir.path(),
         static_budget_options(FilterKind::Standard, 10.0),

@@ -270,7 +270,7 @@ fn load(dir: &std::path::Path, background_work: bool, l0_slowdown_trigger: usize
 /// rebuilds filters all along.
 #[test]
 fn inline_a_sustained_load_rebalances_filters() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     deep_store(dir.path());
     let (load, db) = load(dir.path(), false, 8);
     assert!(
@@ -287,7 +287,7 @@ fn inline_a_sustained_load_rebalances_filters() {
 /// one rebuild.
 #[test]
 fn background_rebalancing_is_not_starved_by_a_stream_of_compactions() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     deep_store(dir.path());
     let (load, db) = load(dir.path(), true, 8);
     assert!(
@@ -316,7 +316,7 @@ fn background_rebalancing_is_not_starved_by_a_stream_of_compactions() {
 /// thread.
 #[test]
 fn compactions_keep_priority_over_rebalancing_while_l0_slows_writes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     deep_store(dir.path());
     let (load, db) = load(dir.path(), true, 1);
     assert!(load.compactions >= CHUNKS, "{load:?}");

@@ -160,7 +160,7 @@ fn check_model(db: &Db, model: &BTreeMap<Vec<u8>, Option<Vec<u8>>>, what: &str) 
 }
 
 fn load_deep_store(kind: FilterKind, keys: u64, background_work: bool) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let options = || Options {
         background_work,
         ..options(kind)
@@ -259,7 +259,7 @@ fn filters_stay_within_uniform_memory_with_background_work() {
 #[test]
 fn narrow_ribbon_filters_are_raised_after_a_higher_average() {
     let narrow = |bits_per_key: f64| narrow_options(FilterKind::Ribbon, bits_per_key, false);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), narrow(BITS)).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..3_000 {

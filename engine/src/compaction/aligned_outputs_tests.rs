@@ -14,7 +14,7 @@ fn key(i: u32) -> String {
 
 #[test]
 fn outputs_leave_a_jumped_grandparent_table_out() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let options = Options {
         // Far above what the merge writes: only the alignment rules cut.
         target_file_bytes: 1 << 20,

@@ -118,7 +118,7 @@ fn options() -> Options {
 
 #[test]
 fn a_bottom_table_sheds_its_tombstones_and_shadowed_versions_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     // L3: a live a, a deleted b, two versions of c, a live d.
     let t = place(
@@ -161,7 +161,7 @@ fn a_bottom_table_sheds_its_tombstones_and_shadowed_versions_once() {
 
 #[test]
 fn tombstones_over_a_deeper_value_stay_and_are_never_retried() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     // L3 holds b's old value; L2's table over it deletes b (and f, which
     // nothing below holds, but the table's range meets L3's table).
@@ -180,7 +180,7 @@ fn tombstones_over_a_deeper_value_stay_and_are_never_retried() {
 
 #[test]
 fn a_snapshot_keeps_its_versions_until_released_then_the_table_is_cleaned() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     // An old b at L3, then (in a newer L3 table further right) the state
     // a snapshot at 2 sees: x@2; the delete of x at 5 and the new y@6 come
@@ -230,7 +230,7 @@ fn a_snapshot_keeps_its_versions_until_released_then_the_table_is_cleaned() {
 
 #[test]
 fn with_background_threads_releasing_the_snapshot_is_enough() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(
         dir.path(),
         Options {
@@ -258,7 +258,7 @@ fn with_background_threads_releasing_the_snapshot_is_enough() {
 
 #[test]
 fn a_cleanup_waits_while_a_level_needs_a_compaction() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     // L3: a tombstone to clean. L1 (over budget): a table over nothing.
     place(&db, 3, vec![delete("q", 2), put("r", 1)]);
@@ -287,7 +287,7 @@ fn a_cleanup_waits_while_a_level_needs_a_compaction() {
 fn a_futile_rewrite_is_not_repeated_while_the_snapshots_stay() {
     // The picker never offers a table a live snapshot pins; force one
     // through the merge as if it had, and check the guard behind it.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     db.inner.last_visible.store(2, Ordering::Release);
     let snapshot = db.snapshot();
@@ -322,7 +322,7 @@ fn a_futile_rewrite_is_not_repeated_while_the_snapshots_stay() {
 
 #[test]
 fn a_remembered_held_back_search_does_not_hide_a_new_candidate() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     db.inner.last_visible.store(2, Ordering::Release);
     let snapshot = db.snapshot();

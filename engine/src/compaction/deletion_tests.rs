@@ -197,7 +197,7 @@ fn deletes_over_values(dir: &std::path::Path, options: Options) -> Db {
 
 #[test]
 fn deletes_are_carried_down_to_their_values_and_both_go() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = deletes_over_values(dir.path(), options());
     assert_eq!(blocks_read(&db, "k03"), 1, "the tombstone is read");
     db.inner.compact_while_needed().unwrap();
@@ -226,7 +226,7 @@ fn deletes_are_carried_down_to_their_values_and_both_go() {
 #[test]
 fn off_by_default_and_under_the_ratio() {
     for ratio in [None, Some(0.9)] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch_dirs::scratch_dir();
         let options = Options {
             deletion_compaction_ratio: ratio,
             ..options()
@@ -245,7 +245,7 @@ fn off_by_default_and_under_the_ratio() {
 
 #[test]
 fn a_snapshot_keeps_the_values_it_sees_and_the_picks_still_end() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     place(&db, 3, vec![put("k01", 1), put("k02", 2)]);
     db.inner.last_visible.store(2, Ordering::Release);
@@ -280,7 +280,7 @@ fn a_snapshot_keeps_the_values_it_sees_and_the_picks_still_end() {
 #[test]
 fn a_ratio_outside_zero_to_one_is_refused() {
     for ratio in [0.0, -0.5, 1.01, f64::NAN] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch_dirs::scratch_dir();
         let options = Options {
             deletion_compaction_ratio: Some(ratio),
             ..options()
@@ -303,7 +303,7 @@ fn a_ratio_outside_zero_to_one_is_refused() {
 /// the picks end with the snapshot's answer kept.
 #[test]
 fn a_table_of_tombstones_meeting_deeper_data_at_its_edge() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let options = Options {
         deletion_compaction_ratio: Some(1.0),
         num_levels: 5,
@@ -548,7 +548,7 @@ mod random_trees {
             ..Options::default()
         };
         let what = format!("seed {seed}: ratio {ratio}, {num_levels} levels, {options:?}");
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch_dirs::scratch_dir();
         let db = Db::open(dir.path(), options.clone()).unwrap();
         let mut model = Model::new();
         let mut seq = 0;
@@ -670,7 +670,7 @@ mod random_trees {
 /// between (another install, candidates unchanged) is searched again too.
 #[test]
 fn a_remembered_fruitless_search_hides_no_candidate_an_install_brings() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     values_at_l3(&db);
     db.inner.last_visible.store(10, Ordering::Release);
@@ -717,7 +717,7 @@ fn a_remembered_fruitless_search_hides_no_candidate_an_install_brings() {
 /// flushes answered as before, and nothing more picked.
 #[test]
 fn a_flushed_dense_table_takes_l0_whole_into_a_deep_base_level() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let options = Options {
         background_work: false,
         num_levels: 4,

@@ -44,7 +44,7 @@ enum Stop {
 }
 
 fn run(stop: Stop) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     let fs_arc: Arc<dyn crate::fs::FileSystem> = Arc::new(fs.clone());
     let chunk: Vec<Vec<u8>> = (0..200).map(|i| key("k", i)).collect();

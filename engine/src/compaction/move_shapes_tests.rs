@@ -10,7 +10,7 @@ use crate::{Db, Options};
 
 #[test]
 fn a_run_of_four_moves_in_one_edit_with_its_tombstones_and_snapshot_versions() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), l1_over_budget_options()).unwrap();
     // L3: old b, d, f, h, j. L1 (over budget): five one-key tables over
     // nothing in L2, three of them tombstones over L3's values.
@@ -86,7 +86,7 @@ fn a_run_of_four_moves_in_one_edit_with_its_tombstones_and_snapshot_versions() {
 /// and must still keep the tombstones over them.
 #[test]
 fn a_refused_move_keeps_tombstones_over_the_level_below_its_output() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     // One-byte targets: a 25-byte compaction limit, under any table.
     let options = || Options {
         target_file_bytes: 1,

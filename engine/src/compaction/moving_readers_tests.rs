@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::shape_model_tests::{Rng, key, options, scratch_dir};
+use super::shape_model_tests::{Rng, key, options};
 use crate::{Db, Options};
 
 /// Background flushes and compactions (mostly trivial moves: the writer
@@ -14,7 +14,7 @@ use crate::{Db, Options};
 #[test]
 fn readers_see_every_acknowledged_write_while_tables_move_down() {
     const KEYS: u64 = 6000;
-    let dir = scratch_dir();
+    let dir = crate::scratch_dirs::scratch_dir();
     let options = Options {
         background_work: true,
         ..options(true)

@@ -241,7 +241,7 @@ mod in_a_store {
     #[test]
     fn a_moved_table_keeps_its_tombstones_snapshot_versions_and_file() {
         use EntryKind::*;
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch_dirs::scratch_dir();
         let options = Options {
             background_work: false,
             num_levels: 4,

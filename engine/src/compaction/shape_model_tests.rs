@@ -56,17 +56,6 @@ pub(super) fn options(dynamic_level_bytes: bool) -> Options {
     }
 }
 
-/// A directory in memory (`/dev/shm`) where there is one: this test
-/// checks answers, not durability, and fsyncs on a disk dominate it.
-pub(super) fn scratch_dir() -> tempfile::TempDir {
-    let shm = std::path::Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm).unwrap()
-    } else {
-        tempfile::tempdir().unwrap()
-    }
-}
-
 /// `BLOOMLSM_SHAPE_CASES` more random cases (default none), for a longer
 /// hunt than the fixed seeds.
 fn extra_cases() -> u64 {
@@ -93,7 +82,7 @@ struct Run {
 impl Run {
     fn new(seed: u64, dynamic: bool) -> Self {
         let options = options(dynamic);
-        let dir = scratch_dir();
+        let dir = crate::scratch_dirs::scratch_dir();
         let db = Db::open(dir.path(), options.clone()).unwrap();
         Self {
             dir,

@@ -349,7 +349,7 @@ pub(super) mod in_a_store {
 
     #[test]
     fn a_tombstone_over_an_older_value_in_a_deeper_level_survives_compaction() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch_dirs::scratch_dir();
         let options = l1_over_budget_options();
         let db = Db::open(dir.path(), options).unwrap();
         // L3 holds b's old value; L2 one wide table with b's tombstone; L1

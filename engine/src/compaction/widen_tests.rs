@@ -137,7 +137,7 @@ fn a_widened_merge_in_a_store_keeps_tombstones_and_snapshot_versions() {
     use super::tests::in_a_store::{delete, l1_over_budget_options, place, put};
     use crate::Db;
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), l1_over_budget_options()).unwrap();
     // L3: an old c. L2: one table [b, h] with c's tombstone. L1 (over
     // budget): [b, bb] and [d, e] both under that L2 table, and [x, y]

@@ -25,7 +25,7 @@ fn listing(dir: &Path) -> Vec<String> {
 
 #[test]
 fn an_unlink_never_made_durable_comes_back_with_the_synced_bytes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_revival(Revival::All);
     let path = dir.path().join("000007.wal");
@@ -38,7 +38,7 @@ fn an_unlink_never_made_durable_comes_back_with_the_synced_bytes() {
 
 #[test]
 fn a_directory_fsync_makes_the_unlink_durable() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_revival(Revival::All);
     let path = dir.path().join("000007.wal");
@@ -51,7 +51,7 @@ fn a_directory_fsync_makes_the_unlink_durable() {
 
 #[test]
 fn a_file_whose_entry_was_never_durable_stays_gone() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_revival(Revival::All);
     let path = dir.path().join("000007.sst");
@@ -65,7 +65,7 @@ fn a_file_whose_entry_was_never_durable_stays_gone() {
 fn a_file_that_was_there_before_comes_back_whole() {
     // Created outside this file system (or before a power loss it
     // survived): all of it is durable.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let path = dir.path().join("MANIFEST");
     fs::write(&path, b"old manifest").unwrap();
     let fs = FaultFs::new();
@@ -82,7 +82,7 @@ fn a_file_that_was_there_before_comes_back_whole() {
 #[test]
 fn an_unlinked_name_created_again_holds_the_old_file_after_the_loss() {
     // The new file's entry is newer than the unlink: neither is durable.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_revival(Revival::All);
     let path = dir.path().join("000009.sst");
@@ -97,7 +97,7 @@ fn an_unlinked_name_created_again_holds_the_old_file_after_the_loss() {
 fn an_unlink_after_an_undone_rename_is_undone_with_it() {
     // `a` renamed over `b`, then `b` removed, no directory fsync: the
     // power loss leaves `a` and the old `b`, as if nothing happened.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let (a, b) = (dir.path().join("MANIFEST.tmp"), dir.path().join("MANIFEST"));
     fs::write(&b, b"old").unwrap();
     let fs = FaultFs::new();
@@ -113,7 +113,7 @@ fn an_unlink_after_an_undone_rename_is_undone_with_it() {
 
 #[test]
 fn revival_nothing_is_the_unlink_durable_at_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_revival(Revival::Nothing);
     let path = dir.path().join("000007.wal");
@@ -126,7 +126,7 @@ fn revival_nothing_is_the_unlink_durable_at_once() {
 #[test]
 fn a_seeded_revival_brings_back_some_unlinks_and_the_same_ones_each_time() {
     let back = |seed: u64| {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch_dirs::scratch_dir();
         let fs = FaultFs::new();
         fs.set_revival(Revival::Seeded(seed));
         for n in 0..64 {
@@ -161,7 +161,7 @@ fn the_default_revival_is_seeded() {
 
 #[test]
 fn a_removed_directory_takes_its_unlinked_entries_with_it() {
-    let base = tempfile::tempdir().unwrap();
+    let base = crate::scratch_dirs::scratch_dir();
     let dir = base.path().join("store");
     let fs = FaultFs::new();
     fs.create_dir_all(&dir).unwrap();
@@ -193,7 +193,7 @@ fn manifest_switch(
 
 #[test]
 fn a_kept_rename_keeps_only_the_synced_bytes_and_the_replaced_file_is_gone() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_rename_fate(RenameFate::Kept);
     let (tmp, manifest) = manifest_switch(&fs, dir.path(), b"+lost", true);
@@ -205,7 +205,7 @@ fn a_kept_rename_keeps_only_the_synced_bytes_and_the_replaced_file_is_gone() {
 
 #[test]
 fn an_undone_rename_brings_back_both_files() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_rename_fate(RenameFate::Undone);
     let (tmp, manifest) = manifest_switch(&fs, dir.path(), b"+lost", true);
@@ -216,7 +216,7 @@ fn an_undone_rename_brings_back_both_files() {
 
 #[test]
 fn an_undone_rename_brings_back_the_replaced_file_with_its_synced_bytes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     let fs = FaultFs::new();
     fs.set_rename_fate(RenameFate::Undone);
@@ -232,7 +232,7 @@ fn an_undone_rename_brings_back_the_replaced_file_with_its_synced_bytes() {
 fn a_kept_rename_keeps_the_create_before_it() {
     // `MANIFEST.tmp`'s entry was never synced, but its create comes
     // before the kept rename in the directory's journal.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_rename_fate(RenameFate::Kept);
     let table = dir.path().join("000005.sst");
@@ -251,7 +251,7 @@ fn a_kept_rename_keeps_the_create_before_it() {
 
 #[test]
 fn an_undone_rename_drops_an_unsynced_source() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_rename_fate(RenameFate::Undone);
     let (_, manifest) = manifest_switch(&fs, dir.path(), b"", false);
@@ -262,7 +262,7 @@ fn an_undone_rename_drops_an_unsynced_source() {
 
 #[test]
 fn an_unlink_before_a_kept_rename_stays_done() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_revival(Revival::All);
     fs.set_rename_fate(RenameFate::Kept);
@@ -280,7 +280,7 @@ fn an_unlink_before_a_kept_rename_stays_done() {
 
 #[test]
 fn an_unlink_before_a_rename_in_another_directory_is_free_to_come_back() {
-    let base = tempfile::tempdir().unwrap();
+    let base = crate::scratch_dirs::scratch_dir();
     let (one, two) = (base.path().join("one"), base.path().join("two"));
     let fs = FaultFs::new();
     fs.create_dir_all(&one).unwrap();
@@ -299,7 +299,7 @@ fn an_unlink_before_a_rename_in_another_directory_is_free_to_come_back() {
 fn an_unlink_after_a_kept_rename_comes_back_under_the_new_name() {
     // Revived, the renamed file's entry is as durable as the kept rename
     // made it.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_revival(Revival::All);
     fs.set_rename_fate(RenameFate::Kept);
@@ -312,7 +312,7 @@ fn an_unlink_after_a_kept_rename_comes_back_under_the_new_name() {
 
 #[test]
 fn an_unlink_after_an_undone_rename_comes_back_whatever_the_revival() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_revival(Revival::Nothing);
     fs.set_rename_fate(RenameFate::Undone);
@@ -327,7 +327,7 @@ fn an_unlink_after_an_undone_rename_comes_back_whatever_the_revival() {
 #[test]
 fn the_kept_renames_of_a_directory_are_its_oldest() {
     for seed in 0..8 {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch_dirs::scratch_dir();
         let fs = FaultFs::new();
         fs.set_rename_fate(RenameFate::Seeded(seed));
         for n in 0..8 {
@@ -356,7 +356,7 @@ fn a_seeded_rename_fate_varies_with_the_crash_point_and_repeats() {
     // The rename is the same operation each time; the power loss comes
     // after `extra` more operations in another directory.
     let kept = |extra: u64| {
-        let base = tempfile::tempdir().unwrap();
+        let base = crate::scratch_dirs::scratch_dir();
         let (dir, other) = (base.path().join("store"), base.path().join("other"));
         let fs = FaultFs::new();
         fs.create_dir_all(&dir).unwrap();
@@ -388,7 +388,7 @@ fn the_default_rename_fate_is_seeded() {
 
 #[test]
 fn a_directory_fsync_makes_the_rename_durable() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_rename_fate(RenameFate::Undone);
     let (tmp, manifest) = manifest_switch(&fs, dir.path(), b"", true);
@@ -408,7 +408,7 @@ fn nonzero_bytes(from: usize, to: usize) -> Vec<u8> {
 /// A WAL-like file with `synced` bytes fsynced and `written` in all,
 /// after a power loss under `fate`: its bytes.
 fn after_power_loss(fate: UnsyncedFate, synced: usize, written: usize) -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_unsynced_fate(fate);
     let path = dir.path().join("000007.wal");

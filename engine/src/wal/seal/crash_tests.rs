@@ -49,7 +49,7 @@ fn run(
     crash_at: u64,
     fates: (UnsyncedFate, OverwriteFate),
 ) -> (bool, Option<String>) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     fs.set_unsynced_fate(fates.0);
     fs.set_overwrite_fate(fates.1);

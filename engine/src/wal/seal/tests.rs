@@ -37,7 +37,7 @@ fn freeze(db: &Db) {
 
 #[test]
 fn a_clean_close_seals_a_frozen_wal_and_the_active_one() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     db.put(b"a", b"1").unwrap();
     freeze(&db);
@@ -60,7 +60,7 @@ fn a_clean_close_seals_a_frozen_wal_and_the_active_one() {
 
 #[test]
 fn a_flushed_wal_still_open_for_close_is_not_sealed_nor_recreated() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
     db.put(b"a", b"1").unwrap();
     freeze(&db);
@@ -78,7 +78,7 @@ fn a_flushed_wal_still_open_for_close_is_not_sealed_nor_recreated() {
 
 #[test]
 fn closing_a_read_only_store_leaves_its_wals_as_they_are() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch_dirs::scratch_dir();
     let fs = crate::fs::fault::FaultFs::new();
     let db = Db::open_with_fs(dir.path(), options(), std::sync::Arc::new(fs.clone())).unwrap();
     db.put(b"a", b"1").unwrap();
