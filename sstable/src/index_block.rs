@@ -27,7 +27,9 @@ use crate::format::BlockHandle;
 use crate::index::{TableIndex, TableIndexBuilder};
 use crate::varint;
 
-/// The format versions whose index layout this module knows.
+/// Table format version 1, whose index block is a data block; every
+/// other version this module sees (the footer admits only 1 and 2) has
+/// version 2's layout.
 const V1: u32 = 1;
 
 /// Accumulates a table's index block in the layout of its format version.
@@ -171,16 +173,11 @@ fn decode_v2(bytes: &[u8], limit: u64) -> Result<TableIndex, BlockError> {
     }
     let mut entries = TableIndexBuilder::default();
     let mut key: Vec<u8> = Vec::new();
-    let mut at = 0;
-    while at < bytes.len() {
-        let offset = at;
+    let mut reader = Reader { bytes, at: 0 };
+    while reader.at < bytes.len() {
+        let offset = reader.at;
         let malformed = || BlockError::MalformedEntry { offset };
-        let mut read = || -> Option<u64> {
-            let (value, len) = varint::get_u64(&bytes[at..])?;
-            at += len;
-            Some(value)
-        };
-        let (shared, unshared) = read().zip(read()).ok_or_else(malformed)?;
+        let (shared, unshared) = reader.varint().zip(reader.varint()).ok_or_else(malformed)?;
         if shared > key.len() as u64 {
             return Err(BlockError::SharesTooMuch {
                 offset,
@@ -188,19 +185,10 @@ fn decode_v2(bytes: &[u8], limit: u64) -> Result<TableIndex, BlockError> {
                 previous_len: key.len(),
             });
         }
-        let delta = usize::try_from(unshared)
-            .ok()
-            .and_then(|n| bytes.get(at..at.checked_add(n)?))
-            .ok_or_else(malformed)?;
-        at += delta.len();
+        let delta = reader.bytes(unshared).ok_or_else(malformed)?;
         key.truncate(shared as usize);
         key.extend_from_slice(delta);
-        let mut read = || -> Option<u64> {
-            let (value, len) = varint::get_u64(&bytes[at..])?;
-            at += len;
-            Some(value)
-        };
-        let (seq, size) = read().zip(read()).ok_or_else(malformed)?;
+        let (seq, size) = reader.varint().zip(reader.varint()).ok_or_else(malformed)?;
         if seq > MAX_SEQUENCE {
             return Err(malformed());
         }
@@ -211,6 +199,30 @@ fn decode_v2(bytes: &[u8], limit: u64) -> Result<TableIndex, BlockError> {
         push_checked(&mut entries, offset, &key, seq, handle, limit)?;
     }
     Ok(entries.finish())
+}
+
+/// Reads a version 2 block front to back. Invariant: `at <= bytes.len()`.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// The varint at `at`, moving past it; `None` (and `at` unchanged) when
+    /// the block ends inside it or it overflows a u64.
+    fn varint(&mut self) -> Option<u64> {
+        let (value, len) = varint::get_u64(&self.bytes[self.at..])?;
+        self.at += len;
+        Some(value)
+    }
+
+    /// The next `n` bytes, moving past them; `None` when fewer are left.
+    fn bytes(&mut self, n: u64) -> Option<&'a [u8]> {
+        let end = self.at.checked_add(usize::try_from(n).ok()?)?;
+        let out = self.bytes.get(self.at..end)?;
+        self.at = end;
+        Some(out)
+    }
 }
 
 #[cfg(test)]
