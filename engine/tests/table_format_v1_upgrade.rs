@@ -61,6 +61,17 @@ fn tables_by_version(dir: &Path) -> [usize; 2] {
     counts
 }
 
+/// One write of a key among 800: a delete one time in `delete_one_in`,
+/// else a put.
+fn put_or_delete(run: &mut ModelRun, rng: &mut common::Rng, delete_one_in: u64) {
+    let i = rng.below(800);
+    if rng.below(delete_one_in) == 0 {
+        run.delete(i);
+    } else {
+        run.put(i);
+    }
+}
+
 #[test]
 fn a_store_of_version_1_tables_reads_compacts_and_rebuilds() {
     let options = deep_narrow_options(false);
@@ -68,12 +79,7 @@ fn a_store_of_version_1_tables_reads_compacts_and_rebuilds() {
     let mut rng = common::Rng(7);
     // A deep tree of narrow tables with tombstones at every level.
     for _ in 0..2500 {
-        let i = rng.below(800);
-        if rng.below(4) == 0 {
-            run.delete(i);
-        } else {
-            run.put(i);
-        }
+        put_or_delete(&mut run, &mut rng, 4);
     }
     run.check("before", true);
     run.close();
@@ -102,12 +108,7 @@ fn a_store_of_version_1_tables_reads_compacts_and_rebuilds() {
     run.take_snapshot();
     // Writes whose compactions merge version 1 tables into new ones.
     for step in 0..1500 {
-        let i = rng.below(800);
-        if rng.below(3) == 0 {
-            run.delete(i);
-        } else {
-            run.put(i);
-        }
+        put_or_delete(&mut run, &mut rng, 3);
         if step % 500 == 499 {
             run.check("writing", false);
             run.take_snapshot();
