@@ -6,7 +6,9 @@
 //! non-empty level below (one table per level). Under
 //! `FilterPolicy::Optimized { bits_per_key: b }` the optimum spreads
 //! b x (keys in the tree) bits over the runs by Monkey for the live sizes,
-//! at the slope of the store's filter kind (`planning::fpr_slope`).
+//! at the slope of the store's filter kind (`planning::fpr_slope`), with
+//! every L0 run at least b (an L0 run is not always the smallest: see
+//! `optimum`).
 //!
 //! Invariant (equal memory at every moment): after every install the
 //! filter bytes of the live tables are at most what uniform filters at b
@@ -217,12 +219,54 @@ pub(crate) struct Tolerance {
     pub(crate) under: f64,
 }
 
-/// Monkey's bits per key for runs of `keys` at average `bits_per_key`,
-/// less [`HEADROOM_BITS`].
-fn optimum(kind: FilterKind, keys: &[u64], bits_per_key: f64) -> Vec<f64> {
+/// One run of the tree as the optimum sees it.
+#[derive(Clone, Copy, Debug)]
+struct RunSize {
+    keys: u64,
+    /// An L0 table: probed by every get that reaches the tables.
+    l0: bool,
+}
+
+impl RunSize {
+    fn of(run: &Run<'_>) -> Self {
+        let l0 = run.tables.first().is_some_and(|t| t.meta.level == 0);
+        Self { keys: run.keys, l0 }
+    }
+}
+
+/// Monkey's bits per key for `runs` at average `bits_per_key`, less
+/// [`HEADROOM_BITS`], with every L0 run at least `bits_per_key`: Monkey
+/// gives a run the fewer bits the larger it is, and L0 runs are the
+/// smallest but where a slow flush took several memtables at once or
+/// nothing lies below L0 yet. The runs not floored share their own keys'
+/// average by Monkey, so the floor is paid from the headroom, never from
+/// them (a level of a few keys under a large L0 keeps its filter), and
+/// the targets stay within uniform's bits.
+fn optimum(kind: FilterKind, runs: &[RunSize], bits_per_key: f64) -> Vec<f64> {
     let slope = planning::fpr_slope(kind, bits_per_key);
     let average = (bits_per_key - HEADROOM_BITS).max(0.0);
-    math::optimized_bits_per_key_at_slope(keys, average, slope)
+    let mut floored = vec![false; runs.len()];
+    // Each round floors at least one more run, so this ends.
+    loop {
+        let keys: Vec<u64> = runs
+            .iter()
+            .zip(&floored)
+            .map(|(r, &f)| if f { 0 } else { r.keys })
+            .collect();
+        let mut bits = math::optimized_bits_per_key_at_slope(&keys, average, slope);
+        let mut more = false;
+        for (i, r) in runs.iter().enumerate() {
+            if floored[i] {
+                bits[i] = bits_per_key;
+            } else if r.l0 && bits[i] < bits_per_key {
+                floored[i] = true;
+                more = true;
+            }
+        }
+        if !more {
+            return bits;
+        }
+    }
 }
 
 /// Below the smallest filter worth building: none.
@@ -249,7 +293,7 @@ pub(crate) fn plan_write(
     let runs = live_runs(levels, write.removed);
     // The tree after the edit: the new tables are an L0 run of their own,
     // or join their level's run.
-    let mut keys: Vec<u64> = runs.iter().map(|r| r.keys).collect();
+    let mut sizes: Vec<RunSize> = runs.iter().map(RunSize::of).collect();
     let joined = (write.level > 0)
         .then(|| {
             runs.iter().position(|r| {
@@ -261,15 +305,18 @@ pub(crate) fn plan_write(
         .flatten();
     let new_run = match joined {
         Some(i) => {
-            keys[i] += write.keys;
+            sizes[i].keys += write.keys;
             i
         }
         None => {
-            keys.push(write.keys);
-            keys.len() - 1
+            sizes.push(RunSize {
+                keys: write.keys,
+                l0: write.level == 0,
+            });
+            sizes.len() - 1
         }
     };
-    let target = optimum(kind, &keys, bits_per_key)[new_run];
+    let target = optimum(kind, &sizes, bits_per_key)[new_run];
     let stays = runs
         .iter()
         .flat_map(|r| r.tables.iter().map(|t| t.as_ref()));
@@ -372,8 +419,8 @@ pub(crate) fn table_targets(
             .collect();
     };
     let runs = live_runs(levels, &[]);
-    let keys: Vec<u64> = runs.iter().map(|r| r.keys).collect();
-    let bits = optimum(kind, &keys, bits_per_key);
+    let sizes: Vec<RunSize> = runs.iter().map(RunSize::of).collect();
+    let bits = optimum(kind, &sizes, bits_per_key);
     runs.iter()
         .zip(bits)
         .flat_map(|(r, b)| {
