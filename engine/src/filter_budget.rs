@@ -609,6 +609,14 @@ impl<'a> Rebalancing<'a> {
                     Self::actual(t),
                     (filter as f64 - need).max(share as f64),
                 );
+                // The fit is a bisection to 0.01 bits: where b's bytes end
+                // on a block boundary it lands just under b, which an L0
+                // table never gets (b's bytes are its share, which fits).
+                let bits = if t.meta.level == 0 {
+                    bits.max(self.bits_per_key.min(Self::actual(t)))
+                } else {
+                    bits
+                };
                 let r = self.plan(t, bits, own);
                 let lowered = if r.plan.bits_per_key > 0.0 {
                     planning::planned_memory_bytes(own, keys, r.plan.bits_per_key)
@@ -645,17 +653,35 @@ impl<'a> Rebalancing<'a> {
                     return None;
                 }
                 let now = Self::actual(t);
-                let raised = target.min(now + self.free_bits / keys as f64);
                 // The share moves to `kind` (by this much, either way).
                 let share_now = table_uniform_bytes(kind, t, self.bits_per_key);
                 let share_after = uniform_bytes(kind, keys, self.bits_per_key);
-                let raised = planning::fit_bits_per_key(
+                // Bytes the raise may take: what is free, and what the
+                // table's filter and the move of its share give back.
+                let room = |free_bits: f64| {
+                    free_bits / 8.0 + table_filter_bytes(t) as f64 + share_after as f64
+                        - share_now as f64
+                };
+                let mut raised = planning::fit_bits_per_key(
                     kind,
                     keys,
-                    raised,
-                    self.free_bits / 8.0 + table_filter_bytes(t) as f64 + share_after as f64
-                        - share_now as f64,
+                    target.min(now + self.free_bits / keys as f64),
+                    room(self.free_bits),
                 );
+                // L0 tables get at least b, and their floored targets can
+                // sum to uniform's bytes exactly (an L0-only tree): their
+                // way up to b may take the reserve, whose bytes are counted
+                // exactly here (one table, built as planned), and is not
+                // left to the fit's bisection (0.01 bits short of a block
+                // boundary is under b).
+                let floor = target.min(self.bits_per_key);
+                if t.meta.level == 0
+                    && raised < floor
+                    && planning::planned_memory_bytes(kind, keys, floor) as f64
+                        <= room(self.free_bits + ROUNDING_BITS)
+                {
+                    raised = floor;
+                }
                 let worth = raised >= MIN_FILTER_BITS_PER_KEY
                     && raised > now + under
                     && self.bytes_at(kind, t, raised - under) > table_filter_bytes(t);

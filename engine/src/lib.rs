@@ -52,6 +52,8 @@ mod install;
 #[cfg(test)]
 mod interleaving_tests;
 mod iter;
+#[cfg(test)]
+mod l0_floor_tests;
 mod level_fences;
 mod manifest;
 mod memtable;
