@@ -118,6 +118,7 @@ struct Run {
     /// some operation on.
     armed: bool,
     faults: u64,
+    big_values: bool,
 }
 
 impl Run {
@@ -140,6 +141,7 @@ impl Run {
             reopens: 0,
             armed: false,
             faults: 0,
+            big_values: false,
         }
     }
 
@@ -162,7 +164,14 @@ impl Run {
     fn value(&mut self, i: u64) -> Vec<u8> {
         self.writes += 1;
         let mut v = format!("v{}-{i}-", self.writes).into_bytes();
-        v.resize(v.len() + self.rng.below(60) as usize, b'.');
+        // Now and then (with `big_values`) a value larger than a block,
+        // a table and a memtable.
+        let pad = if self.big_values && self.rng.below(20) == 0 {
+            500 + self.rng.below(3000)
+        } else {
+            self.rng.below(60)
+        };
+        v.resize(v.len() + pad as usize, b'.');
         v
     }
 
@@ -576,6 +585,7 @@ fn run_shape(
     ratios: &[u64],
     steps: u64,
     default_seeds: u64,
+    big_values: bool,
     shape: fn(&mut Rng, Options) -> Options,
 ) {
     for seed in seeds(default_seeds) {
@@ -585,18 +595,20 @@ fn run_shape(
         let options = options(&mut rng, num_levels, ratio);
         let options = shape(&mut rng, options);
         eprintln!("seed {seed}: {num_levels} levels, ratio {ratio}");
-        Run::new(seed, options).run(steps);
+        let mut run = Run::new(seed, options);
+        run.big_values = big_values;
+        run.run(steps);
     }
 }
 
 #[test]
 fn few_levels_bottom_at_l1_to_l3() {
-    run_shape(&[2, 3, 4], &[2, 3, 4], 4000, 3, |_, o| o);
+    run_shape(&[2, 3, 4], &[2, 3, 4], 4000, 3, false, |_, o| o);
 }
 
 #[test]
 fn many_levels_at_ratio_two() {
-    run_shape(&[10, 12, 14], &[2], 4000, 3, |_, o| o);
+    run_shape(&[10, 12, 14], &[2], 4000, 3, false, |_, o| o);
 }
 
 /// Sizes at their floor: memtables, tables and L1 budgets of a few bytes
@@ -604,7 +616,7 @@ fn many_levels_at_ratio_two() {
 /// compacted, slowed and stopped at one table, one immutable memtable.
 #[test]
 fn degenerate_sizes() {
-    run_shape(&[2, 3, 5, 8], &[2, 3], 1500, 3, |rng, o| Options {
+    run_shape(&[2, 3, 5, 8], &[2, 3], 1500, 3, false, |rng, o| Options {
         memtable_bytes: 1 + rng.below(64) as usize,
         target_file_bytes: 1 + rng.below(64),
         l1_bytes: 1 + rng.below(64),
@@ -613,5 +625,23 @@ fn degenerate_sizes() {
         l0_stop_trigger: 1 + rng.below(2) as usize,
         max_immutable_memtables: 1,
         ..o
+    });
+}
+
+/// L0 let grow wide (compacted at 8..24 tables, stopped at 40) under
+/// values now and then larger than a block, a table and a memtable, with
+/// up to four immutable memtables: gets probe many overlapping L0 tables,
+/// and rebuilds copy or append to many L0 tables at once.
+#[test]
+fn wide_l0_and_big_values() {
+    run_shape(&[3, 5, 7], &[2, 4], 2500, 3, true, |rng, o| {
+        let trigger = 8 + rng.below(17) as usize;
+        Options {
+            l0_compaction_trigger: trigger,
+            l0_slowdown_trigger: trigger + 8,
+            l0_stop_trigger: 40,
+            max_immutable_memtables: 1 + rng.below(4) as usize,
+            ..o
+        }
     });
 }
