@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, DbIter, FilterKind, FilterPolicy, Options, Snapshot, WriteBatch};
+use bloomlsm_sstable::{Table, TableBuilder, TableIter, TableOptions};
 use common::{Model, Rng, scratch_dir};
 
 /// Keys the load writes: numbers `0..KEYS`; numbers up to `UNIVERSE` are
@@ -93,6 +94,40 @@ fn options(rng: &mut Rng, num_levels: usize, level_size_ratio: u64) -> Options {
     }
 }
 
+/// Rewrites every table of the closed store in `dir` as a table of format
+/// version 1 (its index block a data block) with the same entries and
+/// filter, and the manifest as version 4 naming their new sizes: the store
+/// as a build from before table format version 2 left it (as
+/// `table_format_v1_upgrade.rs` does). Later compactions write version 2
+/// tables beside them.
+fn make_version_4_store(dir: &std::path::Path, block_size: usize) {
+    let mut manifest = common::read_manifest(dir);
+    for record in &mut manifest.tables {
+        let path = dir.join(format!("{:06}.sst", record.numbers[0]));
+        let file = Arc::new(std::fs::File::open(&path).unwrap());
+        let table = Arc::new(Table::open_at(file, &path, record.numbers[1], 1, None).unwrap());
+        let props = table.properties().clone();
+        let options = TableOptions {
+            block_size,
+            filter_kind: props.filter_kind.unwrap_or(FilterKind::Blocked),
+            bits_per_key: props.bits_per_key,
+            format_version: 1,
+            ..TableOptions::default()
+        };
+        let old = path.with_extension("v1");
+        let mut builder = TableBuilder::new(std::fs::File::create(&old).unwrap(), &old, options);
+        for entry in TableIter::new(table, false) {
+            let e = entry.unwrap();
+            builder.add(&e.user_key, e.seq, e.kind, &e.value).unwrap();
+        }
+        let summary = builder.finish().unwrap();
+        std::fs::rename(&old, &path).unwrap();
+        record.numbers[1] = summary.file_size;
+    }
+    manifest.version = 4;
+    common::write_manifest(dir, &manifest);
+}
+
 /// An iterator held across later operations, with what it must yield.
 struct HeldIter {
     it: DbIter,
@@ -119,6 +154,7 @@ struct Run {
     armed: bool,
     faults: u64,
     big_values: bool,
+    v1_conversions: u64,
 }
 
 impl Run {
@@ -142,6 +178,7 @@ impl Run {
             armed: false,
             faults: 0,
             big_values: false,
+            v1_conversions: 0,
         }
     }
 
@@ -152,11 +189,12 @@ impl Run {
     fn at(&self) -> String {
         let tables: Vec<u64> = self.db().stats().levels.iter().map(|l| l.tables).collect();
         format!(
-            "seed {} step {} (reopens {}, faults {}), tables per level {tables:?}, options {:?}",
+            "seed {} step {} (reopens {}, faults {}, v1 conversions {}), tables per level {tables:?}, options {:?}",
             self.seed,
             self.step,
             self.reopens,
             self.faults,
+            self.v1_conversions,
             self.db().options()
         )
     }
@@ -446,6 +484,10 @@ impl Run {
             }
         } else {
             db.close().unwrap();
+            if self.rng.below(4) == 0 {
+                make_version_4_store(self.dir.path(), self.options.block_size);
+                self.v1_conversions += 1;
+            }
         }
         let mut next = self.options.clone();
         next.filter_kind = random_kind(&mut self.rng);
