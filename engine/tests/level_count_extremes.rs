@@ -380,9 +380,9 @@ impl Run {
     /// Drains a few pairs of each held iterator; drops the finished ones.
     fn advance_iters(&mut self) {
         let at = self.at();
-        let mut n = self.rng.below(6) as usize;
-        for h in &mut self.iters {
-            n += 1;
+        // Each held iterator one pair more than the one before it.
+        let first = 1 + self.rng.below(6) as usize;
+        for (n, h) in (first..).zip(self.iters.iter_mut()) {
             for _ in 0..n {
                 let got = h.it.next().map(|r| r.unwrap());
                 let want = h.want.get(h.at).cloned();
