@@ -1,9 +1,12 @@
-//! Deep loads on stores of extreme level counts: two, three or four
-//! levels (the bottom level is L1..L3, where tombstones go and every
-//! compaction into it is a bottommost one) and ten to fourteen levels at
-//! size ratio 2 (budgets that double, so data spreads over many narrow
-//! levels), with tiny memtables, tables and blocks, L0 triggers of 1..4,
-//! dynamic level budgets on or off, background work on or off.
+//! Deep loads on stores of extreme shapes: two, three or four levels (the
+//! bottom level is L1..L3, where tombstones go and every compaction into
+//! it is a bottommost one); ten to fourteen levels at size ratio 2
+//! (budgets that double, so data spreads over many narrow levels);
+//! degenerate sizes (memtables, tables and L1 of a few bytes, L0 stopped
+//! at one or two tables); and a wide L0 (compacted at 8..24 tables) under
+//! values larger than a block, a table and a memtable. Tiny blocks, L0
+//! triggers of 1..4 otherwise, dynamic level budgets on or off,
+//! background work on or off.
 //!
 //! The load overwrites and deletes a few hundred keys again and again
 //! (about 40% deletes, batches that write one key more than once), so
@@ -11,15 +14,22 @@
 //! taken and released in any order; iterators (of the store and of
 //! snapshots) are held across later writes and drained a few pairs at a
 //! time; `rebuild_filters` switches policies (Uniform, PerLevel,
-//! Optimized, no filter) mid-load; the store is closed and reopened with
-//! another filter kind, policy and background setting, or ended as a
-//! crash would (its WALs unsealed) and reopened. Every answer (gets of
+//! Optimized, no filter) mid-load. The store is closed and reopened with
+//! another filter kind, policy, sync mode, WAL recovery mode and
+//! background setting, often another tree shape (fewer or more levels,
+//! ratio, budgets, sizes), some times with every table rewritten as
+//! table format version 1 first (so version 1 and 2 tables mix); or ended
+//! as a crash would (its WALs unsealed); or a write fault is armed mid-load
+//! (every write and sync fails from a near operation on: a flush,
+//! compaction, rebuild, manifest or WAL write dies midway), and the store
+//! is opened again on a healthy file system, with every acknowledged
+//! write and the failed one whole or not at all. Every answer (gets of
 //! present, deleted and never-written keys, scans, snapshot reads,
 //! iterator items) is checked against a `BTreeMap`. Never a full
 //! `compact()`.
 //!
-//! `BLOOMLSM_LEVELS_SEEDS=N` runs N seeds per shape instead of the default;
-//! `BLOOMLSM_LEVELS_SEED=S` runs one seed (decimal).
+//! `BLOOMLSM_LEVELS_SEEDS=N` runs N seeds per shape instead of the default
+//! 3; `BLOOMLSM_LEVELS_SEED=S` runs one seed (decimal).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 mod common;
@@ -27,7 +37,9 @@ mod common;
 use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
-use bloomlsm::{Db, DbIter, FilterKind, FilterPolicy, Options, Snapshot, WriteBatch};
+use bloomlsm::{
+    Db, DbIter, FilterKind, FilterPolicy, Options, Snapshot, SyncMode, WalRecovery, WriteBatch,
+};
 use bloomlsm_sstable::{Table, TableBuilder, TableIter, TableOptions};
 use common::{Model, Rng, scratch_dir};
 
@@ -493,6 +505,10 @@ impl Run {
         next.filter_kind = random_kind(&mut self.rng);
         next.filter_policy = random_policy(&mut self.rng);
         next.background_work = self.rng.below(2) == 0;
+        next.sync = *self.rng.pick(&[SyncMode::Never, SyncMode::Always]);
+        next.wal_recovery = *self
+            .rng
+            .pick(&[WalRecovery::TolerateTornTail, WalRecovery::PointInTime]);
         if self.rng.below(3) == 0 {
             // Another tree shape: fewer or more levels (refused when a
             // table sits at a level the store no longer has), ratio,
