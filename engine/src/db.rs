@@ -246,7 +246,10 @@ impl Db {
     }
 
     /// Blocks until background flushes and compactions have nothing left
-    /// to do (useful before measuring reads). A read-only store has none,
+    /// to do (useful before measuring reads): it repeats flushes,
+    /// compactions and filter rebalancing until a round changes nothing
+    /// (at most 64 rounds, so writes from other threads meanwhile cannot
+    /// hold it forever). A read-only store has none,
     /// and refuses this with [`Error::ReadOnly`] as it refuses `flush`.
     pub fn wait_for_background_work(&self) -> Result<()> {
         self.inner.check_writable()?;
