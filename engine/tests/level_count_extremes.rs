@@ -40,7 +40,7 @@ use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{
     Db, DbIter, FilterKind, FilterPolicy, Options, Snapshot, SyncMode, WalRecovery, WriteBatch,
 };
-use bloomlsm_sstable::{Table, TableBuilder, TableIter, TableOptions};
+use common::format_v1::make_version_4_store;
 use common::{Model, Rng, scratch_dir};
 
 /// Keys the load writes: numbers `0..KEYS`; numbers up to `UNIVERSE` are
@@ -104,40 +104,6 @@ fn options(rng: &mut Rng, num_levels: usize, level_size_ratio: u64) -> Options {
         deletion_compaction_ratio: if rng.below(3) == 0 { Some(0.3) } else { None },
         ..Options::default()
     }
-}
-
-/// Rewrites every table of the closed store in `dir` as a table of format
-/// version 1 (its index block a data block) with the same entries and
-/// filter, and the manifest as version 4 naming their new sizes: the store
-/// as a build from before table format version 2 left it (as
-/// `table_format_v1_upgrade.rs` does). Later compactions write version 2
-/// tables beside them.
-fn make_version_4_store(dir: &std::path::Path, block_size: usize) {
-    let mut manifest = common::read_manifest(dir);
-    for record in &mut manifest.tables {
-        let path = dir.join(format!("{:06}.sst", record.numbers[0]));
-        let file = Arc::new(std::fs::File::open(&path).unwrap());
-        let table = Arc::new(Table::open_at(file, &path, record.numbers[1], 1, None).unwrap());
-        let props = table.properties().clone();
-        let options = TableOptions {
-            block_size,
-            filter_kind: props.filter_kind.unwrap_or(FilterKind::Blocked),
-            bits_per_key: props.bits_per_key,
-            format_version: 1,
-            ..TableOptions::default()
-        };
-        let old = path.with_extension("v1");
-        let mut builder = TableBuilder::new(std::fs::File::create(&old).unwrap(), &old, options);
-        for entry in TableIter::new(table, false) {
-            let e = entry.unwrap();
-            builder.add(&e.user_key, e.seq, e.kind, &e.value).unwrap();
-        }
-        let summary = builder.finish().unwrap();
-        std::fs::rename(&old, &path).unwrap();
-        record.numbers[1] = summary.file_size;
-    }
-    manifest.version = 4;
-    common::write_manifest(dir, &manifest);
 }
 
 /// An iterator held across later operations, with what it must yield.
