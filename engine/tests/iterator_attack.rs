@@ -17,6 +17,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use bloomlsm::{Db, DbIter, Error, FilterKind, FilterPolicy, Options, Snapshot};
+use common::held_iter::HeldIter;
 use common::{Model, Rng, pairs, scratch_dir, short_absent as absent, short_key as key};
 
 const KEYS: u64 = 500;
@@ -66,49 +67,9 @@ fn options(rng: &mut Rng, background_work: bool) -> Options {
 
 /// One open iterator and what it must yield.
 struct Open {
-    it: DbIter,
-    want: Vec<(Vec<u8>, Vec<u8>)>,
-    at: usize,
-    what: String,
+    held: HeldIter,
     /// The snapshot it reads at, while the test keeps it.
     snapshot: Option<Arc<Snapshot>>,
-}
-
-impl Open {
-    /// Reads up to `n` items; true once the iterator is exhausted.
-    fn read(&mut self, n: u64, ctx: &str) -> bool {
-        for _ in 0..n {
-            match self.it.next() {
-                Some(r) => {
-                    let got = r.unwrap_or_else(|e| panic!("{ctx}: {}: {e}", self.what));
-                    let want = self.want.get(self.at);
-                    assert!(
-                        want == Some(&got),
-                        "{ctx}: {} item {}: got {:?}={:?}, want {:?}",
-                        self.what,
-                        self.at,
-                        String::from_utf8_lossy(&got.0),
-                        String::from_utf8_lossy(&got.1),
-                        want.map(|(k, v)| (
-                            String::from_utf8_lossy(k).into_owned(),
-                            String::from_utf8_lossy(v).into_owned()
-                        )),
-                    );
-                    self.at += 1;
-                }
-                None => {
-                    assert_eq!(self.at, self.want.len(), "{ctx}: {} ended early", self.what);
-                    assert!(
-                        self.it.next().is_none(),
-                        "{ctx}: {} after its end",
-                        self.what
-                    );
-                    return true;
-                }
-            }
-        }
-        false
-    }
 }
 
 /// Bounds of a scan.
@@ -158,18 +119,20 @@ fn new_iter(
     if !snaps.is_empty() && rng.below(2) == 0 {
         let (s, m) = &snaps[rng.below(snaps.len() as u64) as usize];
         Open {
-            it: scan_of(db, Some(s), &range),
-            want: expected(m, &range),
-            at: 0,
-            what: format!("iter {n} at snapshot {} ({range:?})", s.sequence()),
+            held: HeldIter::new(
+                scan_of(db, Some(s), &range),
+                expected(m, &range),
+                format!("iter {n} at snapshot {} ({range:?})", s.sequence()),
+            ),
             snapshot: Some(Arc::clone(s)),
         }
     } else {
         Open {
-            it: scan_of(db, None, &range),
-            want: expected(model, &range),
-            at: 0,
-            what: format!("iter {n} of the store ({range:?})"),
+            held: HeldIter::new(
+                scan_of(db, None, &range),
+                expected(model, &range),
+                format!("iter {n} of the store ({range:?})"),
+            ),
             snapshot: None,
         }
     }
@@ -238,7 +201,7 @@ fn attack(seed: u64, background_work: bool, rounds: u64) -> [u64; 4] {
         let mut i = 0;
         while i < iters.len() {
             let n = rng.below(5);
-            if iters[i].read(n, &ctx) {
+            if iters[i].held.read(n, &ctx) {
                 iters.swap_remove(i);
             } else {
                 i += 1;
@@ -274,7 +237,7 @@ fn attack(seed: u64, background_work: bool, rounds: u64) -> [u64; 4] {
         assert!(got == expected(&m, &FULL), "{ctx0}: other store");
     }
     for o in &mut iters {
-        o.read(2, &format!("{ctx0} after the other store"));
+        o.held.read(2, &format!("{ctx0} after the other store"));
     }
     // Closed under open iterators; the directory opened again while they
     // live; they fail with Closed; then dropped, and the new store reads on.
@@ -283,11 +246,15 @@ fn attack(seed: u64, background_work: bool, rounds: u64) -> [u64; 4] {
     let db = Db::open(tmp.path(), opts.clone()).unwrap();
     for mut o in survivors {
         assert!(
-            matches!(o.it.next(), Some(Err(Error::Closed))),
+            matches!(o.held.it.next(), Some(Err(Error::Closed))),
             "{ctx0}: {}",
-            o.what
+            o.held.what
         );
-        assert!(o.it.next().is_none(), "{ctx0}: {} after Closed", o.what);
+        assert!(
+            o.held.it.next().is_none(),
+            "{ctx0}: {} after Closed",
+            o.held.what
+        );
     }
     drop(snaps);
     write_some(&db, &mut model, &mut rng, rounds + 1, 200);
@@ -359,7 +326,7 @@ fn read_elsewhere(seed: u64, rounds: u64) {
                 o.snapshot = None;
                 let ctx = format!("{ctx} round {round}");
                 std::thread::spawn(move || {
-                    while !o.read(3, &ctx) {
+                    while !o.held.read(3, &ctx) {
                         std::thread::yield_now();
                     }
                 })
@@ -548,7 +515,7 @@ fn iterators_over_a_memtable_being_written() {
                 snaps.remove(0);
                 snaps.push((Arc::new(db.snapshot()), model.clone()));
             }
-            iters.retain_mut(|o| !o.read(1 + rng.below(6), &ctx));
+            iters.retain_mut(|o| !o.held.read(1 + rng.below(6), &ctx));
         }
         assert_eq!(db.stats().flushes, 0, "{ctx}: all in the memtable");
     }

@@ -38,9 +38,10 @@ use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{
-    Db, DbIter, FilterKind, FilterPolicy, Options, Snapshot, SyncMode, WalRecovery, WriteBatch,
+    Db, FilterKind, FilterPolicy, Options, Snapshot, SyncMode, WalRecovery, WriteBatch,
 };
 use common::format_v1::make_version_4_store;
+use common::held_iter::HeldIter;
 use common::{Model, Rng, scratch_dir};
 
 /// Keys the load writes: numbers `0..KEYS`; numbers up to `UNIVERSE` are
@@ -104,14 +105,6 @@ fn options(rng: &mut Rng, num_levels: usize, level_size_ratio: u64) -> Options {
         deletion_compaction_ratio: if rng.below(3) == 0 { Some(0.3) } else { None },
         ..Options::default()
     }
-}
-
-/// An iterator held across later operations, with what it must yield.
-struct HeldIter {
-    it: DbIter,
-    want: Vec<(Vec<u8>, Vec<u8>)>,
-    at: usize,
-    what: String,
 }
 
 struct Run {
@@ -347,39 +340,19 @@ impl Run {
                 format!("iterator opened at step {} over {lo}..{hi}", self.step),
             )
         };
-        self.iters.push(HeldIter {
-            it,
-            want,
-            at: 0,
-            what,
-        });
+        self.iters.push(HeldIter::new(it, want, what));
     }
 
     /// Drains a few pairs of each held iterator; drops the finished ones.
     fn advance_iters(&mut self) {
         let at = self.at();
         // Each held iterator one pair more than the one before it.
-        let first = 1 + self.rng.below(6) as usize;
-        for (n, h) in (first..).zip(self.iters.iter_mut()) {
-            for _ in 0..n {
-                let got = h.it.next().map(|r| r.unwrap());
-                let want = h.want.get(h.at).cloned();
-                assert!(
-                    got == want,
-                    "{} item {}: got {:?}, want {:?}\n{at}",
-                    h.what,
-                    h.at,
-                    got.map(|(k, _)| String::from_utf8_lossy(&k).into_owned()),
-                    want.map(|(k, _)| String::from_utf8_lossy(&k).into_owned()),
-                );
-                if got.is_none() {
-                    h.at = usize::MAX;
-                    break;
-                }
-                h.at += 1;
-            }
-        }
-        self.iters.retain(|h| h.at != usize::MAX);
+        let mut n = 1 + self.rng.below(6);
+        self.iters.retain_mut(|h| {
+            let finished = h.read(n, &at);
+            n += 1;
+            !finished
+        });
     }
 
     /// Gets of every key (written, never written, beside), a full scan,

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
 pub mod format_v1;
+pub mod held_iter;
 pub mod live_tables;
 pub mod model_run;
 
