@@ -271,7 +271,11 @@ impl Db {
     /// error from that rewrite is returned although every write is already
     /// durable: the device failed a write, which the caller should hear of
     /// (the WAL then keeps its old header or, torn, a damaged one, which
-    /// recovery reads strictly: nothing is dropped either way).
+    /// recovery reads strictly: nothing is dropped either way). If an
+    /// error had stopped writes, before the close or during it (a
+    /// background flush or compaction no call saw fail included), the
+    /// WALs are fsynced all the same, no marker is written, and the close
+    /// returns that [`Error::WritesStopped`].
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }

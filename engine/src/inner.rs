@@ -317,6 +317,21 @@ impl DbInner {
             synced.and_then(|()| self.seal_live_wals(&mut w))
         };
         self.dir_lock.lock().take();
-        result
+        result.and_then(|()| self.unsealed_by_stopped_writes())
+    }
+
+    /// Why a close that synced every WAL still left no close marker: an
+    /// error stopped writes, before the close or during it (a background
+    /// job that failed as it was stopped). The caller hears of it even if
+    /// no write of its own failed; every acknowledged write is durable all
+    /// the same.
+    fn unsealed_by_stopped_writes(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        match &*self.write_error.lock() {
+            Some(reason) => Err(Error::WritesStopped(reason.clone())),
+            None => Ok(()),
+        }
     }
 }

@@ -257,7 +257,11 @@ fn a_write_whose_wal_sync_failed_is_invisible_and_at_most_the_last_recovered() {
         matches!(after, Err(bloomlsm::Error::WritesStopped(_))),
         "{after:?}"
     );
-    db.close().unwrap();
+    let closed = db.close();
+    assert!(
+        matches!(closed, Err(bloomlsm::Error::WritesStopped(_))),
+        "{closed:?}"
+    );
     let db = Db::open(dir.path(), options).unwrap();
     assert_eq!(db.get(b"ok").unwrap(), Some(b"1".to_vec()));
     assert_eq!(db.get(b"after").unwrap(), None);

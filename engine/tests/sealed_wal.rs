@@ -267,8 +267,13 @@ fn a_store_whose_writes_stopped_after_a_failed_fsync_is_not_sealed() {
         matches!(&err, Error::WritesStopped(why) if why.contains("cannot start a new WAL")),
         "{err}"
     );
-    // Every fsync of the close succeeds, yet the store is not healthy.
-    db.close().unwrap();
+    // Every fsync of the close succeeds, yet the store is not healthy:
+    // the close seals nothing and says why.
+    let closed = db.close();
+    assert!(
+        matches!(&closed, Err(Error::WritesStopped(why)) if why.contains("cannot start a new WAL")),
+        "{closed:?}"
+    );
     let live = wals(dir.path());
     assert!(!live.is_empty());
     for wal in live {

@@ -92,3 +92,58 @@ fn closing_a_read_only_store_leaves_its_wals_as_they_are() {
     db.close().unwrap();
     assert_eq!(std::fs::read(&wal).unwrap(), before);
 }
+
+/// A background flush fails while no call of the caller's is running
+/// (every put returned Ok before it failed): writes stop, so the close
+/// writes no close marker, and it returns the failure rather than Ok, the
+/// caller's only chance to hear of it. Every put is still recovered.
+#[test]
+fn a_background_failure_no_call_saw_is_returned_by_close() {
+    let dir = crate::scratch_dirs::scratch_dir();
+    let fs = crate::fs::fault::FaultFs::new();
+    let options = Options {
+        memtable_bytes: 4 << 10,
+        background_work: true,
+        ..options()
+    };
+    let db =
+        Db::open_with_fs(dir.path(), options.clone(), std::sync::Arc::new(fs.clone())).unwrap();
+    fs.set_refuse_table_files(true);
+    // Puts until the first memtable is frozen: its flush, in the
+    // background, is refused.
+    let mut written = Vec::new();
+    while db.inner.current.load().imm.is_empty() {
+        let key = format!("key{:05}", written.len()).into_bytes();
+        db.put(&key, &[7; 100]).unwrap();
+        written.push(key);
+    }
+    // Waits for the background flush to fail (no call of ours sees it).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db.inner.write_error.lock().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the flush never failed"
+        );
+        std::thread::yield_now();
+    }
+    let live = wals(dir.path());
+    let closed = db.close();
+    assert!(
+        matches!(&closed, Err(crate::Error::WritesStopped(why)) if why.contains("refused")),
+        "{closed:?}"
+    );
+    for wal in &live {
+        assert_ne!(
+            format(wal),
+            WalFormat::Closed,
+            "{wal:?} closed after writes stopped"
+        );
+    }
+    fs.heal();
+    fs.set_refuse_table_files(false);
+    let db = Db::open_with_fs(dir.path(), options, std::sync::Arc::new(fs)).unwrap();
+    for key in &written {
+        assert_eq!(db.get(key).unwrap(), Some(vec![7; 100]), "{key:?}");
+    }
+    db.close().unwrap();
+}
