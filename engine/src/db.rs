@@ -310,6 +310,16 @@ impl Snapshot {
         self.inner.get(key, Some(self.seq), &mut ())
     }
 
+    /// The value of `key` as of the snapshot and every step the lookup
+    /// took: the runs holding newer versions are steps too (each found
+    /// nothing visible at the snapshot's sequence).
+    pub fn get_traced(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, LookupTrace)> {
+        self.inner.check_open()?;
+        let mut trace = LookupTrace::default();
+        let value = self.inner.get(key, Some(self.seq), &mut trace)?;
+        Ok((value, trace))
+    }
+
     /// Pairs with keys in `range` as of the snapshot.
     pub fn scan<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIter> {
         self.inner.check_open()?;
