@@ -95,7 +95,11 @@ fn check(db: &Db, model: &Model, keys: u64, what: &str) {
         assert_eq!(db.get(&absent(i)).unwrap(), None, "{what}: absent {i}");
     }
     let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert_eq!(pairs(db.scan::<Vec<u8>, _>(..).unwrap()), want, "{what}: scan");
+    assert_eq!(
+        pairs(db.scan::<Vec<u8>, _>(..).unwrap()),
+        want,
+        "{what}: scan"
+    );
 }
 
 /// (path, recorded size) of every table the closed store names.
@@ -179,7 +183,10 @@ fn bytes_no_current_footer_names_are_never_read() {
             bytes.extend(std::iter::repeat_n(0xa5u8, 5000));
             std::fs::write(&path, bytes).unwrap();
         }
-        assert!(appended_twice > 0, "{what}: no table holds replaced filters");
+        assert!(
+            appended_twice > 0,
+            "{what}: no table holds replaced filters"
+        );
         assert!(flipped > 0, "{what}: nothing flipped");
 
         for (direct, cache) in READ_MODES {
@@ -224,7 +231,11 @@ fn bytes_no_current_footer_names_are_never_read() {
 }
 
 /// The filter kinds a table filter may have.
-const KINDS: [FilterKind; 3] = [FilterKind::Standard, FilterKind::Blocked, FilterKind::Ribbon];
+const KINDS: [FilterKind; 3] = [
+    FilterKind::Standard,
+    FilterKind::Blocked,
+    FilterKind::Ribbon,
+];
 
 #[test]
 fn a_damaged_appended_filter_is_read_around_named_and_rebuilt() {
@@ -436,7 +447,12 @@ fn one_rebuild_appending_to_some_tables_and_copying_others_under_held_readers() 
                 db.delete(&small_key(i)).unwrap();
                 model.remove(&small_key(i));
             } else {
-                put(&db, &mut model, small_key(i), format!("r{round}").into_bytes());
+                put(
+                    &db,
+                    &mut model,
+                    small_key(i),
+                    format!("r{round}").into_bytes(),
+                );
             }
         }
         for i in (round..BIG).step_by(13) {
@@ -449,7 +465,11 @@ fn one_rebuild_appending_to_some_tables_and_copying_others_under_held_readers() 
 
     // Every held reader, drained now, sees its round's store.
     for (r, h) in held.into_iter().enumerate() {
-        let want: Vec<_> = h.model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let want: Vec<_> = h
+            .model
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let rest: Vec<_> = h.half.map(|r| r.unwrap()).collect();
         assert_eq!([h.half_seen, rest].concat(), want, "held round {r}: half");
         assert_eq!(pairs(h.fresh), want, "held round {r}: fresh");
