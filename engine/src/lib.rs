@@ -58,6 +58,9 @@ mod level_fences;
 mod manifest;
 mod memtable;
 mod merge;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+mod merged_flush_interleaving_tests;
 mod merging_cursor;
 #[cfg(test)]
 mod mixed_kind_tests;
