@@ -263,7 +263,7 @@ fn open(bytes: Vec<u8>) -> Arc<Table> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
     fn every_index_layout_reads_the_model(
