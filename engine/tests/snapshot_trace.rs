@@ -119,3 +119,20 @@ fn an_empty_key_trace_still_names_the_snapshot_sequence() {
     drop(snapshot);
     db.close().unwrap();
 }
+
+/// A snapshot of a store that was closed and opened again reads nothing
+/// of the new open: `Error::Closed`, traced or not.
+#[test]
+fn a_snapshot_from_before_a_reopen_is_closed() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let snapshot = db.snapshot();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.put(b"k", b"w").unwrap();
+    assert!(matches!(snapshot.get_traced(b"k"), Err(Error::Closed)));
+    assert!(matches!(snapshot.get(b"k"), Err(Error::Closed)));
+    drop(snapshot);
+    db.close().unwrap();
+}
