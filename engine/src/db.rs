@@ -273,9 +273,11 @@ impl Db {
     /// (the WAL then keeps its old header or, torn, a damaged one, which
     /// recovery reads strictly: nothing is dropped either way). If an
     /// error had stopped writes, before the close or during it (a
-    /// background flush or compaction no call saw fail included), the
-    /// WALs are fsynced all the same, no marker is written, and the close
-    /// returns that [`Error::WritesStopped`].
+    /// background flush or compaction no call saw fail included), or the
+    /// `Db` is a copy in a process forked from the one that opened it
+    /// (which holds no lock and refuses writes), the WALs are fsynced all
+    /// the same, no marker is written, and the close returns that
+    /// [`Error::WritesStopped`] (an fsync's error comes first).
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }

@@ -246,10 +246,15 @@ impl DbInner {
 
     pub(crate) fn check_writable(&self) -> Result<()> {
         self.check_not_read_only()?;
+        self.check_writes_not_stopped()
+    }
+
+    /// Refuses with `WritesStopped` a forked copy of the process that
+    /// opened the store (it holds no lock on it, so another process may
+    /// open it too, and two writers would corrupt it), or a store whose
+    /// writes an error stopped.
+    fn check_writes_not_stopped(&self) -> Result<()> {
         if crate::fs::forks::forks_seen() != self.opened_after_forks {
-            // This is a forked copy of the process that opened the store:
-            // it holds no lock on it, so another process may open it too,
-            // and two writers would corrupt it.
             return Err(Error::WritesStopped(
                 "the store was opened by the process this one was forked from; \
                  this process holds no lock on it"
@@ -291,9 +296,7 @@ impl DbInner {
     /// store is read-write, this process holds its lock, and no error has
     /// stopped writes.
     pub(crate) fn may_seal(&self) -> bool {
-        !self.read_only
-            && crate::fs::forks::forks_seen() == self.opened_after_forks
-            && self.write_error.lock().is_none()
+        !self.read_only && self.check_writes_not_stopped().is_ok()
     }
 
     /// Makes every acknowledged write durable (every live WAL, oldest
@@ -320,18 +323,16 @@ impl DbInner {
         result.and_then(|()| self.unsealed_by_stopped_writes())
     }
 
-    /// Why a close that synced every WAL still left no close marker: an
-    /// error stopped writes, before the close or during it (a background
-    /// job that failed as it was stopped). The caller hears of it even if
-    /// no write of its own failed; every acknowledged write is durable all
-    /// the same.
+    /// Why a close that synced every WAL still left no close marker
+    /// (`may_seal` said no for a read-write store): an error stopped
+    /// writes, before the close or during it (a background job that failed
+    /// as it was stopped), or this is a forked copy that holds no lock.
+    /// The caller hears of it even if no write of its own failed; every
+    /// acknowledged write is durable all the same.
     fn unsealed_by_stopped_writes(&self) -> Result<()> {
         if self.read_only {
             return Ok(());
         }
-        match &*self.write_error.lock() {
-            Some(reason) => Err(Error::WritesStopped(reason.clone())),
-            None => Ok(()),
-        }
+        self.check_writes_not_stopped()
     }
 }

@@ -81,6 +81,10 @@ impl DbInner {
         // written under a larger limit holds longer keys, which a scan
         // lists, so a get must look for them too.
         if key.is_empty() {
+            // Nothing to look up, but the trace still names the sequence
+            // the lookup was at (a snapshot's, or the latest visible).
+            let seq = snapshot.unwrap_or_else(|| self.last_visible.load(Ordering::Acquire));
+            sink.start(KeyHash::of(key), seq);
             return Ok(None);
         }
         // Borrowed for this get only: no reference count taken.

@@ -97,3 +97,42 @@ fn a_snapshot_trace_walks_past_newer_versions_to_the_one_it_sees() {
     db.close().unwrap();
     assert!(matches!(snapshot.get_traced(b"k"), Err(Error::Closed)));
 }
+
+/// An empty key (which no write stores) is answered `None` before the
+/// lookup starts, so the trace never hears the sequence: its
+/// `snapshot_seq` must still be the snapshot's, as documented ("the
+/// snapshot sequence the lookup read at"), not 0.
+#[test]
+fn an_empty_key_trace_still_names_the_snapshot_sequence() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let snapshot = db.snapshot();
+    assert!(snapshot.sequence() > 0);
+    let (value, trace) = snapshot.get_traced(b"").unwrap();
+    assert_eq!(value, None);
+    assert_eq!(
+        trace.snapshot_seq,
+        snapshot.sequence(),
+        "the trace of an empty key: {trace:?}"
+    );
+    drop(snapshot);
+    db.close().unwrap();
+}
+
+/// A snapshot of a store that was closed and opened again reads nothing
+/// of the new open: `Error::Closed`, traced or not.
+#[test]
+fn a_snapshot_from_before_a_reopen_is_closed() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let snapshot = db.snapshot();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.put(b"k", b"w").unwrap();
+    assert!(matches!(snapshot.get_traced(b"k"), Err(Error::Closed)));
+    assert!(matches!(snapshot.get(b"k"), Err(Error::Closed)));
+    drop(snapshot);
+    db.close().unwrap();
+}
