@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 use bloomlsm::WriteBatch;
 
-use super::{Outcome, StoreFlags, open_existing};
+use super::{Outcome, StoreFlags, close_after_write, open_existing};
 use crate::output::Value;
 
 /// Deletes `keys` in one batch.
@@ -16,6 +16,6 @@ pub fn run(db: &Path, store: StoreFlags, keys: &[String]) -> Result<Outcome> {
         batch.delete(key.as_bytes());
     }
     db.write(batch)?;
-    db.close()?;
+    close_after_write(db)?;
     Ok(Value::from(super::batch_summary("deleted", keys.iter())).into())
 }

@@ -14,7 +14,7 @@ mod verify;
 
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 use bloomlsm::{Db, Options, WalRecovery};
 
 use crate::args::{Cli, Command};
@@ -106,6 +106,22 @@ fn open_for_writing(path: &Path, store: StoreFlags) -> Result<Db> {
     Ok(Db::open(path, store.options())?)
 }
 
+/// Closes `db` after its batch was written: a failure then says what
+/// became of the batch. When writes had stopped (a background flush or
+/// compaction failed), the close still fsynced every WAL, so the batch is
+/// durable; any other failure is the close's own fsync, so the batch may
+/// not survive a power loss (the CLI writes with `SyncMode::Never`).
+fn close_after_write(db: Db) -> Result<()> {
+    db.close().map_err(|e| match e {
+        bloomlsm::Error::WritesStopped(_) => {
+            anyhow!("the batch was written and synced, but the store had stopped writes: {e}")
+        }
+        e => anyhow!(
+            "the batch was written, but closing the store failed, so it may not survive a power loss: {e}"
+        ),
+    })
+}
+
 /// Opens a store that already exists, for writing (`delete`): it refuses
 /// to create one where a path was mistyped.
 fn open_existing(path: &Path, store: StoreFlags) -> Result<Db> {
@@ -140,4 +156,55 @@ fn batch_summary<'a>(count_name: &'static str, keys: impl Iterator<Item = &'a St
         .with(count_name, keys.len())
         .with("smallest_key", keys.iter().min().map(|k| k.as_str()))
         .with("largest_key", keys.iter().max().map(|k| k.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+    use std::sync::Arc;
+
+    use bloomlsm::fs::fault::FaultFs;
+    use bloomlsm::{Db, Options};
+
+    use super::close_after_write;
+
+    /// A store whose writes stopped after the batch was written: the
+    /// close's error says the batch is durable, and a reopen finds it.
+    #[test]
+    fn a_close_after_writes_stopped_says_the_batch_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new();
+        let options = Options {
+            background_work: false,
+            ..Options::default()
+        };
+        let db = Db::open_with_fs(dir.path(), options.clone(), Arc::new(fs.clone())).unwrap();
+        db.put(b"k", b"v").unwrap();
+        fs.set_refuse_table_files(true);
+        assert!(db.flush().is_err(), "the flush was to fail");
+        let message = close_after_write(db).unwrap_err().to_string();
+        assert!(
+            message.starts_with("the batch was written and synced"),
+            "{message}"
+        );
+        fs.set_refuse_table_files(false);
+        let db = Db::open(dir.path(), options).unwrap();
+        assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+    }
+
+    /// A close whose own fsync fails: the batch may not be durable.
+    #[test]
+    fn a_close_whose_fsync_fails_says_the_batch_may_be_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new();
+        let db = Db::open_with_fs(dir.path(), Options::default(), Arc::new(fs.clone())).unwrap();
+        db.put(b"k", b"v").unwrap();
+        fs.fail_only_op(fs.ops());
+        let message = close_after_write(db).unwrap_err().to_string();
+        assert!(
+            message.contains("may not survive a power loss"),
+            "{message}"
+        );
+    }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use bloomlsm::WriteBatch;
 
-use super::{Outcome, StoreFlags, open_for_writing};
+use super::{Outcome, StoreFlags, close_after_write, open_for_writing};
 use crate::output::Value;
 
 /// Writes `pairs` (key, value, key, value, ...) in one batch, creating the
@@ -26,7 +26,7 @@ pub fn run(db: &Path, store: StoreFlags, pairs: &[String]) -> Result<Outcome> {
         }
     }
     db.write(batch)?;
-    db.close()?;
+    close_after_write(db)?;
     let keys = pairs.iter().step_by(2);
     Ok(Value::from(super::batch_summary("pairs", keys)).into())
 }
