@@ -275,9 +275,11 @@ impl Db {
     /// error had stopped writes, before the close or during it (a
     /// background flush or compaction no call saw fail included), or the
     /// `Db` is a copy in a process forked from the one that opened it
-    /// (which holds no lock and refuses writes), the WALs are fsynced all
-    /// the same, no marker is written, and the close returns that
-    /// [`Error::WritesStopped`] (an fsync's error comes first).
+    /// (which holds no lock and refuses writes), no marker is written and
+    /// the close returns that [`Error::WritesStopped`]. After an error the
+    /// WALs are fsynced all the same (an fsync's error comes first); a
+    /// forked copy touches no file, joins none of the parent's background
+    /// threads (the child has none of them) and waits for no lock.
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }
@@ -285,6 +287,18 @@ impl Db {
     fn shutdown(&self) -> Result<()> {
         if self.inner.closed.load(Ordering::SeqCst) {
             return Ok(());
+        }
+        if self.inner.is_forked_copy() {
+            // A copy in a forked child. The parent's background threads do
+            // not exist here (a join would wait for good), and a lock one
+            // of the parent's threads held at the fork stays held. So
+            // nothing is joined, no lock waited for and no file touched:
+            // the store belongs to the process that holds its lock.
+            self.inner.closed.store(true, Ordering::SeqCst);
+            if let Some(mut handles) = self.background.try_lock() {
+                handles.drain(..).for_each(std::mem::forget);
+            }
+            return self.inner.check_writes_not_stopped();
         }
         {
             let mut bg = self.inner.bg.lock();

@@ -249,12 +249,18 @@ impl DbInner {
         self.check_writes_not_stopped()
     }
 
+    /// Whether this is a copy in a process forked from the one that
+    /// opened the store.
+    pub(crate) fn is_forked_copy(&self) -> bool {
+        crate::fs::forks::forks_seen() != self.opened_after_forks
+    }
+
     /// Refuses with `WritesStopped` a forked copy of the process that
     /// opened the store (it holds no lock on it, so another process may
     /// open it too, and two writers would corrupt it), or a store whose
     /// writes an error stopped.
-    fn check_writes_not_stopped(&self) -> Result<()> {
-        if crate::fs::forks::forks_seen() != self.opened_after_forks {
+    pub(crate) fn check_writes_not_stopped(&self) -> Result<()> {
+        if self.is_forked_copy() {
             return Err(Error::WritesStopped(
                 "the store was opened by the process this one was forked from; \
                  this process holds no lock on it"
