@@ -267,6 +267,8 @@ struct State {
     refuse_appends: bool,
     /// Creating or appending to a table file waits while this is set.
     hold_table_files: bool,
+    /// Threads waiting in such a create or append now.
+    table_files_waiting: usize,
 }
 
 /// See the module documentation. Cheap to clone; clones share state.
@@ -358,12 +360,27 @@ impl FaultFs {
         self.state.lock().hold_table_files = on;
     }
 
+    /// Threads waiting now to create or append to a table file
+    /// ([`Self::set_hold_table_files`]): a test can tell that a flush
+    /// has taken its memtables and stands before its first operation.
+    pub fn table_files_waiting(&self) -> usize {
+        self.state.lock().table_files_waiting
+    }
+
     /// Waits while table files are held; then counts and returns the
     /// injected fault when table files are refused and `path` is one.
     fn check_table_file(&self, path: &Path) -> io::Result<()> {
         let is_table = path.extension().is_some_and(|x| x == "sst");
-        while is_table && self.state.lock().hold_table_files {
-            std::thread::sleep(std::time::Duration::from_millis(1));
+        let held = is_table && {
+            let mut s = self.state.lock();
+            s.table_files_waiting += usize::from(s.hold_table_files);
+            s.hold_table_files
+        };
+        if held {
+            while self.state.lock().hold_table_files {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            self.state.lock().table_files_waiting -= 1;
         }
         let mut s = self.state.lock();
         if s.refuse_table_files && is_table {
