@@ -147,3 +147,52 @@ fn a_background_failure_no_call_saw_is_returned_by_close() {
     }
     db.close().unwrap();
 }
+
+/// The same failure while the close waits for the background threads:
+/// the flush stands held before its table file when the close begins, then
+/// fails. The close waits for it, and returns its failure.
+#[test]
+fn a_background_failure_during_the_close_is_returned_by_it() {
+    let dir = crate::scratch_dirs::scratch_dir();
+    let fs = crate::fs::fault::FaultFs::new();
+    let options = Options {
+        memtable_bytes: 4 << 10,
+        background_work: true,
+        ..options()
+    };
+    let db =
+        Db::open_with_fs(dir.path(), options.clone(), std::sync::Arc::new(fs.clone())).unwrap();
+    fs.set_hold_table_files(true);
+    let mut written = Vec::new();
+    while db.inner.current.load().imm.is_empty() {
+        let key = format!("key{:05}", written.len()).into_bytes();
+        db.put(&key, &[7; 100]).unwrap();
+        written.push(key);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while fs.table_files_waiting() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the flush never started"
+        );
+        std::thread::yield_now();
+    }
+    assert!(db.inner.write_error.lock().is_none());
+    let close = std::thread::spawn(move || db.close());
+    // Refused first, then let go: the held flush fails whenever the close
+    // has got to.
+    fs.set_refuse_table_files(true);
+    fs.set_hold_table_files(false);
+    let closed = close.join().unwrap();
+    assert!(
+        matches!(&closed, Err(crate::Error::WritesStopped(why)) if why.contains("refused")),
+        "{closed:?}"
+    );
+    fs.heal();
+    fs.set_refuse_table_files(false);
+    let db = Db::open_with_fs(dir.path(), options, std::sync::Arc::new(fs)).unwrap();
+    for key in &written {
+        assert_eq!(db.get(key).unwrap(), Some(vec![7; 100]), "{key:?}");
+    }
+    db.close().unwrap();
+}
