@@ -18,8 +18,9 @@ mod common;
 use std::cmp::Reverse;
 use std::sync::Arc;
 
-use bloomlsm_filter::{FilterKind, KeyHash};
-use bloomlsm_sstable::{EntryKind, MAX_SEQUENCE, Outcome, Table, TableIter};
+use bloomlsm_filter::FilterKind;
+use bloomlsm_sstable::{EntryKind, MAX_SEQUENCE, Table};
+use common::model_check::check_against_model;
 use common::{Model, open, options, write_table};
 use proptest::prelude::*;
 
@@ -98,69 +99,8 @@ fn snapshots() -> Vec<u64> {
 }
 
 fn check(table: &Arc<Table>, model: &Model) -> Result<(), TestCaseError> {
-    for key in probes(model) {
-        let hash = KeyHash::of(&key);
-        let has_any = model
-            .range((key.clone(), Reverse(u64::MAX))..)
-            .next()
-            .is_some_and(|((k, _), _)| *k == key);
-        let in_range =
-            key.as_slice() >= table.smallest_key() && key.as_slice() <= table.largest_key();
-        for snapshot in snapshots() {
-            let want = model
-                .range((key.clone(), Reverse(snapshot))..)
-                .next()
-                .filter(|((k, _), _)| *k == key)
-                .map(|((_, s), (kind, v))| (s.0, (*kind == EntryKind::Put).then(|| v.clone())));
-            let mut lookups = vec![("get", table.get(&key, hash, snapshot).unwrap())];
-            if in_range {
-                let l = table.get_in_range(&key, hash, snapshot).unwrap();
-                lookups.push(("get_in_range", l));
-            }
-            for (how, lookup) in lookups {
-                match (&lookup.outcome, &want) {
-                    (Outcome::Found { seq, value }, Some((s, v))) => {
-                        prop_assert_eq!((seq, value), (s, v), "{} {:?} at {}", how, key, snapshot);
-                    }
-                    (Outcome::NotFound { key_in_table }, None) => {
-                        prop_assert_eq!(
-                            *key_in_table,
-                            has_any,
-                            "{} {:?} at {}: newer versions",
-                            how,
-                            key,
-                            snapshot
-                        );
-                    }
-                    (Outcome::FilterNegative | Outcome::OutOfRange, None) => {
-                        prop_assert!(!has_any, "{} {:?} ruled out but present", how, key);
-                    }
-                    (got, want) => prop_assert!(
-                        false,
-                        "{} {:?} at {}: got {:?}, model {:?}",
-                        how,
-                        key,
-                        snapshot,
-                        got,
-                        want
-                    ),
-                }
-            }
-        }
-        let mut it = TableIter::new(Arc::clone(table), false);
-        it.seek(&key).unwrap();
-        let got: Vec<(Vec<u8>, u64)> = it
-            .map(|e| e.unwrap())
-            .map(|e| (e.user_key, e.seq))
-            .collect();
-        let want: Vec<(Vec<u8>, u64)> = model
-            .keys()
-            .filter(|(k, _)| k.as_slice() >= key.as_slice())
-            .map(|(k, s)| (k.clone(), s.0))
-            .collect();
-        prop_assert_eq!(got, want, "seek {:?}", key);
-    }
-    Ok(())
+    let snapshots = snapshots();
+    check_against_model("", table, model, probes(model), |_| snapshots.clone())
 }
 
 proptest! {

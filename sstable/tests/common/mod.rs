@@ -1,6 +1,8 @@
 //! Helpers shared by the table tests.
 #![allow(dead_code)]
 
+pub mod model_check;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
