@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
 pub mod crash_workload;
+pub mod rebuild_workload;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, FilterPolicy, Options};
 use bloomlsm_tests::crash_workload::synced_inline_options;
+use bloomlsm_tests::rebuild_workload::{RebuildRun, run_with_rebuilds};
 use bloomlsm_tests::{
     apply_history_write, close_with_no_orphan_table, contents, recovered_history, scratch_dir,
 };
@@ -48,59 +49,8 @@ fn policy(round: u64) -> FilterPolicy {
     }
 }
 
-/// (name, size) of every table file.
-fn tables(dir: &Path) -> BTreeMap<String, u64> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            (name, e.metadata().unwrap().len())
-        })
-        .collect()
-}
-
-/// How the run went: writes acknowledged, tables rebuilt in place (their
-/// file kept and grown by a rebuild), and the operations each rebuild
-/// took (`fs.ops()` before and after).
-struct Run {
-    acked: u64,
-    appended: usize,
-    rebuilds: Vec<std::ops::Range<u64>>,
-}
-
-/// The history with deletes, a rebuild after every `REBUILD_EVERY` writes,
-/// until the injected crash.
-fn run_until_crash(dir: &Path, fs: &FaultFs) -> Run {
-    let mut run = Run {
-        acked: 0,
-        appended: 0,
-        rebuilds: Vec::new(),
-    };
-    let Ok(db) = Db::open_with_fs(dir, options(), Arc::new(fs.clone())) else {
-        return run;
-    };
-    for i in 0..WRITES {
-        if i > 0 && i % REBUILD_EVERY == 0 {
-            let before = tables(dir);
-            let start = fs.ops();
-            if db.rebuild_filters(policy(i / REBUILD_EVERY)).is_err() {
-                break;
-            }
-            run.rebuilds.push(start..fs.ops());
-            let after = tables(dir);
-            run.appended += after
-                .iter()
-                .filter(|(name, size)| before.get(*name).is_some_and(|b| b < size))
-                .count();
-        }
-        if apply_history_write(&db, i).is_err() {
-            break;
-        }
-        run.acked = i + 1;
-    }
-    run
+fn run_until_crash(dir: &Path, fs: &FaultFs) -> RebuildRun {
+    run_with_rebuilds(dir, fs, options(), WRITES, REBUILD_EVERY, policy)
 }
 
 /// Opens the crashed store on the real file system and checks it; returns

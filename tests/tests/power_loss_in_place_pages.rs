@@ -13,14 +13,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use bloomlsm::fs::fault::{FaultFs, RenameFate, Revival, UnsyncedFate};
 use bloomlsm::{CorruptFilterPolicy, Db, FilterKind, FilterPolicy, Options};
 use bloomlsm_tests::crash_workload::synced_inline_options;
-use bloomlsm_tests::{
-    apply_history_write, close_with_no_orphan_table, contents, recovered_history, scratch_dir,
-};
+use bloomlsm_tests::rebuild_workload::{RebuildRun, run_with_rebuilds};
+use bloomlsm_tests::{close_with_no_orphan_table, contents, recovered_history, scratch_dir};
 
 const WRITES: u64 = 1_200;
 
@@ -59,61 +57,8 @@ fn strict(direct: bool) -> Options {
     }
 }
 
-/// Writes acknowledged, the operations each rebuild took, and the tables
-/// rebuilds appended to (file kept and grown) and copied (file gone).
-struct Run {
-    acked: u64,
-    rebuilds: Vec<std::ops::Range<u64>>,
-    appended: usize,
-    copied: usize,
-}
-
-/// (name, size) of every table file.
-fn tables(dir: &Path) -> BTreeMap<String, u64> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            (name, e.metadata().unwrap().len())
-        })
-        .collect()
-}
-
-fn run_until_crash(dir: &Path, fs: &FaultFs) -> Run {
-    let mut run = Run {
-        acked: 0,
-        rebuilds: Vec::new(),
-        appended: 0,
-        copied: 0,
-    };
-    let Ok(db) = Db::open_with_fs(dir, options(), Arc::new(fs.clone())) else {
-        return run;
-    };
-    for i in 0..WRITES {
-        if i > 0 && i % REBUILD_EVERY == 0 {
-            let before = tables(dir);
-            let start = fs.ops();
-            if db.rebuild_filters(policy(i / REBUILD_EVERY)).is_err() {
-                break;
-            }
-            run.rebuilds.push(start..fs.ops());
-            let after = tables(dir);
-            for (name, size) in &before {
-                match after.get(name) {
-                    Some(grown) if grown > size => run.appended += 1,
-                    None => run.copied += 1,
-                    Some(_) => {}
-                }
-            }
-        }
-        if apply_history_write(&db, i).is_err() {
-            break;
-        }
-        run.acked = i + 1;
-    }
-    run
+fn run_until_crash(dir: &Path, fs: &FaultFs) -> RebuildRun {
+    run_with_rebuilds(dir, fs, options(), WRITES, REBUILD_EVERY, policy)
 }
 
 fn reopen_strictly(dir: &Path, direct: bool, acked: u64, what: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
