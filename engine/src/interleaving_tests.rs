@@ -9,34 +9,15 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::budget_test_shapes::live_numbers;
 use crate::fs::fault::FaultFs;
 use crate::rebalance::SETTLED_TOLERANCE;
 use crate::store_files::files_named;
-use crate::test_hooks::ReadPause;
 use crate::{Db, FilterKind, FilterPolicy, Options, Snapshot};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-/// Stops the next thread that reaches `pause`: returns a receiver that
-/// says "paused" and a sender that resumes it.
-fn arm(pause: &ReadPause) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
-    let (paused_tx, paused_rx) = mpsc::channel();
-    let (resume_tx, resume_rx) = mpsc::channel::<()>();
-    let resume_rx = parking_lot::Mutex::new(resume_rx);
-    let armed = AtomicBool::new(true);
-    pause.set(Some(Arc::new(move || {
-        if armed.swap(false, Ordering::SeqCst) {
-            paused_tx.send(()).unwrap();
-            resume_rx.lock().recv().unwrap();
-        }
-    })));
-    (paused_rx, resume_tx)
-}
 
 fn options(policy: FilterPolicy) -> Options {
     Options {
@@ -202,7 +183,7 @@ fn l0_tables_rebuilt_while_a_flush_installs(how: Rebuilt) {
     let model_before = model.clone();
 
     // Uniform, so no background rebalancing changes the files counted below.
-    let (paused, resume) = arm(&db.inner.rebuild_pause);
+    let (paused, resume) = db.inner.rebuild_pause.arm_once();
     let rebuilder = {
         let db = Arc::clone(&db);
         std::thread::spawn(move || db.rebuild_filters(FilterPolicy::Uniform { bits_per_key: 13.0 }))
@@ -295,7 +276,7 @@ fn a_rebalancing_rebuild_paused_before_install_while_a_flush_and_a_compaction_co
     // Pause each of the first rebuilds in turn under a flush and a compaction.
     for round in 0..4u64 {
         let rebalanced = db.stats().filters_rebalanced;
-        let (paused, resume) = arm(&db.inner.rebuild_pause);
+        let (paused, resume) = db.inner.rebuild_pause.arm_once();
         let rebalancer = {
             let db = Arc::clone(&db);
             std::thread::spawn(move || db.inner.rebalance_filters_step(SETTLED_TOLERANCE))
@@ -376,7 +357,7 @@ fn a_snapshot_taken_while_a_compaction_merges_sees_the_newest_versions_of_its_in
     let old = db.snapshot();
     fourth_round(&db, &mut model);
     db.flush().unwrap();
-    let (paused, resume) = arm(&db.inner.merge_pause);
+    let (paused, resume) = db.inner.merge_pause.arm_once();
     let compactor = {
         let db = Arc::clone(&db);
         std::thread::spawn(move || db.compact())

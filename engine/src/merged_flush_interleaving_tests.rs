@@ -9,11 +9,7 @@
 //! compaction of the merged table and a reopen.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 
-use crate::test_hooks::ReadPause;
 use crate::{Db, Options, Snapshot};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -39,21 +35,6 @@ fn options() -> Options {
 
 fn key(i: u64) -> Vec<u8> {
     format!("key{i:04}").into_bytes()
-}
-
-/// Stops the next thread that reaches `pause` (see `interleaving_tests`).
-fn arm(pause: &ReadPause) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
-    let (paused_tx, paused_rx) = mpsc::channel();
-    let (resume_tx, resume_rx) = mpsc::channel::<()>();
-    let resume_rx = parking_lot::Mutex::new(resume_rx);
-    let armed = AtomicBool::new(true);
-    pause.set(Some(Arc::new(move || {
-        if armed.swap(false, Ordering::SeqCst) {
-            paused_tx.send(()).unwrap();
-            resume_rx.lock().recv().unwrap();
-        }
-    })));
-    (paused_rx, resume_tx)
 }
 
 /// Writes round `round`: every key `i` with `i % step == 0` is put (or,
@@ -125,7 +106,7 @@ fn a_merged_flush_installed_during_an_l0_compaction_keeps_every_snapshot_answer(
     // Held by the compaction's snapshot list, released during its merge.
     let released = db.snapshot();
     round(&db, &mut model, "b", 2);
-    let (paused, resume) = arm(&db.inner.merge_pause);
+    let (paused, resume) = db.inner.merge_pause.arm_once();
     // The second L0 table: the compaction thread picks L0 -> L1 and stops
     // in its merge.
     db.flush().unwrap();

@@ -5,7 +5,6 @@
 //! tree changes under it.
 
 use std::sync::Arc;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::{Db, Options};
@@ -15,22 +14,6 @@ fn options() -> Options {
         background_work: false,
         ..Options::default()
     }
-}
-
-/// Stops the next reader at the pause point: returns a receiver that says
-/// "paused" and a sender that resumes it.
-fn arm(db: &Db) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
-    let (paused_tx, paused_rx) = mpsc::channel();
-    let (resume_tx, resume_rx) = mpsc::channel::<()>();
-    let resume_rx = parking_lot::Mutex::new(resume_rx);
-    let armed = std::sync::atomic::AtomicBool::new(true);
-    db.inner.read_pause.set(Some(Arc::new(move || {
-        if armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            paused_tx.send(()).unwrap();
-            resume_rx.lock().recv().unwrap();
-        }
-    })));
-    (paused_rx, resume_tx)
 }
 
 /// Puts `k = v1` in a table, so that a newer version and a compaction can
@@ -57,7 +40,7 @@ fn is_v1_or_v2(value: &Option<Vec<u8>>) -> bool {
 #[test]
 fn a_get_paused_between_view_and_sequence_still_finds_the_key() {
     let (_dir, db) = store_with_v1();
-    let (paused, resume) = arm(&db);
+    let (paused, resume) = db.inner.read_pause.arm_once();
     let reader = {
         let db = Arc::clone(&db);
         std::thread::spawn(move || db.get(b"k").unwrap())
@@ -72,7 +55,7 @@ fn a_get_paused_between_view_and_sequence_still_finds_the_key() {
 #[test]
 fn a_scan_paused_between_view_and_sequence_still_finds_the_key() {
     let (_dir, db) = store_with_v1();
-    let (paused, resume) = arm(&db);
+    let (paused, resume) = db.inner.read_pause.arm_once();
     let reader = {
         let db = Arc::clone(&db);
         std::thread::spawn(move || {
@@ -93,7 +76,7 @@ fn a_scan_paused_between_view_and_sequence_still_finds_the_key() {
 #[test]
 fn a_snapshot_taken_during_a_compaction_keeps_what_it_sees() {
     let (_dir, db) = store_with_v1();
-    let (paused, resume) = arm(&db);
+    let (paused, resume) = db.inner.read_pause.arm_once();
     let taker = {
         let db = Arc::clone(&db);
         std::thread::spawn(move || db.snapshot())

@@ -14,6 +14,24 @@ impl ReadPause {
         *self.0.lock() = hook;
     }
 
+    /// Stops the next thread that reaches this point (and no later one):
+    /// returns a receiver that says "paused" and a sender that resumes it.
+    pub(crate) fn arm_once(&self) -> (std::sync::mpsc::Receiver<()>, std::sync::mpsc::Sender<()>) {
+        let (paused_tx, paused_rx) = std::sync::mpsc::channel();
+        let (resume_tx, resume_rx) = std::sync::mpsc::channel::<()>();
+        let resume_rx = parking_lot::Mutex::new(resume_rx);
+        let armed = std::sync::atomic::AtomicBool::new(true);
+        self.set(Some(Arc::new(move || {
+            if armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                #[allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+                paused_tx.send(()).unwrap();
+                #[allow(clippy::unwrap_used)]
+                resume_rx.lock().recv().unwrap();
+            }
+        })));
+        (paused_rx, resume_tx)
+    }
+
     pub(crate) fn pause(&self) {
         let hook = self.0.lock().clone();
         if let Some(hook) = hook {
