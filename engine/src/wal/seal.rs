@@ -141,4 +141,6 @@ impl DbInner {
 #[cfg(test)]
 mod crash_tests;
 #[cfg(test)]
+mod stopped_tests;
+#[cfg(test)]
 mod tests;
