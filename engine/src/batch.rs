@@ -82,9 +82,16 @@ impl WriteBatch {
         Self::with_capacity(0)
     }
 
-    /// An empty batch with room for `bytes` bytes of ops.
+    /// An empty batch with room for `bytes` bytes of ops (a hint: at most
+    /// [`MAX_BATCH_BYTES`] are reserved, and a reservation the allocator
+    /// refuses leaves the batch to grow as ops are added).
     pub fn with_capacity(bytes: usize) -> Self {
-        let mut rep = Vec::with_capacity(BATCH_HEADER_LEN.saturating_add(bytes));
+        // Invariant: a hint never panics or aborts. No batch past
+        // `MAX_BATCH_BYTES` is written, so room past it is never used, and
+        // `Vec::with_capacity` panics past `isize::MAX` and aborts where the
+        // allocator says no.
+        let mut rep = Vec::new();
+        let _ = rep.try_reserve_exact(BATCH_HEADER_LEN + bytes.min(MAX_BATCH_BYTES));
         rep.resize(BATCH_HEADER_LEN, 0);
         Self {
             rep,

@@ -426,3 +426,17 @@ fn huge_block_cache_budgets_open() {
         db.close().unwrap();
     }
 }
+
+/// `WriteBatch::with_capacity` takes a hint: one past what `Vec` can hold
+/// (or than any batch may hold) is no reason to panic.
+#[test]
+fn batch_capacity_hints_past_any_batch_work() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    for hint in [usize::MAX, isize::MAX as usize, isize::MAX as usize - 11] {
+        let mut b = WriteBatch::with_capacity(hint);
+        b.put(b"k", b"v").delete(b"gone");
+        db.write(b).unwrap();
+    }
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+}
