@@ -440,3 +440,90 @@ fn batch_capacity_hints_past_any_batch_work() {
     }
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
 }
+
+/// The largest key and value `Db::open` accepts, in the smallest memtable
+/// and blocks: stored, flushed, compacted with neighbours and reopened.
+#[test]
+fn largest_key_and_value_in_the_smallest_shapes() {
+    let dir = scratch_dir();
+    let options = Options {
+        max_key_bytes: 64 << 10,
+        max_value_bytes: 64 << 20,
+        memtable_bytes: 1,
+        block_size: 64,
+        target_file_bytes: 1,
+        l1_bytes: 1,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    let big_key = vec![0xab; 64 << 10];
+    let big_value: Vec<u8> = (0..64u32 << 20).map(|i| (i % 251) as u8).collect();
+    db.put(&big_key, &big_value).unwrap();
+    db.put(b"a", b"small").unwrap();
+    db.put(&[0xab; 100], &big_value[..1000]).unwrap();
+    assert!(matches!(
+        db.put(&vec![1; (64 << 10) + 1], b""),
+        Err(Error::InvalidKey { .. })
+    ));
+    assert!(matches!(
+        db.put(b"b", &vec![0; (64 << 20) + 1]),
+        Err(Error::ValueTooLarge { .. })
+    ));
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    assert_eq!(db.get(&big_key).unwrap().as_ref(), Some(&big_value));
+    db.delete(&[0xab; 100]).unwrap();
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    let want = vec![
+        (b"a".to_vec(), b"small".to_vec()),
+        (big_key.clone(), big_value.clone()),
+    ];
+    assert_eq!(contents(&db), want);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_eq!(contents(&db), want, "after reopen");
+}
+
+/// A scan and a snapshot held past `close`: the scan yields what it saw
+/// (or a typed error), never a panic; the snapshot answers `Closed`; the
+/// store reopens (while the scan is still held) with everything in it.
+#[test]
+fn reads_held_past_close() {
+    let dir = scratch_dir();
+    let options = Options {
+        memtable_bytes: 4096,
+        block_cache_bytes: 0,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    for i in 0..400u32 {
+        db.put(&i.to_be_bytes(), &[i as u8; 40]).unwrap();
+    }
+    db.flush().unwrap();
+    let before = contents(&db);
+    let mut it = db.scan::<&[u8], _>(..).unwrap();
+    let first = it.next().unwrap().unwrap();
+    let snap = db.snapshot();
+    for i in 0..400u32 {
+        db.delete(&i.to_be_bytes()).unwrap();
+    }
+    db.close().unwrap();
+    assert!(matches!(snap.get(b"x"), Err(Error::Closed)));
+    let mut got = vec![first];
+    for r in it.by_ref() {
+        match r {
+            Ok(p) => got.push(p),
+            Err(e) => {
+                assert!(matches!(e, Error::Closed), "{e}");
+                break;
+            }
+        }
+    }
+    assert!(before.starts_with(&got), "a held scan changed after close");
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_eq!(contents(&db), vec![]);
+    drop(it);
+    drop(snap);
+    db.close().unwrap();
+}
