@@ -13,6 +13,8 @@ pub struct DbIter {
     inner: VisibleIter<MergingIter>,
     _view: Arc<SuperVersion>,
     store: Arc<DbInner>,
+    /// Set once the scan has ended (`None`) or reported `Closed`: every
+    /// later `next` is `None`.
     done: bool,
 }
 
@@ -48,6 +50,13 @@ impl Iterator for DbIter {
             self.done = true;
             return Some(Err(e));
         }
-        self.inner.next()
+        let next = self.inner.next();
+        // An iterator that has ended stays ended, a closed store or not.
+        self.done = next.is_none();
+        next
     }
 }
+
+/// Once `next` has returned `None` it always does (and so after the one
+/// `Err(Closed)` a read past `close` gives).
+impl std::iter::FusedIterator for DbIter {}

@@ -485,6 +485,21 @@ fn largest_key_and_value_in_the_smallest_shapes() {
     assert_eq!(contents(&db), want, "after reopen");
 }
 
+/// A scan read to its end, then the store closed: the scan stays ended
+/// (`None`, as an iterator that has ended must), where it gave
+/// `Err(Closed)` once more after its `None` before.
+#[test]
+fn a_scan_read_to_its_end_stays_ended_after_close() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    let mut it = db.scan::<&[u8], _>(..).unwrap();
+    assert_eq!(it.next().unwrap().unwrap(), (b"a".to_vec(), b"1".to_vec()));
+    assert!(it.next().is_none());
+    db.close().unwrap();
+    assert!(it.next().is_none(), "an ended scan answered after close");
+}
+
 /// A scan and a snapshot held past `close`: the scan yields what it saw
 /// (or a typed error), never a panic; the snapshot answers `Closed`; the
 /// store reopens (while the scan is still held) with everything in it.
@@ -521,6 +536,7 @@ fn reads_held_past_close() {
         }
     }
     assert!(before.starts_with(&got), "a held scan changed after close");
+    assert!(it.next().is_none(), "a held scan went on after its end");
     let db = Db::open(dir.path(), options).unwrap();
     assert_eq!(contents(&db), vec![]);
     drop(it);
