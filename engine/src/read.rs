@@ -82,9 +82,8 @@ impl DbInner {
         // lists, so a get must look for them too.
         if key.is_empty() {
             // Nothing to look up, but the trace still names the sequence
-            // the lookup was at (a snapshot's, or the latest visible).
-            let seq = snapshot.unwrap_or_else(|| self.last_visible.load(Ordering::Acquire));
-            sink.start(KeyHash::of(key), seq);
+            // the lookup was at (no view is needed: nothing is read).
+            sink.start(KeyHash::of(key), self.read_sequence(snapshot));
             return Ok(None);
         }
         // Borrowed for this get only: no reference count taken.

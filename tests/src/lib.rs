@@ -9,6 +9,19 @@ pub mod rebuild_workload;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// A copy of a store directory in a new [`scratch_dir`]: its files, all
+/// but `LOCK` (a store is opened in its copy, which no one holds).
+pub fn copy_store_dir(from: &Path) -> tempfile::TempDir {
+    let to = scratch_dir();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name() != "LOCK" {
+            std::fs::copy(entry.path(), to.path().join(entry.file_name())).unwrap();
+        }
+    }
+    to
+}
+
 /// A directory for a store driven through `FaultFs`: in memory
 /// (`/dev/shm`) where there is one, or under `BLOOMLSM_TEST_TMPDIR`.
 /// `FaultFs` keeps what was not synced and drops it at a simulated power

@@ -23,7 +23,9 @@ use std::sync::Arc;
 use bloomlsm::fs::fault::{FaultFs, RenameFate, Revival, UnsyncedFate};
 use bloomlsm::{Db, Options, SyncMode, WalRecovery};
 use bloomlsm_tests::crash_workload::{Write, contents_after, small_table_options};
-use bloomlsm_tests::{close_with_no_orphan_table, contents, history_write, key, scratch_dir};
+use bloomlsm_tests::{
+    close_with_no_orphan_table, contents, copy_store_dir, history_write, key, scratch_dir,
+};
 
 /// Writes of the first session (the history with deletes).
 const FIRST_WRITES: u64 = 300;
@@ -47,23 +49,11 @@ fn workload(cut: usize) -> Vec<Write> {
     writes
 }
 
-/// A copy of a store directory (files only; no `LOCK`).
-fn copy_dir(from: &Path) -> tempfile::TempDir {
-    let to = scratch_dir();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_name() != "LOCK" {
-            std::fs::copy(entry.path(), to.path().join(entry.file_name())).unwrap();
-        }
-    }
-    to
-}
-
 /// The writes of the first session a clean open of `dir` holds (its
 /// contents name the prefix: `history_write` is built so), and whether it
 /// cut the log.
 fn first_recovery(dir: &Path, options: &Options) -> (usize, bool) {
-    let copy = copy_dir(dir);
+    let copy = copy_store_dir(dir);
     let db = Db::open(copy.path(), options.clone()).unwrap();
     let got = contents(&db);
     let history: Vec<Write> = (0..FIRST_WRITES).map(history_write).collect();
@@ -109,7 +99,7 @@ fn sweep_second_session(
 ) -> (u64, Vec<String>) {
     let writes = workload(r1);
     let second = &writes[r1..];
-    let probe = copy_dir(crashed);
+    let probe = copy_store_dir(crashed);
     let fs = FaultFs::new();
     second_session(probe.path(), &fs, options, second);
     let total = fs.ops();
@@ -120,7 +110,7 @@ fn sweep_second_session(
         .collect();
     let mut failures = Vec::new();
     for crash_at in 0..=total {
-        let dir = copy_dir(crashed);
+        let dir = copy_store_dir(crashed);
         let fs = FaultFs::new();
         fs.set_unsynced_fate(UnsyncedFate::Pages(crash_at));
         fs.set_revival(Revival::Seeded(crash_at));

@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 use bloomlsm::fs::fault::{FaultFs, RenameFate, Revival, UnsyncedFate};
 use bloomlsm::{Db, Options, SyncMode};
 use bloomlsm_tests::{
-    apply_history_write, close_with_no_orphan_table, history_prefix, scratch_dir, wal_files,
+    apply_history_write, close_with_no_orphan_table, copy_store_dir, history_prefix, scratch_dir,
+    wal_files,
 };
 
 /// Writes after the last rotation, none of which freezes a memtable.
@@ -199,18 +200,6 @@ fn unsynced_writes_leave_a_prefix_after_a_crash_among_frozen_wals() {
     sweep(SyncMode::Never, &[1, 2]);
 }
 
-/// A copy of a store directory (files only; no `LOCK`).
-fn copy_dir(from: &Path) -> tempfile::TempDir {
-    let to = scratch_dir();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_name() != "LOCK" {
-            std::fs::copy(entry.path(), to.path().join(entry.file_name())).unwrap();
-        }
-    }
-    to
-}
-
 /// A store's contents and last sequence number, opened inline (so the
 /// orphan check races no compaction), after checking it leaves no orphan.
 type Answers = (std::collections::BTreeMap<Vec<u8>, Vec<u8>>, u64);
@@ -251,13 +240,13 @@ fn a_crash_in_the_open_recovering_several_wals_changes_no_answer() {
             run(crashed.path(), &fs, &options);
             fs.simulate_power_loss().unwrap();
             let what = format!("{sync:?}, first crash at {first} of {total}");
-            let reference = answers(copy_dir(crashed.path()).path(), &options, &what);
-            let probe = copy_dir(crashed.path());
+            let reference = answers(copy_store_dir(crashed.path()).path(), &options, &what);
+            let probe = copy_store_dir(crashed.path());
             let fs = FaultFs::new();
             drop(Db::open_with_fs(probe.path(), options.clone(), Arc::new(fs.clone())).unwrap());
             let open_ops = fs.ops();
             for second in 0..open_ops {
-                let dir = copy_dir(crashed.path());
+                let dir = copy_store_dir(crashed.path());
                 let fs = FaultFs::new();
                 fs.set_unsynced_fate(UnsyncedFate::Pages(second));
                 fs.set_revival(Revival::Seeded(second));

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use bloomlsm::fs::fault::{FaultFs, RenameFate, Revival};
 use bloomlsm::{Db, Options};
 use bloomlsm_tests::crash_workload::{self, Write, small_table_options};
-use bloomlsm_tests::{close_with_no_orphan_table, contents, history_write, scratch_dir};
+use bloomlsm_tests::{
+    close_with_no_orphan_table, contents, copy_store_dir, history_write, scratch_dir,
+};
 
 const WRITES: u64 = 120;
 
@@ -32,16 +34,6 @@ fn workload() -> Vec<Write> {
 /// injected crash.
 fn run_until_crash(dir: &Path, fs: &FaultFs) {
     crash_workload::run_until_crash(dir, fs, options(), &workload(), 25, 0);
-}
-
-/// A copy of a store directory (files only).
-fn copy_dir(from: &Path) -> tempfile::TempDir {
-    let to = scratch_dir();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.path().join(entry.file_name())).unwrap();
-    }
-    to
 }
 
 /// Every pair of a store and its last sequence number.
@@ -67,11 +59,11 @@ fn first_crash(first: u64, revival: Revival) -> (tempfile::TempDir, Answers, u64
     run_until_crash(crashed.path(), &fs);
     fs.simulate_power_loss().unwrap();
     let reference = answers(
-        copy_dir(crashed.path()).path(),
+        copy_store_dir(crashed.path()).path(),
         &format!("first crash at {first}"),
     );
     // The operations of an open of the crashed store.
-    let probe = copy_dir(crashed.path());
+    let probe = copy_store_dir(crashed.path());
     let fs = FaultFs::new();
     drop(Db::open_with_fs(probe.path(), options(), Arc::new(fs.clone())).unwrap());
     (crashed, reference, fs.ops())
@@ -92,7 +84,7 @@ fn a_power_loss_while_recovering_from_one_changes_no_answer() {
         };
         let (crashed, reference, open_ops) = first_crash(first, revival);
         for second in 0..open_ops {
-            let dir = copy_dir(crashed.path());
+            let dir = copy_store_dir(crashed.path());
             let fs = FaultFs::new();
             fs.set_revival(Revival::Seeded(second));
             // The open's manifest rename is about the same operation after
@@ -147,7 +139,7 @@ fn a_transient_fault_in_the_recovering_open_then_a_power_loss_changes_no_answer(
                 .into_iter()
                 .enumerate()
             {
-                let dir = copy_dir(crashed.path());
+                let dir = copy_store_dir(crashed.path());
                 let fs = FaultFs::new();
                 fs.set_revival(Revival::Seeded(fault));
                 fs.set_rename_fate(fate);
