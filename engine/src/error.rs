@@ -101,8 +101,10 @@ pub enum Error {
     InvalidOptions(String),
     /// An earlier write or background job failed; the store refuses writes
     /// so as not to build on state that may not be on disk. Reads still work.
+    /// [`crate::WriteStop`] says what failed and its kind (say, a full
+    /// disk: [`Error::io_kind`] gives [`std::io::ErrorKind::StorageFull`]).
     #[error("the store refuses writes after an earlier failure: {0}")]
-    WritesStopped(String),
+    WritesStopped(crate::WriteStop),
     /// `path` holds no MANIFEST: it is not a store (or does not exist).
     /// A read-only open creates nothing, so it refuses it.
     #[error("{path} is not a bloomlsm store (no MANIFEST); a read-only open creates nothing")]
@@ -156,12 +158,27 @@ impl Error {
         }
     }
 
-    /// True for errors that mean bytes on disk are damaged.
+    /// True for errors that mean bytes on disk are damaged, and for
+    /// [`Error::WritesStopped`] when such damage stopped writes.
     pub fn is_corruption(&self) -> bool {
         match self {
             Self::Corruption { .. } => true,
             Self::Table(e) => e.is_corruption(),
+            Self::WritesStopped(stop) => stop.is_corruption(),
             _ => false,
+        }
+    }
+
+    /// The kind of the I/O call that failed: of this error, of a table
+    /// read's, or of the failure that stopped writes
+    /// ([`Error::WritesStopped`]). `None` when no I/O call failed (damaged
+    /// bytes, bad input, a closed store).
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        match self {
+            Self::Io { source, .. } => Some(source.kind()),
+            Self::Table(bloomlsm_sstable::Error::Io { source, .. }) => Some(source.kind()),
+            Self::WritesStopped(stop) => stop.io_kind(),
+            _ => None,
         }
     }
 }

@@ -98,7 +98,7 @@ pub(crate) struct DbInner {
     pub(crate) snapshots: Mutex<BTreeMap<u64, usize>>,
     pub(crate) counters: Counters,
     /// Set when a write or background job failed: writes are refused.
-    pub(crate) write_error: Mutex<Option<String>>,
+    pub(crate) write_error: Mutex<Option<crate::WriteStop>>,
     pub(crate) closed: AtomicBool,
     /// The filter policy tables are written with (set by `rebuild_filters`
     /// once it succeeds).
@@ -261,24 +261,20 @@ impl DbInner {
     /// writes an error stopped.
     pub(crate) fn check_writes_not_stopped(&self) -> Result<()> {
         if self.is_forked_copy() {
-            return Err(Error::WritesStopped(
-                "the store was opened by the process this one was forked from; \
-                 this process holds no lock on it"
-                    .into(),
-            ));
+            return Err(Error::WritesStopped(crate::WriteStop::forked_copy()));
         }
         match &*self.write_error.lock() {
-            Some(reason) => Err(Error::WritesStopped(reason.clone())),
+            Some(stop) => Err(Error::WritesStopped(stop.clone())),
             None => Ok(()),
         }
     }
 
-    /// Refuses every later write, flush, compaction and rebuild (the first
-    /// reason is kept). Reads go on.
-    pub(crate) fn stop_writes(&self, reason: String) {
+    /// Refuses every later write, flush, compaction and rebuild, after
+    /// `error` failed `what` (the first stop is kept). Reads go on.
+    pub(crate) fn stop_writes(&self, what: &str, error: &Error) {
         let mut e = self.write_error.lock();
         if e.is_none() {
-            *e = Some(reason);
+            *e = Some(crate::WriteStop::after(what, error));
         }
         drop(e);
         self.stall_cv.notify_all();
@@ -293,7 +289,7 @@ impl DbInner {
     ) -> Result<T> {
         f().inspect_err(|e| {
             if !matches!(e, Error::WritesStopped(_) | Error::Closed) {
-                self.stop_writes(format!("{what} failed: {e}"));
+                self.stop_writes(what, e);
             }
         })
     }

@@ -68,7 +68,7 @@ impl DbInner {
         if let Err(e) = state.write(self.fs.as_ref(), &self.dir) {
             // The manifest on disk may now be the old or the new one: stop
             // building on a state that is not known to be durable.
-            self.stop_writes(format!("manifest write failed: {e}"));
+            self.stop_writes("manifest write", &e);
             return Err(e);
         }
         self.replace_view(|current| SuperVersion {

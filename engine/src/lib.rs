@@ -93,6 +93,7 @@ mod version;
 mod wal;
 mod wal_cut;
 mod write;
+mod write_stop;
 
 pub use batch::{BatchError, MAX_BATCH_BYTES, WriteBatch};
 /// The filter crate: the filters [`FilterKind`] names, for applications
@@ -118,3 +119,4 @@ pub use stats::{LevelStats, Stats};
 pub use table_files::MAX_OPEN_FILE_NUMBER;
 pub use trace::{LookupTrace, TraceResult, TraceSource, TraceStep};
 pub use wal_cut::{WalCut, WalCutCause};
+pub use write_stop::WriteStop;

@@ -77,7 +77,7 @@ impl DbInner {
             return Err(Error::ReadOnly);
         };
         if let Err(e) = wal.append(payload, self.options.sync == SyncMode::Always) {
-            self.stop_writes(format!("WAL append failed: {e}"));
+            self.stop_writes("WAL append", &e);
             return Err(e);
         }
         let mem = Arc::clone(&self.current.load().mem);
@@ -152,7 +152,7 @@ impl DbInner {
         let number = match self.tables.new_file_number() {
             Ok(n) => n,
             Err(e) => {
-                self.stop_writes(format!("cannot start a new WAL: {e}"));
+                self.stop_writes("starting a new WAL", &e);
                 return Err(e);
             }
         };
@@ -172,7 +172,7 @@ impl DbInner {
         let new_wal = match synced {
             Ok(wal) => wal,
             Err(e) => {
-                self.stop_writes(format!("cannot start a new WAL: {e}"));
+                self.stop_writes("starting a new WAL", &e);
                 return Err(e);
             }
         };

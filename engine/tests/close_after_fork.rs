@@ -41,12 +41,12 @@ fn close_fork_entry() {
     if pid == 0 {
         let put = match db.put(b"after", b"fork") {
             Ok(()) => "accepted".to_string(),
-            Err(Error::WritesStopped(_)) => "stopped".to_string(),
+            Err(Error::WritesStopped(stop)) if stop.is_forked_copy() => "stopped".to_string(),
             Err(e) => format!("error {e}"),
         };
         let close = match db.close() {
             Ok(()) => "ok".to_string(),
-            Err(Error::WritesStopped(_)) => "stopped".to_string(),
+            Err(Error::WritesStopped(stop)) if stop.is_forked_copy() => "stopped".to_string(),
             Err(e) => format!("error {e}"),
         };
         println!("FORK-CHILD: put {put}, close {close}");

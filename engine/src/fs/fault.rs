@@ -269,6 +269,15 @@ struct State {
     hold_table_files: bool,
     /// Threads waiting in such a create or append now.
     table_files_waiting: usize,
+    /// The kind of every injected failure (`None`: `Other`).
+    fault_kind: Option<io::ErrorKind>,
+}
+
+impl State {
+    /// An injected failure, of the kind armed.
+    fn fault(&self, message: String) -> io::Error {
+        io::Error::new(self.fault_kind.unwrap_or(io::ErrorKind::Other), message)
+    }
 }
 
 /// See the module documentation. Cheap to clone; clones share state.
@@ -318,6 +327,14 @@ impl FaultFs {
     /// loss applies (by default `OverwriteFate::Seeded(0)`).
     pub fn set_overwrite_fate(&self, fate: OverwriteFate) {
         self.state.lock().overwrite_fate = fate;
+    }
+
+    /// The kind of the failures injected from now on by
+    /// [`Self::fail_from_op`], [`Self::fail_only_op`] and
+    /// [`Self::set_refuse_table_files`] (by default `Other`): say,
+    /// `StorageFull`, as a full disk fails a write.
+    pub fn set_fault_kind(&self, kind: io::ErrorKind) {
+        self.state.lock().fault_kind = Some(kind);
     }
 
     /// Stops injecting failures.
@@ -385,7 +402,7 @@ impl FaultFs {
         let mut s = self.state.lock();
         if s.refuse_table_files && is_table {
             s.faults_injected += 1;
-            return Err(io::Error::other(format!(
+            return Err(s.fault(format!(
                 "injected fault: table file {} refused",
                 path.display()
             )));
@@ -507,9 +524,7 @@ impl FaultFs {
         s.ops += 1;
         if s.fail_from_op.is_some_and(|n| op >= n) || s.fail_only_op == Some(op) {
             s.faults_injected += 1;
-            return Err(io::Error::other(format!(
-                "injected fault at operation {op}"
-            )));
+            return Err(s.fault(format!("injected fault at operation {op}")));
         }
         Ok(op)
     }

@@ -45,7 +45,7 @@ fn wait_for(what: &str, done: impl Fn() -> bool) {
 /// The close's answer names the refused flush; a reopen holds every put.
 fn check_closed_and_recovered(closed: Result<()>, dir: &Path, fs: FaultFs, written: &[Vec<u8>]) {
     assert!(
-        matches!(&closed, Err(Error::WritesStopped(why)) if why.contains("refused")),
+        matches!(&closed, Err(Error::WritesStopped(why)) if why.message().contains("refused")),
         "{closed:?}"
     );
     fs.heal();
