@@ -103,15 +103,18 @@ pub(crate) struct Replayed {
 }
 
 /// The cut at offset `at` of `logs[i]`, or `None` when no byte of a
-/// record is past it (an empty older WAL followed by empty WALs, or a
-/// newest WAL cut inside its header: every write was replayed), or when
-/// the bytes past it are only a torn or damaged close marker (which holds
-/// no write).
+/// record is past it (an empty older WAL followed by empty WALs, or WALs
+/// whose header never became durable, cut inside it or reading as zeros:
+/// every write was replayed), or when the bytes past it are only a torn
+/// or damaged close marker (which holds no write).
 fn cut(logs: &[WalBytes], i: usize, at: u64, cause: WalCutCause) -> Option<WalCut> {
-    // A torn header (a WAL whose creation a power loss interrupted) held
-    // no record, so none of its bytes is a write not replayed.
+    // A header never made durable (a WAL whose creation a power loss
+    // interrupted, or whose header's fsync failed) held no record, so
+    // none of its bytes is a write not replayed: it counts as an empty
+    // file, which is damage only as an older WAL before a newer WAL's
+    // records (refused, or cut there, as for an empty older WAL).
     let unreplayed = |bytes: &[u8], from: u64| {
-        if wal::header::is_torn_header(bytes) {
+        if wal::header::never_durable(bytes) {
             0
         } else {
             (bytes.len() as u64).saturating_sub(from)
@@ -378,3 +381,5 @@ mod header_tests;
 mod marker_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod unwritten_header_tests;

@@ -104,16 +104,33 @@ fn with_flags(flags: u16) -> [u8; HEADER_LEN] {
     out
 }
 
-/// Whether `bytes`, a whole WAL file, are a proper prefix of a header this
-/// build writes: what a power loss leaves of a WAL whose creation it
-/// interrupted. Its header is fsynced before any record is appended, so
-/// such a file never held a record.
-pub(crate) fn is_torn_header(bytes: &[u8]) -> bool {
-    !bytes.is_empty()
-        && bytes.len() < HEADER_LEN
+/// Whether `bytes`, a whole WAL file, are what a power loss leaves of a
+/// WAL whose header's fsync never returned: a proper prefix of a header
+/// this build writes (its write torn), or zeros no longer than a header
+/// (the file's length durable, the directory entry too, say by a later
+/// fsync of the directory, but its page never written back, which ext4
+/// and xfs show as zeros: `UnsyncedFate::Pages`). The header is fsynced
+/// before any record is appended (`WalWriter::create`), so such a file
+/// never held a record.
+///
+/// No file that held an acknowledged write reads so: such a write's
+/// record was fsynced after a durable header (in `SyncMode::Never`, by
+/// the clean close that appended the close marker after it), and a power
+/// loss keeps a file's fsynced length and bytes, so the file is longer
+/// than a header and its header intact. A device that zeroed a durable
+/// page leaves the file's length, so a WAL whose only page it zeroed
+/// reads as more than 16 zeros and is cut as before. A version 1 WAL
+/// (no header) of at most 16 zeros is read the same way: its first
+/// record's append was torn and never fsynced, no acknowledged write.
+pub(crate) fn never_durable(bytes: &[u8]) -> bool {
+    if bytes.is_empty() || bytes.len() > HEADER_LEN {
+        return false;
+    }
+    let torn = bytes.len() < HEADER_LEN
         && [encode(false), encode(true)]
             .iter()
-            .any(|h| h.starts_with(bytes))
+            .any(|h| h.starts_with(bytes));
+    torn || bytes.iter().all(|&b| b == 0)
 }
 
 /// How `bytes`, a whole WAL file, begin. Never panics on any bytes.
@@ -187,6 +204,30 @@ mod tests {
                 assert_eq!(decode(&good[..cut]), WalFormat::Unheaded);
             }
         }
+    }
+
+    #[test]
+    fn a_header_never_made_durable_is_a_prefix_of_one_or_zeros_no_longer() {
+        for synced in [false, true] {
+            let h = encode(synced);
+            for len in 1..HEADER_LEN {
+                assert!(never_durable(&h[..len]), "synced {synced}, {len} bytes");
+            }
+            // A whole header is a WAL with no record yet, not a torn one.
+            assert!(!never_durable(&h));
+        }
+        for len in 1..=HEADER_LEN {
+            assert!(never_durable(&vec![0; len]), "{len} zeros");
+        }
+        // An empty file is a WAL created and never written: no bytes to
+        // count either way. Past a header's length the zeros may be a
+        // durable page a device lost, records and all.
+        assert!(!never_durable(&[]));
+        assert!(!never_durable(&[0; HEADER_LEN + 1]));
+        assert!(!never_durable(b"bloomWAX"));
+        let mut one_bit = [0u8; HEADER_LEN];
+        one_bit[HEADER_LEN - 1] = 1;
+        assert!(!never_durable(&one_bit));
     }
 
     #[test]
