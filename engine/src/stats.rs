@@ -171,10 +171,13 @@ pub struct Stats {
     /// torn tail; damage in a WAL written without fsync, which ends the
     /// log; damage under `WalRecovery::PointInTime`): the writes logged
     /// from there on were dropped. `None` when every WAL was replayed
-    /// whole (a WAL cut inside its header, whose creation a power loss
-    /// interrupted, held no record, and counts as whole; so does a torn or
-    /// damaged close marker at the log's end whose length field survived,
-    /// `wal/seal.rs`).
+    /// whole (a WAL whose header never became durable, its creation
+    /// interrupted by a power loss or its header's fsync failed, held no
+    /// record and counts as whole: a prefix of a header, or up to 16 bytes
+    /// of zeros, what a file system shows of a page never written back;
+    /// so does a torn or damaged close marker at the log's end whose
+    /// length field survived, `wal/seal.rs`). A WAL of more zeros than a
+    /// header may have held acknowledged writes: it is cut.
     pub wal_replay_cut: Option<crate::wal_cut::WalCut>,
 }
 
