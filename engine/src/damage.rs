@@ -36,8 +36,9 @@ pub enum Damage {
         /// The manifest's, printed.
         recorded: String,
     },
-    /// A table's filter block is unusable and the store was opened with
-    /// `CorruptFilterPolicy::Fail`.
+    /// A table's filter block is damaged and the store was opened with
+    /// `CorruptFilterPolicy::Fail` (a filter block whose read failed is
+    /// [`crate::Error::Io`] of the read's kind instead).
     #[error(transparent)]
     Filter(bloomlsm_sstable::FilterLoadError),
     /// The manifest's tables break the order the read path relies on.

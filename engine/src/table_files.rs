@@ -210,6 +210,13 @@ impl TableFiles {
         if let FilterStatus::Unusable(reason) = table.filter_status()
             && self.options.on_corrupt_filter == CorruptFilterPolicy::Fail
         {
+            // A read that failed (EIO, say) found no damaged byte: it is an
+            // I/O error of its kind, not corruption (`Error::io_kind`, and
+            // the `WriteStop` a failed flush or compaction leaves).
+            if let bloomlsm_sstable::FilterLoadError::Read { source, .. } = reason {
+                let source = std::io::Error::new(source.kind(), reason.to_string());
+                return Err(Error::io(path, source));
+            }
             return Err(Error::corruption(
                 path,
                 table.footer().filter.offset,
