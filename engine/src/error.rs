@@ -101,8 +101,10 @@ pub enum Error {
     InvalidOptions(String),
     /// An earlier write or background job failed; the store refuses writes
     /// so as not to build on state that may not be on disk. Reads still work.
-    /// [`crate::WriteStop`] says what failed and its kind (say, a full
-    /// disk: [`Error::io_kind`] gives [`std::io::ErrorKind::StorageFull`]).
+    /// [`crate::WriteStop`] says which operation failed and how (a full
+    /// disk: [`crate::WriteStop::io_kind`] is
+    /// [`std::io::ErrorKind::StorageFull`]); writes stay refused until the
+    /// store is reopened.
     #[error("the store refuses writes after an earlier failure: {0}")]
     WritesStopped(crate::WriteStop),
     /// `path` holds no MANIFEST: it is not a store (or does not exist).
@@ -158,26 +160,25 @@ impl Error {
         }
     }
 
-    /// True for errors that mean bytes on disk are damaged, and for
-    /// [`Error::WritesStopped`] when such damage stopped writes.
+    /// True for errors that mean bytes on disk are damaged. False for
+    /// [`Error::WritesStopped`], a refusal: its [`crate::WriteStop`] says
+    /// whether damage caused it.
     pub fn is_corruption(&self) -> bool {
         match self {
             Self::Corruption { .. } => true,
             Self::Table(e) => e.is_corruption(),
-            Self::WritesStopped(stop) => stop.is_corruption(),
             _ => false,
         }
     }
 
-    /// The kind of the I/O call that failed: of this error, of a table
-    /// read's, or of the failure that stopped writes
-    /// ([`Error::WritesStopped`]). `None` when no I/O call failed (damaged
-    /// bytes, bad input, a closed store).
+    /// The kind of the I/O call that failed this call: of this error, or
+    /// of a table read's. `None` when no I/O call failed, and for
+    /// [`Error::WritesStopped`], which no retry helps (the earlier
+    /// failure's kind is [`crate::WriteStop::io_kind`]).
     pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
         match self {
             Self::Io { source, .. } => Some(source.kind()),
             Self::Table(bloomlsm_sstable::Error::Io { source, .. }) => Some(source.kind()),
-            Self::WritesStopped(stop) => stop.io_kind(),
             _ => None,
         }
     }

@@ -271,7 +271,7 @@ impl DbInner {
 
     /// Refuses every later write, flush, compaction and rebuild, after
     /// `error` failed `what` (the first stop is kept). Reads go on.
-    pub(crate) fn stop_writes(&self, what: &str, error: &Error) {
+    pub(crate) fn stop_writes(&self, what: &'static str, error: &Error) {
         let mut e = self.write_error.lock();
         if e.is_none() {
             *e = Some(crate::WriteStop::after(what, error));
@@ -284,7 +284,7 @@ impl DbInner {
     /// writes (as a failed background job does), and is returned.
     pub(crate) fn stopping_writes_on_error<T>(
         &self,
-        what: &str,
+        what: &'static str,
         f: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
         f().inspect_err(|e| {

@@ -119,4 +119,4 @@ pub use stats::{LevelStats, Stats};
 pub use table_files::MAX_OPEN_FILE_NUMBER;
 pub use trace::{LookupTrace, TraceResult, TraceSource, TraceStep};
 pub use wal_cut::{WalCut, WalCutCause};
-pub use write_stop::WriteStop;
+pub use write_stop::{StopCause, WriteStop};

@@ -152,7 +152,7 @@ impl DbInner {
         let number = match self.tables.new_file_number() {
             Ok(n) => n,
             Err(e) => {
-                self.stop_writes("starting a new WAL", &e);
+                self.stop_writes("creating a new WAL", &e);
                 return Err(e);
             }
         };
@@ -172,7 +172,7 @@ impl DbInner {
         let new_wal = match synced {
             Ok(wal) => wal,
             Err(e) => {
-                self.stop_writes("starting a new WAL", &e);
+                self.stop_writes("creating a new WAL", &e);
                 return Err(e);
             }
         };

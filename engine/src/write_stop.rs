@@ -8,40 +8,81 @@ use crate::Error;
 
 /// The failure that stopped writes, kept for every later refusal: the
 /// error itself went to the one call that saw it (or to none, when a
-/// background flush or compaction failed), so only its description and
-/// kind remain. Invariant: at most one of `io_kind` and `corruption` says
-/// anything, and a forked copy has neither.
+/// background flush or compaction failed), so what it was remains here.
+/// Writes stay refused until the store is reopened, whatever the cause:
+/// retrying a refused write does not help.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteStop {
+    operation: &'static str,
     message: String,
-    io_kind: Option<io::ErrorKind>,
-    corruption: bool,
-    forked_copy: bool,
+    cause: StopCause,
+}
+
+/// What kind of failure stopped writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StopCause {
+    /// An I/O call failed: its kind (`StorageFull` for a full disk, after
+    /// which freeing space and reopening lets writes go on) and, when the
+    /// operating system gave one, its error number (`libc::EIO`, which
+    /// has no `ErrorKind` of its own).
+    Io {
+        /// The failed call's kind.
+        kind: io::ErrorKind,
+        /// The failed call's OS error number.
+        raw_os_error: Option<i32>,
+    },
+    /// Bytes on disk were found damaged (a table, WAL or manifest the
+    /// failed operation read).
+    Corruption,
+    /// This process is a fork of the one that opened the store: nothing
+    /// failed, but the fork holds no lock on the store, so it may not
+    /// write.
+    ForkedCopy,
+    /// Anything else (file numbers or sequence numbers exhausted, an
+    /// invariant the store refused to break).
+    Other,
 }
 
 impl WriteStop {
-    /// The stop caused by `error`, which failed `what` (an operation:
-    /// "WAL append", "flush", ...).
-    pub(crate) fn after(what: &str, error: &Error) -> Self {
+    /// The stop caused by `error`, which failed `operation` ("WAL
+    /// append", "flush", ...).
+    pub(crate) fn after(operation: &'static str, error: &Error) -> Self {
+        let cause = match error {
+            Error::Io { source, .. } | Error::Table(bloomlsm_sstable::Error::Io { source, .. }) => {
+                StopCause::Io {
+                    kind: source.kind(),
+                    raw_os_error: source.raw_os_error(),
+                }
+            }
+            e if e.is_corruption() => StopCause::Corruption,
+            _ => StopCause::Other,
+        };
         Self {
-            message: format!("{what} failed: {error}"),
-            io_kind: error.io_kind(),
-            corruption: error.is_corruption(),
-            forked_copy: false,
+            operation,
+            message: format!("{operation} failed: {error}"),
+            cause,
         }
     }
 
     /// The refusal of every write in a process forked from the one that
-    /// opened the store: it holds no lock on the store.
+    /// opened the store.
     pub(crate) fn forked_copy() -> Self {
         Self {
+            operation: "write in a forked process",
             message: "the store was opened by the process this one was forked from; \
                       this process holds no lock on it"
                 .into(),
-            io_kind: None,
-            corruption: false,
-            forked_copy: true,
+            cause: StopCause::ForkedCopy,
         }
+    }
+
+    /// The operation that failed: "WAL append", "creating a new WAL",
+    /// "manifest write", "flush", "compaction", "filter rebuild",
+    /// "background work" or "inline flush or compaction" (or, for a
+    /// forked copy, "write in a forked process").
+    pub fn operation(&self) -> &'static str {
+        self.operation
     }
 
     /// What failed, and the error it failed with, as text.
@@ -49,23 +90,35 @@ impl WriteStop {
         &self.message
     }
 
-    /// The kind of the failed I/O call, when an I/O call failed: for
-    /// example [`io::ErrorKind::StorageFull`] for a full disk, after which
-    /// freeing space and reopening the store lets writes go on.
+    /// What kind of failure it was.
+    pub fn cause(&self) -> StopCause {
+        self.cause
+    }
+
+    /// The failed I/O call's kind, when an I/O call failed.
     pub fn io_kind(&self) -> Option<io::ErrorKind> {
-        self.io_kind
+        match self.cause {
+            StopCause::Io { kind, .. } => Some(kind),
+            _ => None,
+        }
     }
 
-    /// Whether bytes on disk were found damaged (a table, WAL or manifest
-    /// the failed operation read).
+    /// The failed I/O call's OS error number, when it had one.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self.cause {
+            StopCause::Io { raw_os_error, .. } => raw_os_error,
+            _ => None,
+        }
+    }
+
+    /// Whether damaged bytes on disk stopped writes.
     pub fn is_corruption(&self) -> bool {
-        self.corruption
+        self.cause == StopCause::Corruption
     }
 
-    /// Whether this process is a fork of the one that opened the store
-    /// (nothing failed: the fork holds no lock, so it may not write).
+    /// Whether this process is a fork of the one that opened the store.
     pub fn is_forked_copy(&self) -> bool {
-        self.forked_copy
+        self.cause == StopCause::ForkedCopy
     }
 }
 

@@ -1,5 +1,5 @@
-//! `Error::WritesStopped` says what kind of failure stopped writes
-//! (`WriteStop`): a full disk under the WAL or under a background flush
+//! `Error::WritesStopped` says which operation failed and what kind of
+//! failure stopped writes (`WriteStop`): a full disk under the WAL or under a background flush
 //! keeps its `StorageFull` through every later refusal and the close, and
 //! damage a compaction found is corruption, so a caller can free space and
 //! reopen, or repair, without parsing a message. Every acknowledged write
@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
-use bloomlsm::{Db, Error, Options, SyncMode, WriteStop};
+use bloomlsm::{Db, Error, Options, StopCause, SyncMode, WriteStop};
 
 use common::{key, scratch_dir, value};
 
@@ -63,7 +63,8 @@ fn a_full_disk_under_the_wal_stops_writes_as_storage_full() {
 
     let stop = stop_of(db.put(&key(51), &value(51)), "the next put");
     assert_eq!(stop.io_kind(), Some(ErrorKind::StorageFull), "{stop}");
-    assert!(stop.message().contains("WAL append"), "{stop}");
+    assert_eq!(stop.operation(), "WAL append", "{stop}");
+    assert!(stop.message().contains("injected fault"), "{stop}");
     assert!(!stop.is_corruption() && !stop.is_forked_copy(), "{stop:?}");
     for (what, r) in [
         ("flush", db.flush()),
@@ -72,7 +73,8 @@ fn a_full_disk_under_the_wal_stops_writes_as_storage_full() {
         ("wait", db.wait_for_background_work()),
     ] {
         let err = r.unwrap_err();
-        assert_eq!(err.io_kind(), Some(ErrorKind::StorageFull), "{what}: {err}");
+        // The refusal is not itself an I/O failure: retrying cannot help.
+        assert_eq!(err.io_kind(), None, "{what}: {err}");
         assert_eq!(stop_of::<()>(Err(err), what), stop, "{what}");
     }
     // Reads go on.
@@ -103,6 +105,7 @@ fn a_full_disk_under_a_background_flush_is_named_by_later_writes_and_the_close()
         }
     };
     assert_eq!(stop.io_kind(), Some(ErrorKind::StorageFull), "{stop}");
+    assert_eq!(stop.operation(), "background work", "{stop}");
     assert!(stop.message().contains("refused"), "{stop}");
     assert!(!stop.is_corruption(), "{stop:?}");
     assert_eq!(stop_of(db.close(), "the close"), stop);
@@ -144,9 +147,11 @@ fn damage_a_compaction_reads_stops_writes_as_corruption() {
     let stop = stop_of(db.put(b"new", b"write"), "a put after the damage");
     assert!(stop.is_corruption(), "{stop:?}");
     assert_eq!(stop.io_kind(), None, "{stop:?}");
-    assert!(stop.message().contains("compaction"), "{stop}");
+    assert_eq!(stop.operation(), "compaction", "{stop}");
+    assert_eq!(stop.cause(), StopCause::Corruption);
+    // The refusal itself names no damaged file.
     let refused = db.put(b"new", b"write").unwrap_err();
-    assert!(refused.is_corruption(), "{refused}");
+    assert!(!refused.is_corruption(), "{refused}");
     // The newer table's keys still read.
     for i in 40..80 {
         assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "key {i}");

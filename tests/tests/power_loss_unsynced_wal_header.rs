@@ -62,7 +62,7 @@ fn session_with_failed_wal_start(
         match apply_history_write(&db, i) {
             Ok(()) => acked = i + 1,
             Err(e) => {
-                failed = Some(e.to_string());
+                failed = Some(e);
                 break;
             }
         }
@@ -72,7 +72,11 @@ fn session_with_failed_wal_start(
     let reason = failed?;
     let newest = newest_wal(dir)?;
     let started_wal = std::fs::metadata(&newest).ok()?.len() == HEADER_LEN as u64;
-    (reason.contains("cannot start a new WAL") && started_wal).then_some(acked)
+    let wal_start_failed = matches!(
+        &reason,
+        bloomlsm::Error::WritesStopped(stop) if stop.operation() == "creating a new WAL"
+    );
+    (wal_start_failed && started_wal).then_some(acked)
 }
 
 fn newest_wal(dir: &Path) -> Option<std::path::PathBuf> {
