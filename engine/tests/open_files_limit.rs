@@ -91,7 +91,10 @@ fn running_out_of_descriptors_stops_writes_with_emfile_and_loses_nothing() {
         assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "key {i}");
     }
     let closed = db.close();
-    assert!(matches!(&closed, Err(Error::WritesStopped(s)) if *s == stop), "{closed:?}");
+    assert!(
+        matches!(&closed, Err(Error::WritesStopped(s)) if *s == stop),
+        "{closed:?}"
+    );
 
     set_soft_limit(old.rlim_cur);
     let db = Db::open(dir.path(), options()).unwrap();
