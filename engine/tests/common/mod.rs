@@ -323,3 +323,27 @@ pub fn scratch_dir() -> tempfile::TempDir {
         .unwrap_or_else(std::env::temp_dir);
     tempfile::tempdir_in(base).unwrap()
 }
+
+/// A scratch directory on a disk file system, for tests of direct reads (`BLOOMLSM_DIRECT_TMPDIR`,
+/// else `/var/tmp`), or `None` where the file system there is in memory or
+/// refuses `O_DIRECT` (the test is then skipped, saying so).
+pub fn disk_dir() -> Option<tempfile::TempDir> {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    let base = std::env::var_os("BLOOMLSM_DIRECT_TMPDIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/var/tmp".into());
+    let dir = tempfile::tempdir_in(&base).ok()?;
+    let c = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: statfs is plain old data, for which all zero bytes are valid.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a statfs the call fills.
+    assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut st) }, 0);
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs by target.
+    let kind = st.f_type as i64;
+    if kind == TMPFS_MAGIC || kind == RAMFS_MAGIC || !direct_reads_work(dir.path()) {
+        println!("skipped: {} is not a disk serving O_DIRECT", base.display());
+        return None;
+    }
+    Some(dir)
+}
