@@ -239,12 +239,19 @@ impl RandomAccessFile for DirectFile {
         if buf.is_empty() {
             return Ok(());
         }
-        BOUNCE.with(|cell| match cell.try_borrow_mut() {
+        let read = BOUNCE.try_with(|cell| match cell.try_borrow_mut() {
             Ok(mut bounce) => self.read_through(&mut bounce, buf, offset),
             // Not reachable (a read never starts another on its thread),
             // but a fresh buffer is correct either way.
             Err(_) => self.read_through(&mut AlignedBuf::default(), buf, offset),
-        })
+        });
+        match read {
+            Ok(read) => read,
+            // The thread's buffer is already destroyed: a read from a
+            // thread-local destructor as the thread ends (`with` would
+            // panic there, and a panic escaping such a destructor aborts).
+            Err(_) => self.read_through(&mut AlignedBuf::default(), buf, offset),
+        }
     }
 
     fn read_exact_at_bulk(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {

@@ -153,3 +153,49 @@ fn refusal_names_the_cause_and_is_unsupported() {
     assert!(is_refusal(&io::Error::from_raw_os_error(libc::EINVAL)));
     assert!(!is_refusal(&io::Error::from_raw_os_error(libc::ENOENT)));
 }
+
+/// A read made while the thread's bounce buffer is already destroyed: from
+/// a thread-local destructor that runs after the buffer's (destructors run
+/// in the reverse order of first use, so one first used before any direct
+/// read runs after the buffer's). Buffered reads work there; a direct read
+/// must too, not panic (which, escaping a thread-local destructor, aborts
+/// the process).
+#[test]
+fn a_read_from_a_thread_local_destructor_after_the_buffer_is_gone() {
+    use std::sync::mpsc;
+    /// What the late read gave, or its panic.
+    type Answer = std::thread::Result<io::Result<Vec<u8>>>;
+    struct ReadOnDrop {
+        file: Option<(DirectFile, mpsc::Sender<Answer>)>,
+    }
+    impl Drop for ReadOnDrop {
+        fn drop(&mut self) {
+            if let Some((file, done)) = self.file.take() {
+                let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    read(&file, 5000, 300)
+                }));
+                done.send(got).unwrap();
+            }
+        }
+    }
+    thread_local! {
+        static LATE: RefCell<ReadOnDrop> = const { RefCell::new(ReadOnDrop { file: None }) };
+    }
+    let (_dir, path) = file_of(3 * ALIGN);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // LATE first, then the bounce buffer by a read: the buffer is
+        // destroyed first at thread exit.
+        let file = DirectFile::open(&path).unwrap();
+        LATE.with(|late| late.borrow_mut().file = Some((DirectFile::open(&path).unwrap(), tx)));
+        assert_eq!(
+            read(&file, 1, 10).unwrap(),
+            (1..11).map(byte).collect::<Vec<_>>()
+        );
+    })
+    .join()
+    .unwrap();
+    let got = rx.recv().unwrap();
+    let got = got.unwrap_or_else(|_| panic!("the read panicked")).unwrap();
+    assert!(got == (5000..5300).map(byte).collect::<Vec<_>>());
+}
