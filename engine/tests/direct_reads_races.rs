@@ -145,6 +145,14 @@ fn readers_on_many_threads_see_the_stable_keys_through_churn() {
         r.join().unwrap();
     }
     let stats = db.stats();
+    println!(
+        "{} reader rounds; {} flushes, {} compactions, {} filters built, {} blocks read",
+        reads.load(Ordering::Relaxed),
+        stats.flushes,
+        stats.compactions,
+        stats.filters_built,
+        stats.total.data_blocks_read
+    );
     assert!(stats.compactions > 0, "no compaction ran under the readers");
     assert!(reads.load(Ordering::Relaxed) > 0);
     for i in 0..STABLE {
