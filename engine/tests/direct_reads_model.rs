@@ -6,10 +6,10 @@
 //! iterator held across later writes, compactions, filter rebuilds (in
 //! place and copied) and reopens answers as the model does.
 //!
-//! Shapes that stress the aligned reads: 128-byte blocks, so thousands of
+//! Shapes that stress the aligned reads: 64- and 128-byte blocks, so thousands of
 //! blocks straddle 512- and 4096-byte boundaries; values from empty to
-//! 9 KiB, so one entry's block spans several aligned units and the MAX
-//! of a table's tail falls anywhere in its last unit; one-key tables from
+//! 9 KiB, so one entry's block spans several aligned units and a table's
+//! end falls anywhere in its last unit; one-key tables from
 //! 1-byte memtables' flushes; a 1-byte block cache, so every get is a read.
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
