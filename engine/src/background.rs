@@ -62,7 +62,11 @@ impl DbInner {
             if self.write_error.lock().is_some() {
                 continue;
             }
-            let result = match worker {
+            // A panic (a bug) ends this round as an error: writes stop
+            // and the thread lives on, idle, until shutdown, so writers
+            // get `WritesStopped` instead of waiting for good on a flush or
+            // compaction no thread would run, and the close joins it.
+            let work = std::panic::AssertUnwindSafe(|| match worker {
                 Worker::Flush => self.flush_all_immutable().map(|()| {
                     // New L0 tables may call for a compaction.
                     self.bg.lock().compaction_pending = true;
@@ -75,7 +79,9 @@ impl DbInner {
                         self.bg.lock().compaction_pending = true;
                     }
                 }),
-            };
+            });
+            let result = std::panic::catch_unwind(work)
+                .unwrap_or_else(|payload| Err(crate::Error::panicked(payload.as_ref())));
             let _ = self.stopping_writes_on_error("background work", || result);
             self.stall_cv.notify_all();
         }

@@ -122,6 +122,13 @@ pub enum Error {
     /// The store was closed.
     #[error("the store is closed")]
     Closed,
+    /// A flush, compaction or filter rebuild panicked (a bug in bloomlsm:
+    /// please report it). Writes stop, as after any failure; reads and the
+    /// close go on.
+    #[error(
+        "a flush, compaction or filter rebuild panicked (a bug in bloomlsm: please report it): {0}"
+    )]
+    Panicked(String),
     /// A change would have broken an invariant the read path relies on;
     /// it was refused (a bug in bloomlsm: please report it).
     #[error("internal invariant violated (refused, nothing changed): {0}")]
@@ -151,6 +158,17 @@ impl Error {
             offset,
             reason: reason.into(),
         }
+    }
+
+    /// The error a caught panic with `payload` becomes: its message, when
+    /// it has one.
+    pub(crate) fn panicked(payload: &(dyn std::any::Any + Send)) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        Self::Panicked(message)
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {

@@ -281,13 +281,22 @@ impl DbInner {
     }
 
     /// Runs `f`; an error other than "already stopped" or "closed" stops
-    /// writes (as a failed background job does), and is returned.
+    /// writes (as a failed background job does), and is returned. A panic
+    /// in `f` (a bug) stops writes too, then goes on unwinding: whatever
+    /// `f` left half done is never built on, should the caller catch it.
     pub(crate) fn stopping_writes_on_error<T>(
         &self,
         what: &'static str,
         f: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
-        f().inspect_err(|e| {
+        let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(result) => result,
+            Err(payload) => {
+                self.stop_writes(what, &Error::panicked(payload.as_ref()));
+                std::panic::resume_unwind(payload)
+            }
+        };
+        result.inspect_err(|e| {
             if !matches!(e, Error::WritesStopped(_) | Error::Closed) {
                 self.stop_writes(what, e);
             }

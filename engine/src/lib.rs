@@ -27,6 +27,8 @@ mod arena;
 mod background;
 #[cfg(test)]
 mod background_model_tests;
+#[cfg(test)]
+mod background_panic_tests;
 mod batch;
 #[cfg(test)]
 mod budget_test_shapes;

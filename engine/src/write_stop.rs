@@ -39,6 +39,9 @@ pub enum StopCause {
     /// failed, but the fork holds no lock on the store, so it may not
     /// write.
     ForkedCopy,
+    /// A flush, compaction or filter rebuild panicked: a bug in
+    /// bloomlsm (please report it, with the message).
+    Panic,
     /// Anything else (file numbers or sequence numbers exhausted, an
     /// invariant the store refused to break).
     Other,
@@ -55,6 +58,7 @@ impl WriteStop {
                     raw_os_error: source.raw_os_error(),
                 }
             }
+            Error::Panicked(_) => StopCause::Panic,
             e if e.is_corruption() => StopCause::Corruption,
             _ => StopCause::Other,
         };
