@@ -1,0 +1,160 @@
+//! Concurrent readers: the counters add up exactly to the sum of every
+//! get's trace, per level and per word, and the blocks the traces say came
+//! from files are exactly the point reads logged; more reader threads than
+//! the counters have stripes. Then the same with a writer whose flushes
+//! and compactions run in the background meanwhile (counters vs traces).
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+mod common;
+mod read_truth;
+
+use std::sync::Arc;
+
+use bloomlsm::{Db, FilterKind, FilterPolicy, LookupTrace, Options, TraceSource};
+
+use common::scratch_dir;
+use read_truth::{CountingFs, counts_of_trace, delta};
+
+fn key(i: u64) -> Vec<u8> {
+    format!("k{i:05}").into_bytes()
+}
+
+fn options(background: bool) -> Options {
+    Options {
+        filter_kind: FilterKind::Blocked,
+        filter_policy: FilterPolicy::Uniform { bits_per_key: 5.0 },
+        block_cache_bytes: 16 << 10,
+        block_size: 256,
+        memtable_bytes: 16 << 10,
+        target_file_bytes: 4 << 10,
+        l1_bytes: 16 << 10,
+        level_size_ratio: 2,
+        dynamic_level_bytes: false,
+        background_work: background,
+        ..Options::default()
+    }
+}
+
+const N: u64 = 3000;
+const THREADS: u64 = 20;
+
+fn fill(db: &Db) {
+    for r in 0..4u64 {
+        for i in (0..N).filter(|i| i % (r + 2) == 0) {
+            db.put(&key(i), format!("{i}-{r}").as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+    }
+}
+
+/// Each thread's gets of present and absent keys, traced; their sum.
+fn read_all(db: &Db, gets_per_thread: u64) -> Vec<LookupTrace> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                s.spawn(move || {
+                    (0..gets_per_thread)
+                        .map(|g| {
+                            let i = (g * 7919 + t * 104_729) % N;
+                            let k = if g % 2 == 0 {
+                                key(i)
+                            } else {
+                                [key(i), b"~".to_vec()].concat()
+                            };
+                            db.get_traced(&k).unwrap().1
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    })
+}
+
+fn sum(traces: &[LookupTrace], levels: usize) -> Vec<read_truth::Counts> {
+    let mut total = vec![read_truth::Counts::default(); levels];
+    for t in traces {
+        for (acc, c) in total.iter_mut().zip(counts_of_trace(t, levels)) {
+            acc.probes += c.probes;
+            acc.negatives += c.negatives;
+            acc.true_positives += c.true_positives;
+            acc.false_positives += c.false_positives;
+            acc.no_filter += c.no_filter;
+            acc.from_file += c.from_file;
+            acc.from_cache += c.from_cache;
+        }
+    }
+    total
+}
+
+fn memtable_hits(traces: &[LookupTrace]) -> u64 {
+    traces
+        .iter()
+        .filter(|t| {
+            t.steps.last().is_some_and(|s| {
+                !matches!(s.source, TraceSource::Table { .. })
+                    && s.result != bloomlsm::TraceResult::Missing
+            })
+        })
+        .count() as u64
+}
+
+#[test]
+fn readers_only_counters_equal_the_traces_and_the_reads() {
+    let dir = scratch_dir();
+    let fs = Arc::new(CountingFs::default());
+    let db = Db::open_with_fs(dir.path(), options(false), fs.clone()).unwrap();
+    fill(&db);
+    let before = db.stats();
+    fs.take();
+    let traces = read_all(&db, 2000);
+    let reads = fs.take();
+    let after = db.stats();
+    let levels = after.levels.len();
+    assert_eq!(after.gets - before.gets, traces.len() as u64);
+    assert_eq!(delta(&before, &after), sum(&traces, levels));
+    let from_file: usize = traces.iter().map(LookupTrace::blocks_read_from_files).sum();
+    assert_eq!(
+        reads.len(),
+        from_file,
+        "point reads logged vs blocks from files"
+    );
+    assert!(reads.iter().all(|r| !r.bulk));
+    let s = sum(&traces, levels);
+    assert!(s.iter().any(|c| c.from_cache > 0) && s.iter().any(|c| c.false_positives > 0));
+    db.close().unwrap();
+}
+
+#[test]
+fn readers_beside_background_work_counters_equal_the_traces() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options(true)).unwrap();
+    fill(&db);
+    db.wait_for_background_work().unwrap();
+    let before = db.stats();
+    let traces = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            for r in 0..3u64 {
+                for i in (0..N).filter(|i| i % 5 == r) {
+                    db.put(&key(i), b"new").unwrap();
+                }
+            }
+        });
+        let traces = read_all(&db, 1500);
+        writer.join().unwrap();
+        traces
+    });
+    db.wait_for_background_work().unwrap();
+    let after = db.stats();
+    let levels = after.levels.len();
+    assert_eq!(after.gets - before.gets, traces.len() as u64);
+    assert_eq!(
+        after.memtable_hits - before.memtable_hits,
+        memtable_hits(&traces)
+    );
+    assert_eq!(delta(&before, &after), sum(&traces, levels));
+    db.close().unwrap();
+}
