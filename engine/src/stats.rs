@@ -40,7 +40,9 @@ pub struct LevelStats {
     pub filter_false_positives: u64,
     /// Probes of tables without a usable filter.
     pub probes_without_filter: u64,
-    /// Data blocks read from table files (block cache misses).
+    /// Data blocks read from table files (block cache misses) by gets
+    /// that searched them (a get failing at a damaged or unreadable block
+    /// counts neither that block nor that table's probe).
     pub data_blocks_read: u64,
     /// Data blocks served by the block cache.
     pub block_cache_hits: u64,

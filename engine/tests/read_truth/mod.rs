@@ -434,10 +434,7 @@ pub fn check_get(db: &Db, fs: &CountingFs, tree: &Tree, key: &[u8], at: &At) -> 
         .collect();
     let want = tree.expected(key, seq);
     assert_eq!(got, want, "{name} at {seq}: the steps");
-    let want_value = match want.last().map(|e| &e.result) {
-        Some(TraceResult::Value) => true,
-        _ => false,
-    };
+    let want_value = matches!(want.last().map(|e| &e.result), Some(TraceResult::Value));
     assert_eq!(value.is_some(), want_value, "{name}: found or not");
 
     // Every block from a file is one point read of that table's data
