@@ -2,7 +2,8 @@
 //! get's trace, per level and per word, and the blocks the traces say came
 //! from files are exactly the point reads logged; more reader threads than
 //! the counters have stripes. Then the same with a writer whose flushes
-//! and compactions run in the background meanwhile (counters vs traces).
+//! and compactions run in the background meanwhile (counters vs traces, and
+//! the point reads of data regions vs the blocks from files).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 mod common;
@@ -131,10 +132,12 @@ fn readers_only_counters_equal_the_traces_and_the_reads() {
 #[test]
 fn readers_beside_background_work_counters_equal_the_traces() {
     let dir = scratch_dir();
-    let db = Db::open(dir.path(), options(true)).unwrap();
+    let fs = Arc::new(CountingFs::default());
+    let db = Db::open_with_fs(dir.path(), options(true), fs.clone()).unwrap();
     fill(&db);
     db.wait_for_background_work().unwrap();
     let before = db.stats();
+    fs.take();
     let traces = std::thread::scope(|s| {
         let writer = s.spawn(|| {
             for r in 0..3u64 {
@@ -148,6 +151,17 @@ fn readers_beside_background_work_counters_equal_the_traces() {
         traces
     });
     db.wait_for_background_work().unwrap();
+    // Flushes and compactions read too: their passes are bulk reads, their
+    // table opens read footers, indexes and filters. The gets' reads are
+    // the point reads of data regions.
+    let reads = fs.take();
+    let get_reads = reads.iter().filter(|r| !r.bulk && r.in_data).count();
+    let from_file: usize = traces.iter().map(LookupTrace::blocks_read_from_files).sum();
+    assert_eq!(
+        get_reads, from_file,
+        "point reads of data vs blocks from files"
+    );
+    assert!(reads.iter().any(|r| r.bulk), "compactions ran meanwhile");
     let after = db.stats();
     let levels = after.levels.len();
     assert_eq!(after.gets - before.gets, traces.len() as u64);

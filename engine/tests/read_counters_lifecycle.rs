@@ -166,3 +166,55 @@ fn format_version_1_tables() {
     check_all(&db, &fs, dir.path());
     db.close().unwrap();
 }
+
+/// A damaged filter under `CorruptFilterPolicy::Rebuild`: probes without
+/// a filter until the background rebuild, then the rebuilt filter's
+/// verdicts; the count of tables without a usable filter follows.
+#[test]
+fn damaged_filter_rebuilt_in_the_background() {
+    let dir = scratch_dir();
+    let fs = Arc::new(CountingFs::default());
+    build(dir.path(), &fs).close().unwrap();
+    damage_a_filter(dir.path());
+    let options = Options {
+        on_corrupt_filter: CorruptFilterPolicy::Rebuild,
+        background_work: true,
+        ..options()
+    };
+    let db = Db::open_with_fs(dir.path(), options, fs.clone()).unwrap();
+    db.wait_for_background_work().unwrap();
+    assert_eq!(db.stats().total.tables_without_usable_filter, 0);
+    let tree = Tree::read(dir.path());
+    assert!(
+        tree.levels
+            .iter()
+            .flatten()
+            .all(|t| t.table.filter().is_some())
+    );
+    check_all(&db, &fs, dir.path());
+    assert_eq!(db.stats().total.probes_without_filter, 0);
+    db.close().unwrap();
+}
+
+/// The optimized policy with background work: filters rebalanced as the
+/// tree grows, then every get checked once the work is done.
+#[test]
+fn optimized_policy_after_rebalancing() {
+    let dir = scratch_dir();
+    let fs = Arc::new(CountingFs::default());
+    let options = Options {
+        filter_policy: FilterPolicy::Optimized { bits_per_key: 5.0 },
+        background_work: true,
+        ..options()
+    };
+    let db = Db::open_with_fs(dir.path(), options, fs.clone()).unwrap();
+    for r in 0..6u64 {
+        for i in (0..N).filter(|i| i % (r + 2) == 0) {
+            db.put(&key(i), format!("{i}-{r}").as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.wait_for_background_work().unwrap();
+    check_all(&db, &fs, dir.path());
+    db.close().unwrap();
+}

@@ -9,11 +9,12 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bloomlsm::filter::{Filter, KeyHash};
 use bloomlsm::fs::{DirLock, FileSystem, FsResult, RealFs};
-use bloomlsm::sstable::{EntryKind, RandomAccessFile, Table, TableIter, WritableFile};
+use bloomlsm::sstable::format::FOOTER_LEN;
+use bloomlsm::sstable::{EntryKind, Footer, RandomAccessFile, Table, TableIter, WritableFile};
 use bloomlsm::{
     BlockSource, Db, FilterVerdict, LevelStats, LookupTrace, Snapshot, Stats, TraceResult,
     TraceSource,
@@ -28,6 +29,10 @@ pub struct Read {
     pub len: usize,
     /// Through `read_exact_at_bulk` (a pass over the table), not a point read.
     pub bulk: bool,
+    /// Within the table's data region, as the footer this file handle
+    /// read first says (false for the footer, properties, index and
+    /// filter reads of an open).
+    pub in_data: bool,
 }
 
 /// `RealFs` that logs every read of every `.sst` file it opens.
@@ -48,6 +53,7 @@ impl CountingFs {
                 inner,
                 number,
                 log: Arc::clone(&self.log),
+                data_end: OnceLock::new(),
             }),
             None => inner,
         }
@@ -64,27 +70,48 @@ struct CountingFile {
     inner: Arc<dyn RandomAccessFile>,
     number: u64,
     log: Arc<Mutex<Vec<Read>>>,
+    /// Where the data region ends, from the first footer read here.
+    data_end: OnceLock<u64>,
 }
 
 impl CountingFile {
-    fn note(&self, offset: u64, len: usize, bulk: bool) {
+    fn note(&self, buf: &[u8], offset: u64, bulk: bool) {
+        if buf.len() == FOOTER_LEN
+            && self.data_end.get().is_none()
+            && let Ok(f) = Footer::decode(buf)
+        {
+            let end = [f.filter, f.index, f.properties]
+                .iter()
+                .filter(|h| !h.is_null())
+                .map(|h| h.offset)
+                .min()
+                .unwrap_or(0);
+            let _ = self.data_end.set(end);
+        }
+        let in_data = self
+            .data_end
+            .get()
+            .is_some_and(|&end| offset + buf.len() as u64 <= end);
         self.log.lock().push(Read {
             number: self.number,
             offset,
-            len,
+            len: buf.len(),
             bulk,
+            in_data,
         });
     }
 }
 
 impl RandomAccessFile for CountingFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.note(offset, buf.len(), false);
-        self.inner.read_exact_at(buf, offset)
+        let r = self.inner.read_exact_at(buf, offset);
+        self.note(buf, offset, false);
+        r
     }
     fn read_exact_at_bulk(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.note(offset, buf.len(), true);
-        self.inner.read_exact_at_bulk(buf, offset)
+        let r = self.inner.read_exact_at_bulk(buf, offset);
+        self.note(buf, offset, true);
+        r
     }
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
@@ -453,7 +480,10 @@ pub fn check_get(db: &Db, fs: &CountingFs, tree: &Tree, key: &[u8], at: &At) -> 
         "{name}: reads logged vs blocks the trace says came from files: {reads:?}"
     );
     for r in &reads {
-        assert!(!r.bulk, "{name}: a get's read is a point read");
+        assert!(
+            !r.bulk && r.in_data,
+            "{name}: a get's read is a point read of data"
+        );
         let t = tree.table(r.number);
         assert!(
             r.offset + r.len as u64 <= t.data_bytes,
