@@ -218,3 +218,19 @@ fn optimized_policy_after_rebalancing() {
     check_all(&db, &fs, dir.path());
     db.close().unwrap();
 }
+
+/// A read-only open (what the study commands use), on the counting file
+/// system: the same numbers as a read-write open.
+#[test]
+fn read_only_open() {
+    let dir = scratch_dir();
+    let fs = Arc::new(CountingFs::default());
+    build(dir.path(), &fs).close().unwrap();
+    let options = Options {
+        num_levels: bloomlsm::MAX_LEVELS,
+        ..options()
+    };
+    let db = Db::open_read_only_with_fs(dir.path(), options, fs.clone()).unwrap();
+    check_all(&db, &fs, dir.path());
+    db.close().unwrap();
+}

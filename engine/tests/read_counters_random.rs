@@ -2,7 +2,8 @@
 //! prefixes that defeat the level fences, bytes 0x00 and 0xff, long keys),
 //! tiny blocks (a key's versions spread over many), random options (filter
 //! kind and policy, cache size, levels, dynamic level sizes) and random
-//! writes, deletes, snapshots, flushes, filter rebuilds and reopens; every
+//! writes, deletes, snapshots, flushes, filter rebuilds and reopens (with
+//! another filter kind: tables of mixed kinds); every
 //! get of a random key, at the latest sequence and at each snapshot, must
 //! match the tree's files, the reads logged and the counters' deltas.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
@@ -105,8 +106,18 @@ fn case(seed: u64) {
         db.flush().unwrap();
         match rng.below(6) {
             0 if snaps.is_empty() => {
+                // Reopened with another filter kind: tables of both kinds.
                 db.close().unwrap();
-                db = Db::open_with_fs(dir.path(), options.clone(), fs.clone()).unwrap();
+                let kinds = [
+                    FilterKind::Blocked,
+                    FilterKind::Standard,
+                    FilterKind::Ribbon,
+                ];
+                let reopened = Options {
+                    filter_kind: kinds[rng.below(3) as usize],
+                    ..options.clone()
+                };
+                db = Db::open_with_fs(dir.path(), reopened, fs.clone()).unwrap();
             }
             1 => db
                 .rebuild_filters(FilterPolicy::Uniform {
