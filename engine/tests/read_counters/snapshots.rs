@@ -5,8 +5,7 @@
 //! snapshot and not another.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
-mod read_truth;
+use crate::{common, read_truth};
 
 use std::sync::Arc;
 

@@ -5,8 +5,7 @@
 //! (a block searched each time), never false positives or negatives.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
-mod read_truth;
+use crate::{common, read_truth};
 
 use std::os::unix::fs::FileExt;
 use std::path::Path;

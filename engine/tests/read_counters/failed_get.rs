@@ -6,8 +6,7 @@
 //! read log shows it). docs/DESIGN.md, "Stats", says so; this pins it.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
-mod read_truth;
+use crate::{common, read_truth};
 
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;

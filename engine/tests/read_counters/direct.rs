@@ -4,8 +4,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
-mod read_truth;
+use crate::{common, read_truth};
 
 use std::sync::Arc;
 

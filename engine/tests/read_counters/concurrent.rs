@@ -6,8 +6,7 @@
 //! the point reads of data regions vs the blocks from files).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
-mod read_truth;
+use crate::{common, read_truth};
 
 use std::sync::Arc;
 

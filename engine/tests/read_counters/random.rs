@@ -8,8 +8,7 @@
 //! match the tree's files, the reads logged and the counters' deltas.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
-mod read_truth;
+use crate::{common, read_truth};
 
 use std::sync::Arc;
 

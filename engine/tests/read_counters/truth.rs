@@ -7,8 +7,7 @@
 //! tombstones over deeper values, keys outside every table's range.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
-mod read_truth;
+use crate::{common, read_truth};
 
 use std::sync::Arc;
 

@@ -1,0 +1,20 @@
+//! The read numbers users study (`Db::stats`, traced gets, the CLI's
+//! `trace` and `stats`) against ground truth: a counting file system logs
+//! every table read, a model of the tree built from the manifest and the
+//! table files gives each get's expected steps, and every counter delta,
+//! trace step and logged read must agree. One binary, one module per
+//! family of shapes.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../read_truth/mod.rs"]
+mod read_truth;
+
+mod concurrent;
+mod direct;
+mod failed_get;
+mod lifecycle;
+mod random;
+mod snapshots;
+mod truth;
