@@ -8,10 +8,9 @@
 //! take in the appended bytes. Invariant: the two readers load the same
 //! footer, properties and filter and give the same answer for every key,
 //! present and absent, and every entry in order.
-#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

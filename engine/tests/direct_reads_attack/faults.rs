@@ -5,10 +5,9 @@
 //! or an I/O error naming a table file; never a wrong value, a missing key
 //! or a panic. Once the faults stop and the store is reopened, it holds
 //! everything.
-#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

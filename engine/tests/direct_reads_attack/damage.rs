@@ -4,10 +4,9 @@
 //! cache (the first block, at an aligned offset; the last, whose trailer
 //! ends at an unaligned offset); a flipped byte in a filter block never
 //! makes a present key read as absent, under every `CorruptFilterPolicy`.
-#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -11,10 +11,9 @@
 //! 9 KiB, so one entry's block spans several aligned units and a table's
 //! end falls anywhere in its last unit; one-key tables from
 //! 1-byte memtables' flushes; a 1-byte block cache, so every get is a read.
-#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
+use crate::common;
 
 use bloomlsm::{Db, FilterKind, FilterPolicy, Options, Snapshot};
 use common::held_iter::HeldIter;

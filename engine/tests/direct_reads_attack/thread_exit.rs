@@ -4,10 +4,9 @@
 //! (thread-local destructors run in the reverse order of first use). Reads
 //! through the page cache answer there; direct reads must answer the same,
 //! not panic (a panic escaping a thread-local destructor aborts).
-#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::sync::{Arc, mpsc};

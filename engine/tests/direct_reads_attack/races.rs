@@ -6,10 +6,9 @@
 //! of their index and filter) on the background thread while readers read.
 //! Invariant: every answer about the stable keys is the value written,
 //! whatever the churn does around them.
-#![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
