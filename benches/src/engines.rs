@@ -380,6 +380,9 @@ impl Engine for Bloom {
                     + l.filter_false_positives
                     + l.filter_true_positives
                     + l.probes_without_filter,
+                // Counted over absent gets only (`probes::profile`): there a
+                // table without a usable filter wastes a block read as a
+                // false positive does.
                 false_positives: l.filter_false_positives + l.probes_without_filter,
                 block_reads: l.data_blocks_read,
             })
