@@ -41,13 +41,17 @@ impl DbInner {
         let first = self.rebuild_locked(&policy, |_| true)?;
         let _flush = self.flush_lock.lock();
         let old = std::mem::replace(&mut *self.filter_policy.write(), policy.clone());
-        let second = self.rebuild_locked(&policy, |t| {
+        // Puts the old policy back unless the second pass succeeds: on its
+        // error, and on a panic (caught by `stopping_writes_on_error`'s
+        // caller, who must not see the new policy reported as live).
+        let mut restore = RestorePolicy {
+            slot: &self.filter_policy,
+            old: Some(old),
+        };
+        self.rebuild_locked(&policy, |t| {
             !first.iter().any(|done| done.meta.number == t.meta.number)
-        });
-        if let Err(e) = second {
-            *self.filter_policy.write() = old;
-            return Err(e);
-        }
+        })?;
+        restore.old = None;
         Ok(())
     }
 
@@ -145,9 +149,26 @@ impl DbInner {
     }
 }
 
+/// Sets `slot` back to `old` when dropped, unless `old` was taken.
+struct RestorePolicy<'a> {
+    slot: &'a parking_lot::RwLock<FilterPolicy>,
+    old: Option<FilterPolicy>,
+}
+
+impl Drop for RestorePolicy<'_> {
+    fn drop(&mut self) {
+        if let Some(old) = self.old.take() {
+            *self.slot.write() = old;
+        }
+    }
+}
+
 /// Deletes tables that were written and never offered to an install.
 fn discard(tables: &[Arc<TableHandle>]) {
     for t in tables {
         t.mark_obsolete();
     }
 }
+
+#[cfg(test)]
+mod panic_tests;
