@@ -212,9 +212,14 @@ impl TableFiles {
         {
             // A read that failed (EIO, say) found no damaged byte: it is an
             // I/O error of its kind, not corruption (`Error::io_kind`, and
-            // the `WriteStop` a failed flush or compaction leaves).
+            // the `WriteStop` a failed flush or compaction leaves). The OS's
+            // error number is kept when there is one: EIO has no kind of its
+            // own (`Uncategorized`), so only the number tells it apart.
             if let bloomlsm_sstable::FilterLoadError::Read { source, .. } = reason {
-                let source = std::io::Error::new(source.kind(), reason.to_string());
+                let source = match source.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::new(source.kind(), reason.to_string()),
+                };
                 return Err(Error::io(path, source));
             }
             return Err(Error::corruption(

@@ -119,6 +119,11 @@ fn a_failed_filter_read_stops_writes_as_io_not_corruption() {
     let eio = io::Error::from_raw_os_error(EIO).kind();
     assert!(!failed.is_corruption(), "an EIO is not damage: {failed}");
     assert_eq!(failed.io_kind(), Some(eio), "{failed}");
+    // EIO has no `ErrorKind` of its own: only its number tells it apart.
+    assert!(
+        matches!(&failed, Error::Io { source, .. } if source.raw_os_error() == Some(EIO)),
+        "{failed:?}"
+    );
 
     let stop = match db.put(b"after", b"failure") {
         Err(Error::WritesStopped(stop)) => stop,
@@ -126,6 +131,7 @@ fn a_failed_filter_read_stops_writes_as_io_not_corruption() {
     };
     assert!(!stop.is_corruption(), "{stop:?}");
     assert_eq!(stop.io_kind(), Some(eio), "{stop:?}");
+    assert_eq!(stop.raw_os_error(), Some(EIO), "{stop:?}");
     assert!(matches!(db.close(), Err(Error::WritesStopped(s)) if s == stop));
 
     // Nothing on disk was damaged: the same policy opens the store, with
