@@ -282,8 +282,11 @@ impl DbInner {
 
     /// Runs `f`; an error other than "already stopped" or "closed" stops
     /// writes (as a failed background job does), and is returned. A panic
-    /// in `f` (a bug) stops writes too, then goes on unwinding: whatever
-    /// `f` left half done is never built on, should the caller catch it.
+    /// in `f` (a bug) stops writes too, then goes on unwinding, so a caller
+    /// that catches it finds writes stopped. (Locks `f` held are released
+    /// as it unwinds, a moment before the stop: another thread may start
+    /// work in between, which is harmless, since every change made visible
+    /// is a whole install and what the panic cut short was never one.)
     pub(crate) fn stopping_writes_on_error<T>(
         &self,
         what: &'static str,
