@@ -146,8 +146,14 @@ impl DbInner {
     /// rebuilds at most one filter whose level's budget moved; returns
     /// whether it did.
     pub(crate) fn compact_and_repair(&self) -> Result<bool> {
+        self.compact_and_repair_while(|| true)
+    }
+
+    /// As [`Self::compact_and_repair`], the compactions going on after
+    /// each only while `go_on()` says so.
+    fn compact_and_repair_while(&self, go_on: impl Fn() -> bool) -> Result<bool> {
         self.rebuild_damaged_filters_if_asked()?;
-        self.compact_while_needed()?;
+        self.compact_while(go_on)?;
         self.rebalance_filters_step(BACKGROUND_TOLERANCE)
     }
 
@@ -185,11 +191,20 @@ impl DbInner {
     /// compactions that follow move the filters' targets: rounds go on
     /// until one installs nothing (at most [`SETTLE_ROUNDS`]; a few in
     /// practice, `engine/tests/settle_fixpoint.rs`).
+    ///
+    /// Writes from other threads meanwhile can leave a flush or a
+    /// compaction due after every one, so a round that flushed and
+    /// compacted until none was due never ended while they went on
+    /// (`engine/tests/wait_under_writes.rs`). Once a write has come in
+    /// since the wait began, each of those loops stops after one step:
+    /// every round is bounded, so the rounds bound the wait.
     pub(crate) fn settle_background_work(&self) -> Result<()> {
+        let began = self.last_visible.load(Ordering::Acquire);
+        let no_write_since = || self.last_visible.load(Ordering::Acquire) == began;
         for _ in 0..SETTLE_ROUNDS {
             let installs = self.installs.load(Ordering::Acquire);
-            self.flush_all_immutable()?;
-            self.compact_and_repair()?;
+            self.flush_immutable_while(no_write_since)?;
+            self.compact_and_repair_while(no_write_since)?;
             self.settle_filters()?;
             if self.installs.load(Ordering::Acquire) == installs {
                 return Ok(());

@@ -27,6 +27,14 @@ impl DbInner {
     /// swap, until none is left. Stops with `WritesStopped` once writes are
     /// stopped.
     pub(crate) fn flush_all_immutable(&self) -> Result<()> {
+        self.flush_immutable_while(|| true)
+    }
+
+    /// As [`Self::flush_all_immutable`], but after each flush goes on only
+    /// while `go_on()` says so: the first flush takes every frozen memtable
+    /// waiting when it starts, and writers freezing more meanwhile cannot
+    /// keep the loop going (`settle_background_work`).
+    pub(crate) fn flush_immutable_while(&self, go_on: impl Fn() -> bool) -> Result<()> {
         let _flush = self.flush_lock.lock();
         loop {
             self.check_writable()?;
@@ -62,6 +70,9 @@ impl DbInner {
             Counters::add(&self.counters.flushes, 1);
             Counters::add(&self.counters.levels[0].writes_into, 1);
             self.stall_cv.notify_all();
+            if !go_on() {
+                return Ok(());
+            }
         }
     }
 }

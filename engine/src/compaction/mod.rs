@@ -57,8 +57,15 @@ use retain::Retain;
 impl DbInner {
     /// Runs compactions until no level needs one, the store shuts down, or
     /// writes stop.
+    #[cfg(test)]
     pub(crate) fn compact_while_needed(&self) -> Result<()> {
-        while self.compact_once()? {}
+        self.compact_while(|| true)
+    }
+
+    /// Runs compactions until no level needs one, the store shuts down,
+    /// writes stop, or `go_on()` says no after a compaction.
+    pub(crate) fn compact_while(&self, go_on: impl Fn() -> bool) -> Result<()> {
+        while self.compact_once()? && go_on() {}
         Ok(())
     }
 
