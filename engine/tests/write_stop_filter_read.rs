@@ -116,6 +116,13 @@ fn a_failed_filter_read_stops_writes_as_io_not_corruption() {
     fs.armed.store(true, Ordering::SeqCst);
     let failed = db.flush().unwrap_err();
     assert!(!fs.armed.load(Ordering::SeqCst), "no table was opened");
+    // The message names the file and what could not be read there (the
+    // filter block and its offset), as it did before the OS number was
+    // kept: "I/O error on <table>: <errno text>" alone does not say which
+    // read of the table failed.
+    let text = failed.to_string();
+    assert!(text.contains(".sst"), "{text}");
+    assert!(text.contains("filter block at offset"), "{text}");
     let eio = io::Error::from_raw_os_error(EIO).kind();
     assert!(!failed.is_corruption(), "an EIO is not damage: {failed}");
     assert_eq!(failed.io_kind(), Some(eio), "{failed}");
