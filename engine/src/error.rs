@@ -160,6 +160,18 @@ impl Error {
         }
     }
 
+    /// The OS error number of the I/O call that failed this call (as
+    /// [`Error::io_kind`]), also where the I/O error wraps the reason it
+    /// failed (a filter block that could not be read): `libc::EIO`, which
+    /// has no `ErrorKind` of its own, is told apart only by it.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            Self::Io { source, .. } => os_error_in(source),
+            Self::Table(bloomlsm_sstable::Error::Io { source, .. }) => os_error_in(source),
+            _ => None,
+        }
+    }
+
     /// The error a caught panic with `payload` becomes: its message, when
     /// it has one.
     pub(crate) fn panicked(payload: &(dyn std::any::Any + Send)) -> Self {
@@ -200,4 +212,23 @@ impl Error {
             _ => None,
         }
     }
+}
+
+/// The OS error number of `e`, or of the first I/O error in the chain of
+/// reasons it wraps.
+pub(crate) fn os_error_in(e: &std::io::Error) -> Option<i32> {
+    if let Some(code) = e.raw_os_error() {
+        return Some(code);
+    }
+    let mut reason: Option<&(dyn std::error::Error + 'static)> = e.get_ref().map(|r| r as _);
+    while let Some(r) = reason {
+        if let Some(code) = r
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+        {
+            return Some(code);
+        }
+        reason = r.source();
+    }
+    None
 }

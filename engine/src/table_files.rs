@@ -212,14 +212,13 @@ impl TableFiles {
         {
             // A read that failed (EIO, say) found no damaged byte: it is an
             // I/O error of its kind, not corruption (`Error::io_kind`, and
-            // the `WriteStop` a failed flush or compaction leaves). The OS's
-            // error number is kept when there is one: EIO has no kind of its
-            // own (`Uncategorized`), so only the number tells it apart.
+            // the `WriteStop` a failed flush or compaction leaves). It
+            // carries the reason (which block, where) with the OS's error
+            // number inside (`Error::raw_os_error` finds it): EIO has no
+            // kind of its own (`Uncategorized`), so only the number tells
+            // it apart.
             if let bloomlsm_sstable::FilterLoadError::Read { source, .. } = reason {
-                let source = match source.raw_os_error() {
-                    Some(code) => std::io::Error::from_raw_os_error(code),
-                    None => std::io::Error::new(source.kind(), reason.to_string()),
-                };
+                let source = std::io::Error::new(source.kind(), reason.clone());
                 return Err(Error::io(path, source));
             }
             return Err(Error::corruption(

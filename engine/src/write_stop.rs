@@ -55,7 +55,7 @@ impl WriteStop {
             Error::Io { source, .. } | Error::Table(bloomlsm_sstable::Error::Io { source, .. }) => {
                 StopCause::Io {
                     kind: source.kind(),
-                    raw_os_error: source.raw_os_error(),
+                    raw_os_error: crate::error::os_error_in(source),
                 }
             }
             Error::Panicked(_) => StopCause::Panic,

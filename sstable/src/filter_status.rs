@@ -52,14 +52,18 @@ pub enum FilterLoadError {
     },
 }
 
-/// A copy keeps the read error's kind and message (an OS error is not
-/// `Clone`), so the engine can carry the reason in its own error.
+/// A copy keeps the read error's OS error number, or else its kind and
+/// message (an I/O error is not `Clone`), so the engine can carry the
+/// reason in its own error.
 impl Clone for FilterLoadError {
     fn clone(&self) -> Self {
         match self {
             Self::Read { offset, source } => Self::Read {
                 offset: *offset,
-                source: std::io::Error::new(source.kind(), source.to_string()),
+                source: match source.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::new(source.kind(), source.to_string()),
+                },
             },
             Self::Block { offset, source } => Self::Block {
                 offset: *offset,
