@@ -195,12 +195,16 @@ impl DbInner {
     /// Writes from other threads meanwhile can leave a flush or a
     /// compaction due after every one, so a round that flushed and
     /// compacted until none was due never ended while they went on
-    /// (`engine/tests/wait_under_writes.rs`). Once a write has come in
-    /// since the wait began, each of those loops stops after one step:
-    /// every round is bounded, so the rounds bound the wait.
+    /// (`engine/tests/wait_under_writes.rs`). So each of those loops goes
+    /// on after a step only if no write came in during it: while writes
+    /// keep coming every round is bounded, and the rounds bound the wait;
+    /// a stray write cuts short only the step it landed in.
     pub(crate) fn settle_background_work(&self) -> Result<()> {
-        let began = self.last_visible.load(Ordering::Acquire);
-        let no_write_since = || self.last_visible.load(Ordering::Acquire) == began;
+        let seen = std::cell::Cell::new(self.last_visible.load(Ordering::Acquire));
+        let no_write_since = || {
+            let now = self.last_visible.load(Ordering::Acquire);
+            seen.replace(now) == now
+        };
         for _ in 0..SETTLE_ROUNDS {
             let installs = self.installs.load(Ordering::Acquire);
             self.flush_immutable_while(no_write_since)?;
