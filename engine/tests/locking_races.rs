@@ -4,6 +4,8 @@
 //! it is once the lock is held: nothing another holder wrote may be lost.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,6 +13,8 @@ use bloomlsm::fs::{DirLock, FileSystem, FsResult, RealFs};
 use bloomlsm::{Db, Options};
 use bloomlsm_sstable::{RandomAccessFile, WritableFile};
 use parking_lot::Mutex;
+
+use common::real_fs_methods::real_fs_methods;
 
 type Hook = Box<dyn FnOnce() + Send>;
 
@@ -65,9 +69,6 @@ impl FileSystem for BeforeLockFs {
         }
         file
     }
-    fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
-        RealFs.open_read(path)
-    }
     fn open_read_direct(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
         if self.refuse_direct {
             return Err(bloomlsm::fs::FsError {
@@ -76,12 +77,6 @@ impl FileSystem for BeforeLockFs {
             });
         }
         RealFs.open_read_direct(path)
-    }
-    fn read_all(&self, path: &Path) -> FsResult<Vec<u8>> {
-        RealFs.read_all(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
-        RealFs.rename(from, to)
     }
     fn remove(&self, path: &Path) -> FsResult<()> {
         let removed = RealFs.remove(path);
@@ -93,21 +88,6 @@ impl FileSystem for BeforeLockFs {
         }
         removed
     }
-    fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
-        RealFs.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
-        RealFs.create_dir_all(dir)
-    }
-    fn remove_dir(&self, dir: &Path) -> FsResult<()> {
-        RealFs.remove_dir(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> FsResult<()> {
-        RealFs.sync_dir(dir)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        RealFs.exists(path)
-    }
     fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
         let hook = self.hook.lock().take();
         if let Some(hook) = hook {
@@ -115,6 +95,7 @@ impl FileSystem for BeforeLockFs {
         }
         RealFs.lock(path)
     }
+    real_fs_methods!(open_read read_all rename list create_dir_all remove_dir sync_dir exists);
 }
 
 fn key(i: u32) -> Vec<u8> {

@@ -169,54 +169,19 @@ struct NoOverwriteFs {
 
 mod no_overwrite {
     use std::path::Path;
-    use std::sync::Arc;
 
-    use bloomlsm::fs::{DirLock, FileSystem, FsError, FsResult, RealFs};
-    use bloomlsm_sstable::{RandomAccessFile, WritableFile};
+    use bloomlsm::fs::{FileSystem, FsError, FsResult};
+
+    use crate::common::real_fs_methods::real_fs_methods;
 
     impl FileSystem for super::NoOverwriteFs {
-        fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-            RealFs.create(path)
-        }
         fn overwrite(&self, path: &Path, _offset: u64, _bytes: &[u8]) -> FsResult<()> {
             Err(FsError {
                 path: path.to_path_buf(),
                 source: std::io::Error::new(self.kind, "no overwrite here"),
             })
         }
-        fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
-            RealFs.open_read(path)
-        }
-        fn open_read_direct(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
-            RealFs.open_read_direct(path)
-        }
-        fn read_all(&self, path: &Path) -> FsResult<Vec<u8>> {
-            RealFs.read_all(path)
-        }
-        fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
-            RealFs.rename(from, to)
-        }
-        fn remove(&self, path: &Path) -> FsResult<()> {
-            RealFs.remove(path)
-        }
-        fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
-            RealFs.list(dir)
-        }
-        fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
-            RealFs.create_dir_all(dir)
-        }
-        fn remove_dir(&self, dir: &Path) -> FsResult<()> {
-            RealFs.remove_dir(dir)
-        }
-        fn sync_dir(&self, dir: &Path) -> FsResult<()> {
-            RealFs.sync_dir(dir)
-        }
-        fn exists(&self, path: &Path) -> bool {
-            RealFs.exists(path)
-        }
-        fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
-            RealFs.lock(path)
-        }
+        real_fs_methods!(create open_read open_read_direct read_all rename remove list create_dir_all remove_dir sync_dir exists lock);
     }
 }
 

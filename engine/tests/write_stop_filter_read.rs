@@ -14,10 +14,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use bloomlsm::fs::{DirLock, FileSystem, FsResult, RealFs};
-use bloomlsm::sstable::{RandomAccessFile, WritableFile};
+use bloomlsm::fs::{FileSystem, FsResult, RealFs};
+use bloomlsm::sstable::RandomAccessFile;
 use bloomlsm::{CorruptFilterPolicy, Db, Error, Options, SyncMode};
 
+use common::real_fs_methods::real_fs_methods;
 use common::{key, scratch_dir, value};
 
 /// EIO, as a failing disk returns it.
@@ -50,9 +51,6 @@ impl RandomAccessFile for FailsFourthRead {
 }
 
 impl FileSystem for FilterReadFails {
-    fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        RealFs.create(path)
-    }
     fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
         let inner = RealFs.open_read(path)?;
         let table = path.extension().is_some_and(|x| x == "sst");
@@ -64,36 +62,8 @@ impl FileSystem for FilterReadFails {
         }
         Ok(inner)
     }
-    fn open_read_direct(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
-        RealFs.open_read_direct(path)
-    }
-    fn read_all(&self, path: &Path) -> FsResult<Vec<u8>> {
-        RealFs.read_all(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
-        RealFs.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> FsResult<()> {
-        RealFs.remove(path)
-    }
-    fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
-        RealFs.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
-        RealFs.create_dir_all(dir)
-    }
-    fn remove_dir(&self, dir: &Path) -> FsResult<()> {
-        RealFs.remove_dir(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> FsResult<()> {
-        RealFs.sync_dir(dir)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        RealFs.exists(path)
-    }
-    fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
-        RealFs.lock(path)
-    }
+    real_fs_methods!(create append_at overwrite open_read_direct read_all rename remove list
+        create_dir_all remove_dir sync_dir exists lock lock_shared);
 }
 
 fn options() -> Options {

@@ -8,6 +8,7 @@ pub mod format_v1;
 pub mod held_iter;
 pub mod live_tables;
 pub mod model_run;
+pub mod real_fs_methods;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -12,14 +12,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use bloomlsm::filter::{Filter, KeyHash};
-use bloomlsm::fs::{DirLock, FileSystem, FsResult, RealFs};
+use bloomlsm::fs::{FileSystem, FsResult, RealFs};
 use bloomlsm::sstable::format::FOOTER_LEN;
-use bloomlsm::sstable::{EntryKind, Footer, RandomAccessFile, Table, TableIter, WritableFile};
+use bloomlsm::sstable::{EntryKind, Footer, RandomAccessFile, Table, TableIter};
 use bloomlsm::{
     BlockSource, Db, FilterVerdict, LevelStats, LookupTrace, Snapshot, Stats, TraceResult,
     TraceSource,
 };
 use parking_lot::Mutex;
+
+use crate::common::real_fs_methods::real_fs_methods;
 
 /// One positioned read of a table file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,51 +121,14 @@ impl RandomAccessFile for CountingFile {
 }
 
 impl FileSystem for CountingFs {
-    fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        RealFs.create(path)
-    }
-    fn append_at(&self, path: &Path, len: u64) -> FsResult<Box<dyn WritableFile>> {
-        RealFs.append_at(path, len)
-    }
-    fn overwrite(&self, path: &Path, offset: u64, bytes: &[u8]) -> FsResult<()> {
-        RealFs.overwrite(path, offset, bytes)
-    }
     fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
         Ok(self.wrap(path, RealFs.open_read(path)?))
     }
     fn open_read_direct(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
         Ok(self.wrap(path, RealFs.open_read_direct(path)?))
     }
-    fn read_all(&self, path: &Path) -> FsResult<Vec<u8>> {
-        RealFs.read_all(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
-        RealFs.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> FsResult<()> {
-        RealFs.remove(path)
-    }
-    fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
-        RealFs.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
-        RealFs.create_dir_all(dir)
-    }
-    fn remove_dir(&self, dir: &Path) -> FsResult<()> {
-        RealFs.remove_dir(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> FsResult<()> {
-        RealFs.sync_dir(dir)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        RealFs.exists(path)
-    }
-    fn lock(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
-        RealFs.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> FsResult<Option<Box<dyn DirLock>>> {
-        RealFs.lock_shared(path)
-    }
+    real_fs_methods!(create append_at overwrite read_all rename remove list create_dir_all
+        remove_dir sync_dir exists lock lock_shared);
 }
 
 /// One table as its own file says, opened here (no cache, plain reads).
