@@ -165,9 +165,15 @@ impl Error {
     /// failed (a filter block that could not be read): `libc::EIO`, which
     /// has no `ErrorKind` of its own, is told apart only by it.
     pub fn raw_os_error(&self) -> Option<i32> {
+        self.io_source().and_then(os_error_in)
+    }
+
+    /// The failed I/O call's error: of this error, or of a table read's.
+    pub(crate) fn io_source(&self) -> Option<&std::io::Error> {
         match self {
-            Self::Io { source, .. } => os_error_in(source),
-            Self::Table(bloomlsm_sstable::Error::Io { source, .. }) => os_error_in(source),
+            Self::Io { source, .. } | Self::Table(bloomlsm_sstable::Error::Io { source, .. }) => {
+                Some(source)
+            }
             _ => None,
         }
     }
@@ -206,11 +212,7 @@ impl Error {
     /// [`Error::WritesStopped`], which no retry helps (the earlier
     /// failure's kind is [`crate::WriteStop::io_kind`]).
     pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
-        match self {
-            Self::Io { source, .. } => Some(source.kind()),
-            Self::Table(bloomlsm_sstable::Error::Io { source, .. }) => Some(source.kind()),
-            _ => None,
-        }
+        self.io_source().map(std::io::Error::kind)
     }
 }
 

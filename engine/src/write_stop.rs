@@ -51,16 +51,14 @@ impl WriteStop {
     /// The stop caused by `error`, which failed `operation` ("WAL
     /// append", "flush", ...).
     pub(crate) fn after(operation: &'static str, error: &Error) -> Self {
-        let cause = match error {
-            Error::Io { source, .. } | Error::Table(bloomlsm_sstable::Error::Io { source, .. }) => {
-                StopCause::Io {
-                    kind: source.kind(),
-                    raw_os_error: crate::error::os_error_in(source),
-                }
-            }
-            Error::Panicked(_) => StopCause::Panic,
-            e if e.is_corruption() => StopCause::Corruption,
-            _ => StopCause::Other,
+        let cause = match error.io_source() {
+            Some(source) => StopCause::Io {
+                kind: source.kind(),
+                raw_os_error: crate::error::os_error_in(source),
+            },
+            None if matches!(error, Error::Panicked(_)) => StopCause::Panic,
+            None if error.is_corruption() => StopCause::Corruption,
+            None => StopCause::Other,
         };
         Self {
             operation,
