@@ -9,9 +9,10 @@
 //! buffer and copies the asked-for bytes out. The alignment is asked of the
 //! kernel per file (`statx` with `STATX_DIOALIGN`, Linux 6.1 and later), so a
 //! 4 KiB block at an arbitrary offset on a 512-byte device costs 4.5 KiB of
-//! device reads, not the 8 KiB that page alignment would; where the kernel
-//! cannot say, [`ALIGN`] (4096, a multiple of every logical block size up to
-//! the page size) is used.
+//! device reads, not the 8 KiB that page alignment would; a device whose
+//! logical blocks are larger than a page (up to [`MAX_ALIGN`]) gets its own
+//! alignment. Where the kernel cannot say, [`ALIGN`] (4096, a multiple of
+//! every logical block size up to the page size) is used.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -24,14 +25,28 @@ use bloomlsm_sstable::RandomAccessFile;
 /// the kernel does not report the file's own.
 pub const ALIGN: usize = 4096;
 
+/// Largest alignment the kernel may report that reads use. A larger report
+/// (no such device is known) is replaced by [`ALIGN`], and the device then
+/// refuses the reads (an `Unsupported` error, see [`refused`]).
+pub const MAX_ALIGN: usize = 64 << 10;
+
+/// Bounce buffer bytes a thread keeps between reads: enough for a data
+/// block at any alignment. A larger read (a table's index or filter at
+/// open, up to [`MAX_CHUNK`]) allocates its own and frees it after, so a
+/// reader thread does not hold a quarter MiB for life.
+const KEPT_BOUNCE_BYTES: usize = 64 << 10;
+
 /// Largest aligned range read by one system call; longer reads (a table's
 /// index or filter at open) are split into chunks of this size so the
 /// per-thread bounce buffer stays small.
 pub const MAX_CHUNK: usize = 256 << 10;
 
-/// A heap buffer of which an [`ALIGN`]-aligned window is handed out.
-/// Over-allocating by `ALIGN` and starting at the first aligned byte needs
-/// no `unsafe` and no custom allocator.
+// Every chunk starts and ends aligned at any alignment used.
+const _: () = assert!(MAX_CHUNK % MAX_ALIGN == 0);
+
+/// A heap buffer of which an aligned window is handed out. Over-allocating
+/// by the alignment and starting at the first aligned byte needs no
+/// `unsafe` and no custom allocator.
 #[derive(Debug, Default)]
 struct AlignedBuf {
     storage: Vec<u8>,
@@ -39,16 +54,23 @@ struct AlignedBuf {
 
 impl AlignedBuf {
     /// A window of exactly `len` bytes starting at a multiple of `align`.
-    /// REQUIRES: `align` is a power of two of at most [`ALIGN`].
+    /// REQUIRES: `align` is a power of two.
     fn window(&mut self, len: usize, align: usize) -> &mut [u8] {
-        // Room for `len` bytes after any start a window of alignment up to
-        // ALIGN may need, so the storage is reused across alignments.
-        if self.storage.len() < len + ALIGN {
-            self.storage = vec![0; len + ALIGN];
+        // Room for `len` bytes after the at most `align - 1` bytes skipped
+        // to the first aligned address.
+        if self.storage.len() < len + align {
+            self.storage = vec![0; len + align];
         }
         // `align_offset` on a u8 pointer is always computable (< align).
         let start = self.storage.as_ptr().align_offset(align);
         &mut self.storage[start..start + len]
+    }
+
+    /// Frees the storage if it is larger than a thread keeps between reads.
+    fn trim(&mut self) {
+        if self.storage.len() > KEPT_BOUNCE_BYTES + MAX_ALIGN {
+            self.storage = Vec::new();
+        }
     }
 }
 
@@ -69,14 +91,14 @@ pub struct DirectFile {
     /// The same file without `O_DIRECT`, for bulk reads.
     buffered: File,
     /// Offset, length and buffer address of every read are multiples of
-    /// this power of two (at most [`ALIGN`]).
+    /// this power of two (at most [`MAX_ALIGN`], which divides
+    /// [`MAX_CHUNK`]).
     align: usize,
 }
 
 /// The alignment direct reads of `file` need, as the kernel reports it
 /// (the larger of its offset and memory alignments), or [`ALIGN`] where it
-/// does not (kernels before 6.1, other systems) or reports something this
-/// reader does not use (not a power of two, or above [`ALIGN`]).
+/// does not (kernels before 6.1, other systems); see [`usable_alignment`].
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn direct_alignment(file: &File) -> usize {
     use std::os::fd::AsRawFd;
@@ -97,8 +119,16 @@ fn direct_alignment(file: &File) -> usize {
     if rc != 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 {
         return ALIGN;
     }
-    let align = stx.stx_dio_offset_align.max(stx.stx_dio_mem_align) as usize;
-    if align.is_power_of_two() && align <= ALIGN {
+    usable_alignment(stx.stx_dio_offset_align, stx.stx_dio_mem_align)
+}
+
+/// The alignment reads use for the kernel's reported offset and memory
+/// alignments: the larger, if it is a power of two of at most
+/// [`MAX_ALIGN`]; else [`ALIGN`] (0, the report of a file that cannot do
+/// direct I/O, or a value no device has).
+fn usable_alignment(offset_align: u32, mem_align: u32) -> usize {
+    let align = offset_align.max(mem_align) as usize;
+    if align.is_power_of_two() && align <= MAX_ALIGN {
         align
     } else {
         ALIGN
@@ -156,6 +186,18 @@ impl DirectFile {
             buffered,
             align,
         })
+    }
+
+    /// [`DirectFile::open`] with reads aligned to `align` instead of the
+    /// kernel's figure (a multiple of it works on any device), so tests
+    /// cover the alignments of devices this machine does not have.
+    #[cfg(test)]
+    fn open_aligned_to(path: &Path, align: usize) -> io::Result<Self> {
+        assert!(align.is_power_of_two() && align <= MAX_ALIGN);
+        let mut file = Self::open(path)?;
+        assert_eq!(align % file.align, 0, "not a multiple of the device's");
+        file.align = align;
+        Ok(file)
     }
 
     /// The alignment of this file's reads: the larger of the offset and
@@ -240,7 +282,11 @@ impl RandomAccessFile for DirectFile {
             return Ok(());
         }
         let read = BOUNCE.try_with(|cell| match cell.try_borrow_mut() {
-            Ok(mut bounce) => self.read_through(&mut bounce, buf, offset),
+            Ok(mut bounce) => {
+                let read = self.read_through(&mut bounce, buf, offset);
+                bounce.trim();
+                read
+            }
             // Not reachable (a read never starts another on its thread),
             // but a fresh buffer is correct either way.
             Err(_) => self.read_through(&mut AlignedBuf::default(), buf, offset),

@@ -199,3 +199,78 @@ fn a_read_from_a_thread_local_destructor_after_the_buffer_is_gone() {
     let got = got.unwrap_or_else(|_| panic!("the read panicked")).unwrap();
     assert!(got == (5000..5300).map(byte).collect::<Vec<_>>());
 }
+
+#[test]
+fn alignments_over_a_page_are_kept_and_others_fall_back() {
+    for (offset_align, mem_align, want) in [
+        (512, 4, 512),
+        (4096, 512, 4096),
+        (8192, 512, 8192),
+        (512, 16384, 16384),
+        (65536, 4096, 65536),
+        (131_072, 512, ALIGN),
+        (3000, 512, ALIGN),
+        (0, 0, ALIGN),
+    ] {
+        assert_eq!(
+            usable_alignment(offset_align, mem_align),
+            want,
+            "{offset_align} {mem_align}"
+        );
+    }
+}
+
+#[test]
+fn reads_at_alignments_of_devices_with_blocks_over_a_page() {
+    // Before, an alignment over 4096 was replaced by 4096 and every read on
+    // such a device failed as a refusal; the reads must also be right.
+    let len = MAX_CHUNK + 5 * MAX_ALIGN + 321;
+    let (_dir, path) = file_of(len);
+    for align in [8192, 16384, MAX_ALIGN] {
+        let f = DirectFile::open_aligned_to(&path, align).unwrap();
+        let ranges = [
+            (0, 1),
+            (1, align),
+            (align - 1, 2),
+            (align + 17, 3 * align),
+            (12_345, 70_000),
+            (5, MAX_CHUNK + align),
+            (0, len),
+            (len - 1, 1),
+            (len - 321, 321),
+            (len - align - 7, align + 7),
+        ];
+        for (offset, n) in ranges {
+            let got = read(&f, offset, n).unwrap();
+            let want: Vec<u8> = (offset..offset + n).map(byte).collect();
+            assert!(got == want, "align {align}, range {offset}+{n}");
+        }
+        let e = read(&f, len - 3, 4).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "align {align}");
+    }
+}
+
+fn kept_bounce_bytes() -> usize {
+    BOUNCE.with(|b| b.borrow().storage.len())
+}
+
+#[test]
+fn a_thread_keeps_a_block_sized_bounce_buffer_not_a_chunk() {
+    let (_dir, path) = file_of(2 * MAX_CHUNK);
+    let f = DirectFile::open(&path).unwrap();
+    std::thread::spawn(move || {
+        read(&f, 100, 4000).unwrap();
+        let small = kept_bounce_bytes();
+        assert!(small > 0 && small <= KEPT_BOUNCE_BYTES, "{small}");
+        read(&f, 7, MAX_CHUNK + 10).unwrap();
+        assert!(
+            kept_bounce_bytes() <= KEPT_BOUNCE_BYTES + MAX_ALIGN,
+            "{} kept after a chunk-sized read",
+            kept_bounce_bytes()
+        );
+        read(&f, 4096, 4096).unwrap();
+        assert!(kept_bounce_bytes() > 0);
+    })
+    .join()
+    .unwrap();
+}
