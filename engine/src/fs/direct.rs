@@ -42,7 +42,7 @@ const KEPT_BOUNCE_BYTES: usize = 64 << 10;
 pub const MAX_CHUNK: usize = 256 << 10;
 
 // Every chunk starts and ends aligned at any alignment used.
-const _: () = assert!(MAX_CHUNK % MAX_ALIGN == 0);
+const _: () = assert!(MAX_CHUNK.is_multiple_of(MAX_ALIGN));
 
 /// A heap buffer of which an aligned window is handed out. Over-allocating
 /// by the alignment and starting at the first aligned byte needs no
