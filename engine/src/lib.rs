@@ -66,6 +66,7 @@ mod merged_flush_interleaving_tests;
 mod merging_cursor;
 #[cfg(test)]
 mod mixed_kind_tests;
+mod open_table_files;
 mod options;
 mod read;
 mod read_only_fs;

@@ -181,6 +181,14 @@ pub struct Stats {
     /// length field survived, `wal/seal.rs`). A WAL of more zeros than a
     /// header may have held acknowledged writes: it is cut.
     pub wal_replay_cut: Option<crate::wal_cut::WalCut>,
+    /// Table files open now, where `Options::max_open_files` bounds them
+    /// (`None` without a bound: every live table keeps its file open).
+    pub open_table_files: Option<u64>,
+    /// Table files opened because a read found them closed, where
+    /// `Options::max_open_files` bounds them (0 without a bound): more
+    /// than the tables opened means the bound is closing files that reads
+    /// then reopen.
+    pub table_file_opens: u64,
 }
 
 impl DbInner {
@@ -263,6 +271,8 @@ impl DbInner {
             block_cache_used_bytes: self.tables.cache().used_bytes(),
             filters_rebalanced: get(&self.counters.filters_rebalanced),
             wal_replay_cut: self.wal_cut.clone(),
+            open_table_files: self.tables.open_files().map(|files| files.len() as u64),
+            table_file_opens: self.tables.open_files().map_or(0, |files| files.opens()),
         }
     }
 }

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::filter_budget::Plan;
 use crate::fs::{FileSystem, names};
 use crate::manifest::TableMeta;
+use crate::open_table_files::{LazyTableFile, OpenTableFiles};
 use crate::options::{CorruptFilterPolicy, Options};
 use crate::version::TableHandle;
 use writer::{OutputSpec, TableWriter};
@@ -35,6 +36,9 @@ pub(crate) struct TableFiles {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
     cache: Arc<BlockCache>,
+    /// The bound on open table files (`Options::max_open_files`); `None`:
+    /// every table keeps its file open.
+    open_files: Option<Arc<OpenTableFiles>>,
     /// The next file number to hand out (tables and WALs share numbers).
     next_file: AtomicU64,
     options: Options,
@@ -63,6 +67,9 @@ impl TableFiles {
             dir: dir.to_path_buf(),
             fs,
             cache: Arc::new(BlockCache::new(options.block_cache_bytes)),
+            open_files: options
+                .max_open_files
+                .map(|max| Arc::new(OpenTableFiles::new(max))),
             next_file: AtomicU64::new(next_file),
             options: options.clone(),
         }
@@ -70,6 +77,11 @@ impl TableFiles {
 
     pub(crate) fn cache(&self) -> &BlockCache {
         &self.cache
+    }
+
+    /// The bound on open table files, if `Options::max_open_files` sets one.
+    pub(crate) fn open_files(&self) -> Option<&OpenTableFiles> {
+        self.open_files.as_deref()
     }
 
     /// A file number never handed out before in this store, always below
@@ -180,13 +192,23 @@ impl TableFiles {
             path,
             Arc::clone(&self.fs),
             Arc::clone(&self.cache),
+            self.open_files.clone(),
         )))
     }
 
     /// The reader of the table `meta` records, in its file at `path`.
     fn open_table(&self, meta: &TableMeta, path: &Path) -> Result<Table> {
-        let file =
-            crate::fs::open_table_file(self.fs.as_ref(), path, self.options.use_direct_reads)?;
+        let direct = self.options.use_direct_reads;
+        let file: Arc<dyn bloomlsm_sstable::RandomAccessFile> = match &self.open_files {
+            None => crate::fs::open_table_file(self.fs.as_ref(), path, direct)?,
+            Some(open_files) => Arc::new(LazyTableFile::new(
+                meta.number,
+                path.to_path_buf(),
+                Arc::clone(&self.fs),
+                direct,
+                Arc::clone(open_files),
+            )),
+        };
         let size = file.len().map_err(|e| Error::io(path, e))?;
         // Bytes past the recorded size are an in-place filter rebuild whose
         // install never became durable: not the table's.

@@ -13,6 +13,7 @@ use crate::fs::FileSystem;
 use crate::level_fences;
 use crate::manifest::TableMeta;
 use crate::memtable::MemTable;
+use crate::open_table_files::OpenTableFiles;
 
 /// What readers see: the memtables and the tables, swapped as one.
 /// Invariant: every write with a sequence at or below the store's visible
@@ -60,6 +61,9 @@ struct TableFileLife {
     obsolete: AtomicBool,
     fs: Arc<dyn FileSystem>,
     cache: Arc<BlockCache>,
+    /// Where `Options::max_open_files` bounds open files: the set that
+    /// may hold this file open.
+    open_files: Option<Arc<OpenTableFiles>>,
 }
 
 impl TableHandle {
@@ -69,6 +73,7 @@ impl TableHandle {
         path: PathBuf,
         fs: Arc<dyn FileSystem>,
         cache: Arc<BlockCache>,
+        open_files: Option<Arc<OpenTableFiles>>,
     ) -> Self {
         let file = Arc::new(TableFileLife {
             number: meta.number,
@@ -76,6 +81,7 @@ impl TableHandle {
             obsolete: AtomicBool::new(false),
             fs,
             cache,
+            open_files,
         });
         Self { meta, table, file }
     }
@@ -117,6 +123,11 @@ impl TableHandle {
 
 impl Drop for TableFileLife {
     fn drop(&mut self) {
+        // No handle names the file: nothing reads it again through this
+        // store's set (a later handle on it reopens it).
+        if let Some(open_files) = &self.open_files {
+            open_files.close(self.number);
+        }
         if self.obsolete.load(Ordering::Acquire) {
             self.cache.evict_table(self.number);
             // Best effort: a file left behind is an orphan that the next

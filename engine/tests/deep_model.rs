@@ -520,6 +520,7 @@ fn rebuild_filters_keeps_the_order_of_l0() {
             filter_kind: FilterKind::Blocked,
             policy: PolicySpec::PerLevel(vec![6.9]),
             deletion_compaction_ratio: None,
+            max_open_files: None,
         },
         ops: vec![
             Op::Put {

@@ -117,6 +117,15 @@ pub struct Options {
     /// device read. `open` fails, naming the path, where the file system
     /// refuses direct I/O.
     pub use_direct_reads: bool,
+    /// Most table files kept open at once (default `None`: every live
+    /// table keeps its file open, as RocksDB's `max_open_files = -1`).
+    /// `Some(n)`, `n >= 1`: a table's file is opened when a read needs it
+    /// and past `n` one is closed (the cache keeps the files read most
+    /// often), as LevelDB's table cache does; indexes and filters stay in memory, so only reads that
+    /// miss the block cache may reopen a file. Each open table file is one
+    /// descriptor, two with `use_direct_reads`; a file let go stays open
+    /// until a read in flight on it ends.
+    pub max_open_files: Option<usize>,
     /// Deletion-triggered compaction (default `None`: off, as in RocksDB,
     /// where it takes a `CompactOnDeletionCollector`). `Some(r)`, `r` in
     /// `(0, 1]`: when no level needs a size-driven compaction, a table
@@ -152,6 +161,7 @@ impl Default for Options {
             on_corrupt_filter: CorruptFilterPolicy::Ignore,
             background_work: true,
             use_direct_reads: false,
+            max_open_files: None,
             deletion_compaction_ratio: None,
         }
     }
@@ -218,6 +228,9 @@ impl Options {
             .is_some_and(|r| !(r > 0.0 && r <= 1.0))
         {
             return bad("deletion_compaction_ratio must be in (0, 1]");
+        }
+        if self.max_open_files == Some(0) {
+            return bad("max_open_files must be at least 1 (None: no bound)");
         }
         if self.filter_kind == FilterKind::Counting {
             return bad("counting filters are not table filters");

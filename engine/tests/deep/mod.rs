@@ -116,6 +116,8 @@ pub struct Shape {
     pub policy: PolicySpec,
     /// `Options::deletion_compaction_ratio`.
     pub deletion_compaction_ratio: Option<f64>,
+    /// `Options::max_open_files`.
+    pub max_open_files: Option<usize>,
 }
 
 impl Shape {
@@ -140,6 +142,7 @@ impl Shape {
             target_file_bytes: self.target_file_bytes,
             background_work: false,
             deletion_compaction_ratio: self.deletion_compaction_ratio,
+            max_open_files: self.max_open_files,
             ..Options::default()
         }
     }
@@ -392,6 +395,9 @@ pub fn generate(seed: u64, len: usize) -> Case {
         // Half the seeds without (at 0.15 almost every L0 table of this
         // load, a third deletes, goes down at once, and L0 stays thin).
         deletion_compaction_ratio: [None, Some(0.5), None, Some(0.15)][(seed % 4) as usize],
+        // Also from the seed: half the seeds keep one or three table files
+        // open, closing and reopening files under every read.
+        max_open_files: [None, Some(3), None, Some(1)][(seed / 4 % 4) as usize],
     };
     let mut g = Generator {
         base: rng.below(KEY_SPACE / 2),

@@ -99,6 +99,9 @@ impl Shape {
             block_cache_bytes: 16 << 10,
             background_work: false,
             deletion_compaction_ratio: self.deletion_compaction.then_some(0.25),
+            // Half the cases (the layout byte's next bit) keep at most two
+            // table files open: files closed and reopened under every read.
+            max_open_files: (usize::from(self.layout) / LAYOUTS.len() % 2 == 1).then_some(2),
             ..Options::default()
         };
         with_filters(options, &self.filters)

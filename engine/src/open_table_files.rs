@@ -1,0 +1,157 @@
+//! A bound on the table files a store keeps open
+//! (`Options::max_open_files`), as LevelDB's table cache bounds them: a
+//! table's file is opened when a read needs it, and past the bound the
+//! cache closes one (`quick_cache`'s CLOCK-Pro policy: it keeps the files
+//! read most often, and a file read once may be closed right after). A table's index and filter stay in
+//! memory either way (an absent get whose filter rules the table out never
+//! opens it); only the descriptor comes and goes.
+//!
+//! Invariants:
+//! - At most `max_open_files` files are held by the set; a file it has let
+//!   go stays open only while a read that took it before is in flight.
+//! - A table's file is deleted only when the last handle naming it drops
+//!   (`version::TableFileLife`), which first takes it out of the set: a
+//!   reader holding any handle can always open it again.
+//! - Every open goes through the store's `FileSystem`, as the first one
+//!   did, so fault injection and read-only stores see reopens too.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bloomlsm_sstable::RandomAccessFile;
+use quick_cache::sync::{Cache, DefaultLifecycle};
+use quick_cache::{DefaultHashBuilder, OptionsBuilder, UnitWeighter};
+
+use crate::fs::FileSystem;
+
+/// The table files open now, by table number.
+pub(crate) struct OpenTableFiles {
+    files: Cache<u64, Arc<dyn RandomAccessFile>>,
+    /// Files opened through the set (`Stats::table_file_opens`).
+    opens: AtomicU64,
+}
+
+impl std::fmt::Debug for OpenTableFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenTableFiles")
+            .field("open", &self.files.len())
+            .field("max", &self.files.capacity())
+            .finish()
+    }
+}
+
+impl OpenTableFiles {
+    /// A set holding at most `max_open` files. REQUIRES: `max_open >= 1`
+    /// (`Options::validate`).
+    pub(crate) fn new(max_open: usize) -> Self {
+        // One shard: the cache splits its capacity across shards, each
+        // rounded up, and the bound must be exact. Only block reads that
+        // miss the block cache take its lock.
+        let options = OptionsBuilder::new()
+            .estimated_items_capacity(max_open)
+            .weight_capacity(max_open as u64)
+            .shards(1)
+            .build();
+        let files = match options {
+            Ok(options) => Cache::with_options(
+                options,
+                UnitWeighter,
+                DefaultHashBuilder::default(),
+                DefaultLifecycle::default(),
+            ),
+            // Not reachable: every field the builder requires is set.
+            Err(_) => Cache::new(max_open),
+        };
+        Self {
+            files,
+            opens: AtomicU64::new(0),
+        }
+    }
+
+    /// Files opened through the set so far.
+    pub(crate) fn opens(&self) -> u64 {
+        self.opens.load(Ordering::Relaxed)
+    }
+
+    /// Files open now (held by the set).
+    pub(crate) fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Lets go of table `number`'s file, if the set holds it.
+    pub(crate) fn close(&self, number: u64) {
+        self.files.remove(&number);
+    }
+
+    /// Table `number`'s file, opened by `open` unless the set holds it
+    /// (one thread opens it while others asking for it wait).
+    fn file(
+        &self,
+        number: u64,
+        open: impl FnOnce() -> io::Result<Arc<dyn RandomAccessFile>>,
+    ) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.files.get_or_insert_with(&number, || {
+            self.opens.fetch_add(1, Ordering::Relaxed);
+            open()
+        })
+    }
+}
+
+/// A table's file that is open only while [`OpenTableFiles`] holds it.
+#[derive(Debug)]
+pub(crate) struct LazyTableFile {
+    number: u64,
+    path: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    direct: bool,
+    open_files: Arc<OpenTableFiles>,
+}
+
+impl LazyTableFile {
+    /// Table `number`'s file at `path`, opened through `fs` (directly when
+    /// `direct`) whenever a read finds it closed.
+    pub(crate) fn new(
+        number: u64,
+        path: PathBuf,
+        fs: Arc<dyn FileSystem>,
+        direct: bool,
+        open_files: Arc<OpenTableFiles>,
+    ) -> Self {
+        Self {
+            number,
+            path,
+            fs,
+            direct,
+            open_files,
+        }
+    }
+
+    fn file(&self) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.open_files.file(self.number, || {
+            // The OS error itself (its kind and number: `EMFILE` is how a
+            // caller tells "raise the limit" from damage); the reader names
+            // the table's path.
+            crate::fs::open_table_file(self.fs.as_ref(), &self.path, self.direct)
+                .map_err(|e| e.source)
+        })
+    }
+}
+
+impl RandomAccessFile for LazyTableFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file()?.read_exact_at(buf, offset)
+    }
+
+    fn read_exact_at_bulk(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file()?.read_exact_at_bulk(buf, offset)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        self.file()?.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;
