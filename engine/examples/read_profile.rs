@@ -5,7 +5,9 @@
 //! memtables and tables, 64 MiB L1, 8 MiB block cache, 10 bits per key)
 //! unless it already holds them, then GETS absent and GETS present gets
 //! are timed, with direct reads when `DIRECT=1` (`ONLY=absent` or
-//! `ONLY=present` times one kind), from `THREADS` threads at once (1).
+//! `ONLY=present` times one kind), from `THREADS` threads at once (1),
+//! with at most `MAX_OPEN_FILES` table files open (`Options::max_open_files`;
+//! unset: every table's file open).
 //!
 //! `cargo run --release -p bloomlsm --example read_profile -- DIR KEYS [GETS]`
 
@@ -42,7 +44,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let threads: u64 = std::env::var("THREADS")
         .map_or(Ok(1), |t| t.parse())?
         .max(1);
+    let max_open_files = match std::env::var("MAX_OPEN_FILES") {
+        Ok(n) => Some(n.parse()?),
+        Err(_) => None,
+    };
     let options = bloomlsm::Options {
+        max_open_files,
         block_cache_bytes: 8 << 20,
         block_size: 4096,
         memtable_bytes: 8 << 20,
@@ -99,6 +106,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "{what} gets, {threads} threads: {ns:.0} ns each ({:.0} gets/s), {found} of {gets} found",
             gets as f64 / seconds
         );
+        if max_open_files.is_some() {
+            let stats = db.stats();
+            eprintln!(
+                "table files open {:?}, opened {} times",
+                stats.open_table_files, stats.table_file_opens
+            );
+        }
     }
     db.close()?;
     Ok(())
