@@ -154,6 +154,17 @@ pub(crate) struct DbInner {
     /// Test-only observer of every install (see `install.rs`).
     #[cfg(test)]
     pub(crate) install_hook: crate::test_hooks::InstallHook,
+    /// Test-only pause points in every install, under the install lock:
+    /// before the manifest write, and after it (durable) before the view
+    /// swap (see `install.rs`).
+    #[cfg(test)]
+    pub(crate) before_manifest_pause: crate::test_hooks::ReadPause,
+    #[cfg(test)]
+    pub(crate) after_manifest_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point in `stopping_writes_on_error`: a panic caught,
+    /// the locks it held released, writes not yet stopped.
+    #[cfg(test)]
+    pub(crate) unwound_pause: crate::test_hooks::ReadPause,
 }
 
 impl DbInner {
@@ -215,6 +226,12 @@ impl DbInner {
             pick_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             install_hook: crate::test_hooks::InstallHook::default(),
+            #[cfg(test)]
+            before_manifest_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            after_manifest_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            unwound_pause: crate::test_hooks::ReadPause::default(),
         }
     }
 
@@ -295,6 +312,8 @@ impl DbInner {
         let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
             Ok(result) => result,
             Err(payload) => {
+                #[cfg(test)]
+                self.unwound_pause.pause();
                 self.stop_writes(what, &Error::panicked(payload.as_ref()));
                 std::panic::resume_unwind(payload)
             }

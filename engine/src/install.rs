@@ -59,6 +59,8 @@ impl DbInner {
             .map(|m| m.wal_number)
             .min()
             .unwrap_or(sv.mem.wal_number);
+        #[cfg(test)]
+        self.before_manifest_pause.pause();
         let state = ManifestState {
             next_file_number: self.tables.next_file_number(),
             last_seq: self.last_visible.load(Ordering::Acquire),
@@ -71,6 +73,8 @@ impl DbInner {
             self.stop_writes("manifest write", &e);
             return Err(e);
         }
+        #[cfg(test)]
+        self.after_manifest_pause.pause();
         self.replace_view(|current| SuperVersion {
             mem: Arc::clone(&current.mem),
             imm: current

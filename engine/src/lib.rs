@@ -67,6 +67,8 @@ mod merging_cursor;
 #[cfg(test)]
 mod mixed_kind_tests;
 mod options;
+#[cfg(test)]
+mod panic_points_tests;
 mod read;
 mod read_only_fs;
 #[cfg(test)]
