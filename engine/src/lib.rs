@@ -69,6 +69,8 @@ mod mixed_kind_tests;
 mod options;
 #[cfg(test)]
 mod panic_points_tests;
+#[cfg(test)]
+mod panic_window_tests;
 mod read;
 mod read_only_fs;
 #[cfg(test)]
