@@ -303,7 +303,9 @@ impl DbInner {
     /// that catches it finds writes stopped. (Locks `f` held are released
     /// as it unwinds, a moment before the stop: another thread may start
     /// work in between, which is harmless, since every change made visible
-    /// is a whole install and what the panic cut short was never one.)
+    /// is a whole install and what the panic cut short was never one: an
+    /// install that panics, perhaps with its manifest already durable,
+    /// stops writes itself before its locks are released, `install.rs`.)
     pub(crate) fn stopping_writes_on_error<T>(
         &self,
         what: &'static str,
