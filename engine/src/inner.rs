@@ -165,6 +165,10 @@ pub(crate) struct DbInner {
     /// the locks it held released, writes not yet stopped.
     #[cfg(test)]
     pub(crate) unwound_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point after each entry a write inserts in the
+    /// memtable, under the write lock (see `write.rs`).
+    #[cfg(test)]
+    pub(crate) insert_pause: crate::test_hooks::ReadPause,
 }
 
 impl DbInner {
@@ -232,6 +236,8 @@ impl DbInner {
             after_manifest_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             unwound_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            insert_pause: crate::test_hooks::ReadPause::default(),
         }
     }
 

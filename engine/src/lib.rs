@@ -99,6 +99,8 @@ mod version;
 mod wal;
 mod wal_cut;
 mod write;
+#[cfg(test)]
+mod write_panic_tests;
 mod write_stop;
 
 pub use batch::{BatchError, MAX_BATCH_BYTES, WriteBatch};

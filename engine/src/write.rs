@@ -83,6 +83,8 @@ impl DbInner {
         let mem = Arc::clone(&self.current.load().mem);
         for (i, (kind, key, value)) in batch.ops().enumerate() {
             mem.insert(key, first + i as u64, kind, value);
+            #[cfg(test)]
+            self.insert_pause.pause();
         }
         w.next_seq = first + count;
         self.last_visible
