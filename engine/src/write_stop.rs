@@ -80,7 +80,8 @@ impl WriteStop {
     }
 
     /// The operation that failed: "WAL append", "creating a new WAL",
-    /// "manifest write", "install" (a panic while installing a flush's,
+    /// "manifest write", "write" (a panic while a write held the write
+    /// lock), "install" (a panic while installing a flush's,
     /// compaction's or filter rebuild's tables), "flush", "compaction",
     /// "filter rebuild", "background work" or "inline flush or
     /// compaction" (or, for a forked copy, "write in a forked process").
