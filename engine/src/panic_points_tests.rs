@@ -312,6 +312,33 @@ fn after_the_panic(
         inner.snapshots.lock().is_empty(),
         "a snapshot stays registered"
     );
+    let live: HashSet<u64> = inner
+        .current
+        .load()
+        .version
+        .all_metas()
+        .iter()
+        .map(|t| t.number)
+        .collect();
+    let mut stray = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if let FileType::Table(n) = names::parse(&name)
+            && !live.contains(&n)
+        {
+            stray.push(name);
+        }
+    }
+    // What the panicked job leaves on disk in this process, for the
+    // reopen to remove: a merge's outputs, or (after the swap) its inputs,
+    // never deleted; a flush's table never installed. (A rebuild in place
+    // leaves no file of its own; a copy would.)
+    match job {
+        Job::Merge => assert!(!stray.is_empty(), "a merge left nothing"),
+        Job::Flush if stage != Stage::AfterSwap => assert!(!stray.is_empty()),
+        Job::Flush => assert!(stray.is_empty(), "{stray:?}"),
+        Job::Rebuild => {}
+    }
     drop(inner);
     reopen_holds(dir, &model, job);
 }
