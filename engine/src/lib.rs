@@ -68,6 +68,8 @@ mod merging_cursor;
 mod mixed_kind_tests;
 mod options;
 #[cfg(test)]
+mod panic_drop_tests;
+#[cfg(test)]
 mod panic_points_tests;
 #[cfg(test)]
 mod panic_window_tests;
