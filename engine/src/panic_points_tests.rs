@@ -272,8 +272,20 @@ fn after_the_panic(
     let before = {
         let db = Arc::clone(&db);
         let model = Arc::clone(&model);
-        within("reads after the panic", move || {
+        within("reads and refused work after the panic", move || {
             reads_match("db", |k| db.get(k), db.scan::<&[u8], _>(..), &model);
+            // Every call that would change the store is refused at once.
+            let refused = |what: &str, r: crate::Result<()>| {
+                assert!(matches!(r, Err(Error::WritesStopped(_))), "{what}: {r:?}");
+            };
+            refused("wait", db.wait_for_background_work());
+            refused("flush", db.flush());
+            refused("compact", db.compact());
+            refused(
+                "rebuild",
+                db.rebuild_filters(FilterPolicy::Uniform { bits_per_key: 4.0 }),
+            );
+            refused("delete", db.delete(&key(0)));
             let s = &before.snapshot;
             reads_match(
                 "snapshot",
