@@ -169,6 +169,10 @@ pub(crate) struct DbInner {
     /// memtable, under the write lock (see `write.rs`).
     #[cfg(test)]
     pub(crate) insert_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point in a memtable rotation, the new WAL taking
+    /// writes and the view not yet swapped (see `write.rs`).
+    #[cfg(test)]
+    pub(crate) rotate_pause: crate::test_hooks::ReadPause,
 }
 
 impl DbInner {
@@ -238,6 +242,8 @@ impl DbInner {
             unwound_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             insert_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            rotate_pause: crate::test_hooks::ReadPause::default(),
         }
     }
 

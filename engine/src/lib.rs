@@ -88,6 +88,8 @@ mod rebuild;
 mod recovery;
 mod replay;
 #[cfg(test)]
+mod rotate_panic_tests;
+#[cfg(test)]
 mod scratch_dirs;
 mod skiplist;
 mod stats;

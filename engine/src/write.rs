@@ -191,6 +191,8 @@ impl DbInner {
             }
         };
         let frozen = w.wal.replace(new_wal);
+        #[cfg(test)]
+        self.rotate_pause.pause();
         self.replace_view(|current| {
             if let Some(frozen) = frozen {
                 w.frozen_wals.push((current.mem.wal_number, frozen));
