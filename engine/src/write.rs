@@ -190,13 +190,18 @@ impl DbInner {
                 return Err(e);
             }
         };
-        let frozen = w.wal.replace(new_wal);
+        // The frozen WAL joins those the close fsyncs before the view
+        // swap, so a panic (a bug) between them cannot drop its writer
+        // with acknowledged writes never fsynced (`rotate_panic_tests.rs`).
+        // The active memtable changes only here, under the write lock: the
+        // view's is the frozen WAL's.
+        if let Some(frozen) = w.wal.replace(new_wal) {
+            let frozen_number = self.current.load().mem.wal_number;
+            w.frozen_wals.push((frozen_number, frozen));
+        }
         #[cfg(test)]
         self.rotate_pause.pause();
         self.replace_view(|current| {
-            if let Some(frozen) = frozen {
-                w.frozen_wals.push((current.mem.wal_number, frozen));
-            }
             // WALs older than every memtable still in the view are flushed.
             let oldest_live = current.oldest_live_wal();
             w.frozen_wals.retain(|(n, _)| *n >= oldest_live);
