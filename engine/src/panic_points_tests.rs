@@ -62,12 +62,19 @@ fn options(background_work: bool, job: Job) -> Options {
         Job::Rebuild => FilterPolicy::Optimized { bits_per_key: 10.0 },
         _ => FilterPolicy::Uniform { bits_per_key: 10.0 },
     };
+    // While L0 is at its slowdown trigger compactions go first and no
+    // rebalancing rebuild runs (`compaction_cycle`): under writes as fast
+    // as these, L0 stayed there, and a rebuild case could see none.
+    let (l0_slowdown_trigger, l0_stop_trigger) = match job {
+        Job::Rebuild => (8, 12),
+        _ => (3, 4),
+    };
     Options {
         sync: SyncMode::Never,
         memtable_bytes: 4 << 10,
         l0_compaction_trigger: 2,
-        l0_slowdown_trigger: 3,
-        l0_stop_trigger: 4,
+        l0_slowdown_trigger,
+        l0_stop_trigger,
         l1_bytes: 16 << 10,
         level_size_ratio: 3,
         dynamic_level_bytes: false,
@@ -88,6 +95,11 @@ fn key(k: u64) -> Vec<u8> {
 struct Ops {
     rng: u64,
     n: u64,
+    /// Every other op a put of a new key past `KEYS`: the tree grows, so
+    /// the levels' filter budgets move and rebalancing rebuilds come due
+    /// (over a tree of fixed size they may not, for as long as the writes
+    /// go on).
+    grow: bool,
 }
 
 impl Ops {
@@ -95,6 +107,7 @@ impl Ops {
         Self {
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             n: 0,
+            grow: false,
         }
     }
 
@@ -103,6 +116,12 @@ impl Ops {
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
         self.n += 1;
+        if self.grow && self.n.is_multiple_of(2) {
+            return (
+                key(KEYS + self.n),
+                Some(format!("{:048}", self.n).into_bytes()),
+            );
+        }
         let k = key(self.rng % KEYS);
         if (self.rng >> 32).is_multiple_of(5) {
             (k, None)
@@ -126,14 +145,22 @@ fn record(model: &mut Model, op: (Vec<u8>, Option<Vec<u8>>)) {
     };
 }
 
-/// Runs `f` on another thread; a hang past `HANG` fails the test.
+/// Runs `f` on another thread; a hang past `HANG` fails the test (a
+/// panic in `f` fails it as that panic).
 fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
+    let thread = std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    rx.recv_timeout(HANG)
-        .unwrap_or_else(|_| panic!("HANG: {what} did not return within {HANG:?}"))
+    match rx.recv_timeout(HANG) {
+        Ok(t) => t,
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(thread.join().expect_err("no result, no panic"))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("HANG: {what} did not return within {HANG:?}")
+        }
+    }
 }
 
 /// Makes `job` panic at `stage` on whichever thread runs it.
@@ -415,6 +442,7 @@ fn background_case(job: Job, stage: Stage) {
     let mut model = Model::new();
     let before = before_the_panic(&db, &mut ops, &mut model);
     inject(&db, job, stage);
+    ops.grow = job == Job::Rebuild;
     let (model, stop) = {
         let db = Arc::clone(&db);
         within("writes until the stop", move || {
