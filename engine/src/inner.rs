@@ -154,6 +154,25 @@ pub(crate) struct DbInner {
     /// Test-only observer of every install (see `install.rs`).
     #[cfg(test)]
     pub(crate) install_hook: crate::test_hooks::InstallHook,
+    /// Test-only pause points in every install, under the install lock:
+    /// before the manifest write, and after it (durable) before the view
+    /// swap (see `install.rs`).
+    #[cfg(test)]
+    pub(crate) before_manifest_pause: crate::test_hooks::ReadPause,
+    #[cfg(test)]
+    pub(crate) after_manifest_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point in `stopping_writes_on_error`: a panic caught,
+    /// the locks it held released, writes not yet stopped.
+    #[cfg(test)]
+    pub(crate) unwound_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point after each entry a write inserts in the
+    /// memtable, under the write lock (see `write.rs`).
+    #[cfg(test)]
+    pub(crate) insert_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point in a memtable rotation, the new WAL taking
+    /// writes and the view not yet swapped (see `write.rs`).
+    #[cfg(test)]
+    pub(crate) rotate_pause: crate::test_hooks::ReadPause,
 }
 
 impl DbInner {
@@ -215,6 +234,16 @@ impl DbInner {
             pick_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             install_hook: crate::test_hooks::InstallHook::default(),
+            #[cfg(test)]
+            before_manifest_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            after_manifest_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            unwound_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            insert_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            rotate_pause: crate::test_hooks::ReadPause::default(),
         }
     }
 
@@ -286,7 +315,9 @@ impl DbInner {
     /// that catches it finds writes stopped. (Locks `f` held are released
     /// as it unwinds, a moment before the stop: another thread may start
     /// work in between, which is harmless, since every change made visible
-    /// is a whole install and what the panic cut short was never one.)
+    /// is a whole install and what the panic cut short was never one: an
+    /// install that panics, perhaps with its manifest already durable,
+    /// stops writes itself before its locks are released, `install.rs`.)
     pub(crate) fn stopping_writes_on_error<T>(
         &self,
         what: &'static str,
@@ -295,6 +326,8 @@ impl DbInner {
         let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
             Ok(result) => result,
             Err(payload) => {
+                #[cfg(test)]
+                self.unwound_pause.pause();
                 self.stop_writes(what, &Error::panicked(payload.as_ref()));
                 std::panic::resume_unwind(payload)
             }

@@ -40,6 +40,24 @@ impl DbInner {
         moved_from: &[Arc<TableHandle>],
     ) -> Result<()> {
         let _install = self.install_lock.lock();
+        // A panic in here (a bug) may come after the manifest write: the
+        // manifest on disk then says what the view does not. So writes stop
+        // before any lock is released (this one, and the flush or
+        // compaction lock the caller holds): a job started from the view
+        // in between could rebuild in place a table the manifest names at
+        // its new size, cutting the file back under it
+        // (`panic_window_tests.rs`).
+        let installed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.install_locked(edit, moved_from)
+        }));
+        installed.unwrap_or_else(|payload| {
+            self.stop_writes("install", &Error::panicked(payload.as_ref()));
+            std::panic::resume_unwind(payload)
+        })
+    }
+
+    /// [`Self::install_moving`]. REQUIRES: the install lock is held.
+    fn install_locked(&self, edit: VersionEdit<'_>, moved_from: &[Arc<TableHandle>]) -> Result<()> {
         let sv = self.current.load_full();
         let leaving: Vec<Arc<TableHandle>> =
             edit.removed.iter().chain(moved_from).cloned().collect();
@@ -59,6 +77,8 @@ impl DbInner {
             .map(|m| m.wal_number)
             .min()
             .unwrap_or(sv.mem.wal_number);
+        #[cfg(test)]
+        self.before_manifest_pause.pause();
         let state = ManifestState {
             next_file_number: self.tables.next_file_number(),
             last_seq: self.last_visible.load(Ordering::Acquire),
@@ -71,6 +91,8 @@ impl DbInner {
             self.stop_writes("manifest write", &e);
             return Err(e);
         }
+        #[cfg(test)]
+        self.after_manifest_pause.pause();
         self.replace_view(|current| SuperVersion {
             mem: Arc::clone(&current.mem),
             imm: current

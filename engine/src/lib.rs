@@ -68,6 +68,12 @@ mod merging_cursor;
 mod mixed_kind_tests;
 mod open_table_files;
 mod options;
+#[cfg(test)]
+mod panic_drop_tests;
+#[cfg(test)]
+mod panic_points_tests;
+#[cfg(test)]
+mod panic_window_tests;
 mod read;
 mod read_only_fs;
 #[cfg(test)]
@@ -83,6 +89,8 @@ mod rebuild;
 mod recovery;
 mod replay;
 #[cfg(test)]
+mod rotate_panic_tests;
+#[cfg(test)]
 mod scratch_dirs;
 mod skiplist;
 mod stats;
@@ -96,6 +104,8 @@ mod version;
 mod wal;
 mod wal_cut;
 mod write;
+#[cfg(test)]
+mod write_panic_tests;
 mod write_stop;
 
 pub use batch::{BatchError, MAX_BATCH_BYTES, WriteBatch};

@@ -72,25 +72,39 @@ impl DbInner {
         {
             return Err(Error::SequenceExhausted);
         }
-        let payload = batch.encode(first);
-        let Some(wal) = w.wal.as_mut() else {
-            return Err(Error::ReadOnly);
-        };
-        if let Err(e) = wal.append(payload, self.options.sync == SyncMode::Always) {
-            self.stop_writes("WAL append", &e);
-            return Err(e);
-        }
-        let mem = Arc::clone(&self.current.load().mem);
-        for (i, (kind, key, value)) in batch.ops().enumerate() {
-            mem.insert(key, first + i as u64, kind, value);
-        }
-        w.next_seq = first + count;
-        self.last_visible
-            .store(first + count - 1, Ordering::Release);
-        if mem.approximate_bytes() >= self.options.memtable_bytes {
-            // On failure writes are stopped; this write stands.
-            let _ = self.rotate_memtable(&mut w);
-        }
+        // A panic (a bug) from here on may leave the batch logged, or half
+        // in the memtable, with its sequence numbers not taken: writes stop
+        // before the write lock is released, so no later write is given the
+        // same numbers, which made the half batch visible and the WAL
+        // unreadable at the next open (`write_panic_tests.rs`).
+        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let payload = batch.encode(first);
+            let Some(wal) = w.wal.as_mut() else {
+                return Err(Error::ReadOnly);
+            };
+            if let Err(e) = wal.append(payload, self.options.sync == SyncMode::Always) {
+                self.stop_writes("WAL append", &e);
+                return Err(e);
+            }
+            let mem = Arc::clone(&self.current.load().mem);
+            for (i, (kind, key, value)) in batch.ops().enumerate() {
+                mem.insert(key, first + i as u64, kind, value);
+                #[cfg(test)]
+                self.insert_pause.pause();
+            }
+            w.next_seq = first + count;
+            self.last_visible
+                .store(first + count - 1, Ordering::Release);
+            if mem.approximate_bytes() >= self.options.memtable_bytes {
+                // On failure writes are stopped; this write stands.
+                let _ = self.rotate_memtable(&mut w);
+            }
+            Ok(())
+        }));
+        applied.unwrap_or_else(|payload| {
+            self.stop_writes("write", &Error::panicked(payload.as_ref()));
+            std::panic::resume_unwind(payload)
+        })?;
         drop(w);
         if !self.options.background_work {
             let _ = self.stopping_writes_on_error("inline flush or compaction", || {
@@ -176,11 +190,18 @@ impl DbInner {
                 return Err(e);
             }
         };
-        let frozen = w.wal.replace(new_wal);
+        // The frozen WAL joins those the close fsyncs before the view
+        // swap, so a panic (a bug) between them cannot drop its writer
+        // with acknowledged writes never fsynced (`rotate_panic_tests.rs`).
+        // The active memtable changes only here, under the write lock: the
+        // view's is the frozen WAL's.
+        if let Some(frozen) = w.wal.replace(new_wal) {
+            let frozen_number = self.current.load().mem.wal_number;
+            w.frozen_wals.push((frozen_number, frozen));
+        }
+        #[cfg(test)]
+        self.rotate_pause.pause();
         self.replace_view(|current| {
-            if let Some(frozen) = frozen {
-                w.frozen_wals.push((current.mem.wal_number, frozen));
-            }
             // WALs older than every memtable still in the view are flushed.
             let oldest_live = current.oldest_live_wal();
             w.frozen_wals.retain(|(n, _)| *n >= oldest_live);

@@ -80,9 +80,11 @@ impl WriteStop {
     }
 
     /// The operation that failed: "WAL append", "creating a new WAL",
-    /// "manifest write", "flush", "compaction", "filter rebuild",
-    /// "background work" or "inline flush or compaction" (or, for a
-    /// forked copy, "write in a forked process").
+    /// "manifest write", "write" (a panic while a write held the write
+    /// lock), "install" (a panic while installing a flush's,
+    /// compaction's or filter rebuild's tables), "flush", "compaction",
+    /// "filter rebuild", "background work" or "inline flush or
+    /// compaction" (or, for a forked copy, "write in a forked process").
     pub fn operation(&self) -> &'static str {
         self.operation
     }
