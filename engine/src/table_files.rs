@@ -209,6 +209,25 @@ impl TableFiles {
                 Arc::clone(open_files),
             )),
         };
+        let table = self.open_table_in(meta, path, file);
+        if table.is_err()
+            && let Some(open_files) = &self.open_files
+        {
+            // No handle on the table was made, so none closes its file when
+            // it drops: a failed flush's or copy's file, removed next, would
+            // stay open in the set (a table rebuilt in place reopens).
+            open_files.close(meta.number);
+        }
+        table
+    }
+
+    /// [`TableFiles::open_table`] reading through `file`.
+    fn open_table_in(
+        &self,
+        meta: &TableMeta,
+        path: &Path,
+        file: Arc<dyn bloomlsm_sstable::RandomAccessFile>,
+    ) -> Result<Table> {
         let size = file.len().map_err(|e| Error::io(path, e))?;
         // Bytes past the recorded size are an in-place filter rebuild whose
         // install never became durable: not the table's.
