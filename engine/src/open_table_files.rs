@@ -93,8 +93,10 @@ impl OpenTableFiles {
         open: impl FnOnce() -> io::Result<Arc<dyn RandomAccessFile>>,
     ) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.files.get_or_insert_with(&number, || {
+            // Counted once opened: a failed open opened nothing.
+            let file = open()?;
             self.opens.fetch_add(1, Ordering::Relaxed);
-            open()
+            Ok(file)
         })
     }
 }
