@@ -163,3 +163,16 @@ fn a_failed_open_is_not_counted_as_an_open() {
     assert_eq!(open_files.opens(), 1, "failed opens counted");
     assert_eq!(open_files.len(), 0);
 }
+
+#[test]
+fn the_largest_bound_allocates_nothing_up_front() {
+    // `Some(usize::MAX)` is a valid option ("no bound" in effect): the
+    // set must not size anything by it (quick_cache 0.7 allocates its
+    // table lazily; an eager `with_capacity` would abort the open).
+    let open_files = Arc::new(OpenTableFiles::new(usize::MAX));
+    let (_dir, lazy) = files(3, &open_files);
+    for (n, file) in lazy.iter().enumerate() {
+        check_read(file, n as u64, 10, 100);
+    }
+    assert_eq!(open_files.len(), 3);
+}
