@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bloomlsm_sstable::RandomAccessFile;
+use parking_lot::Mutex;
 use quick_cache::sync::{Cache, DefaultLifecycle};
 use quick_cache::{DefaultHashBuilder, OptionsBuilder, UnitWeighter};
 
@@ -93,8 +94,10 @@ impl OpenTableFiles {
         open: impl FnOnce() -> io::Result<Arc<dyn RandomAccessFile>>,
     ) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.files.get_or_insert_with(&number, || {
+            // Counted once opened: a failed open opened nothing.
+            let file = open()?;
             self.opens.fetch_add(1, Ordering::Relaxed);
-            open()
+            Ok(file)
         })
     }
 }
@@ -107,6 +110,9 @@ pub(crate) struct LazyTableFile {
     fs: Arc<dyn FileSystem>,
     direct: bool,
     open_files: Arc<OpenTableFiles>,
+    /// While the table is opened ([`LazyTableFile::pin`]): the file every
+    /// read goes to, whatever the set lets go of meanwhile.
+    pinned: Mutex<Option<Arc<dyn RandomAccessFile>>>,
 }
 
 impl LazyTableFile {
@@ -125,10 +131,29 @@ impl LazyTableFile {
             fs,
             direct,
             open_files,
+            pinned: Mutex::new(None),
         }
     }
 
+    /// Reads go to the file as it is open now (opened if the set does not
+    /// hold it) until [`LazyTableFile::unpin`], as they go to one
+    /// descriptor without the bound: a table's open reads its footer,
+    /// index and filter through it and cannot half fail.
+    pub(crate) fn pin(&self) -> io::Result<()> {
+        let file = self.file()?;
+        *self.pinned.lock() = Some(file);
+        Ok(())
+    }
+
+    /// Reads go through the set again.
+    pub(crate) fn unpin(&self) {
+        *self.pinned.lock() = None;
+    }
+
     fn file(&self) -> io::Result<Arc<dyn RandomAccessFile>> {
+        if let Some(file) = &*self.pinned.lock() {
+            return Ok(Arc::clone(file));
+        }
         self.open_files.file(self.number, || {
             // The OS error itself (its kind and number: `EMFILE` is how a
             // caller tells "raise the limit" from damage); the reader names

@@ -199,16 +199,42 @@ impl TableFiles {
     /// The reader of the table `meta` records, in its file at `path`.
     fn open_table(&self, meta: &TableMeta, path: &Path) -> Result<Table> {
         let direct = self.options.use_direct_reads;
-        let file: Arc<dyn bloomlsm_sstable::RandomAccessFile> = match &self.open_files {
-            None => crate::fs::open_table_file(self.fs.as_ref(), path, direct)?,
-            Some(open_files) => Arc::new(LazyTableFile::new(
-                meta.number,
-                path.to_path_buf(),
-                Arc::clone(&self.fs),
-                direct,
-                Arc::clone(open_files),
-            )),
+        let Some(open_files) = &self.open_files else {
+            let file = crate::fs::open_table_file(self.fs.as_ref(), path, direct)?;
+            return self.open_table_in(meta, path, file);
         };
+        let lazy = Arc::new(LazyTableFile::new(
+            meta.number,
+            path.to_path_buf(),
+            Arc::clone(&self.fs),
+            direct,
+            Arc::clone(open_files),
+        ));
+        // Every read of the open goes to one descriptor, as without the
+        // bound: the open succeeds whole or fails (a reopen failing between
+        // the index and the filter read would leave the table without its
+        // filter, taken for damage).
+        let table = lazy
+            .pin()
+            .map_err(|e| Error::io(path, e))
+            .and_then(|()| self.open_table_in(meta, path, Arc::clone(&lazy) as _));
+        lazy.unpin();
+        if table.is_err() {
+            // No handle on the table was made, so none closes its file when
+            // it drops: a failed flush's or copy's file, removed next, would
+            // stay open in the set (a table rebuilt in place reopens).
+            open_files.close(meta.number);
+        }
+        table
+    }
+
+    /// [`TableFiles::open_table`] reading through `file`.
+    fn open_table_in(
+        &self,
+        meta: &TableMeta,
+        path: &Path,
+        file: Arc<dyn bloomlsm_sstable::RandomAccessFile>,
+    ) -> Result<Table> {
         let size = file.len().map_err(|e| Error::io(path, e))?;
         // Bytes past the recorded size are an in-place filter rebuild whose
         // install never became durable: not the table's.

@@ -66,9 +66,12 @@ impl AlignedBuf {
         &mut self.storage[start..start + len]
     }
 
-    /// Frees the storage if it is larger than a thread keeps between reads.
-    fn trim(&mut self) {
-        if self.storage.len() > KEPT_BOUNCE_BYTES + MAX_ALIGN {
+    /// Frees the storage if it is larger than a thread keeps between reads
+    /// of a file aligned to `align`: a read of [`KEPT_BOUNCE_BYTES`] at
+    /// any offset spans at most that plus one unit, and its window starts
+    /// up to one more unit in.
+    fn trim(&mut self, align: usize) {
+        if self.storage.len() > KEPT_BOUNCE_BYTES + 2 * align {
             self.storage = Vec::new();
         }
     }
@@ -284,7 +287,7 @@ impl RandomAccessFile for DirectFile {
         let read = BOUNCE.try_with(|cell| match cell.try_borrow_mut() {
             Ok(mut bounce) => {
                 let read = self.read_through(&mut bounce, buf, offset);
-                bounce.trim();
+                bounce.trim(self.align);
                 read
             }
             // Not reachable (a read never starts another on its thread),

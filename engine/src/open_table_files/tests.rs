@@ -143,3 +143,36 @@ fn readers_on_many_threads_read_right_through_a_small_bound() {
     });
     assert!(descriptors_in(dir.path()) <= 2);
 }
+
+#[test]
+fn a_failed_open_is_not_counted_as_an_open() {
+    // `Stats::table_file_opens` counts files opened: an open that failed
+    // (the file gone, EMFILE) opened nothing, and a store under a
+    // descriptor limit must not report ever more opens for reads that
+    // each failed.
+    let open_files = Arc::new(OpenTableFiles::new(1));
+    let (dir, lazy) = files(1, &open_files);
+    check_read(&lazy[0], 0, 0, 10);
+    assert_eq!(open_files.opens(), 1);
+    std::fs::remove_file(dir.path().join("000000.sst")).unwrap();
+    open_files.close(0);
+    let mut buf = [0; 10];
+    for _ in 0..3 {
+        lazy[0].read_exact_at(&mut buf, 0).unwrap_err();
+    }
+    assert_eq!(open_files.opens(), 1, "failed opens counted");
+    assert_eq!(open_files.len(), 0);
+}
+
+#[test]
+fn the_largest_bound_allocates_nothing_up_front() {
+    // `Some(usize::MAX)` is a valid option ("no bound" in effect): the
+    // set must not size anything by it (quick_cache 0.7 allocates its
+    // table lazily; an eager `with_capacity` would abort the open).
+    let open_files = Arc::new(OpenTableFiles::new(usize::MAX));
+    let (_dir, lazy) = files(3, &open_files);
+    for (n, file) in lazy.iter().enumerate() {
+        check_read(file, n as u64, 10, 100);
+    }
+    assert_eq!(open_files.len(), 3);
+}

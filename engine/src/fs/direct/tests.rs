@@ -274,3 +274,27 @@ fn a_thread_keeps_a_block_sized_bounce_buffer_not_a_chunk() {
     .join()
     .unwrap();
 }
+
+#[test]
+fn a_block_read_across_an_aligned_boundary_keeps_its_bounce_buffer_at_any_alignment() {
+    // `KEPT_BOUNCE_BYTES` is "enough for a data block at any alignment":
+    // a 4 KiB block that crosses a 64 KiB boundary on a device aligned to
+    // 64 KiB needs a window of two units (plus the unit skipped to align
+    // it). Freeing that buffer after each such read would allocate and
+    // zero 192 KiB for every block read that crosses a boundary.
+    let (_dir, path) = file_of(4 * MAX_ALIGN);
+    let f = DirectFile::open_aligned_to(&path, MAX_ALIGN).unwrap();
+    std::thread::spawn(move || {
+        for round in 0..3 {
+            let offset = (round + 1) * MAX_ALIGN - 100;
+            let got = read(&f, offset, 4096).unwrap();
+            assert!(got == (offset..offset + 4096).map(byte).collect::<Vec<_>>());
+            assert!(
+                kept_bounce_bytes() > 0,
+                "round {round}: the buffer was freed after a block read"
+            );
+        }
+    })
+    .join()
+    .unwrap();
+}
