@@ -17,8 +17,10 @@ use bloomlsm_sstable::Table;
 use common::{absent, key, pairs};
 
 /// Tables of about 24 KiB (100-byte values) over several levels, inline
-/// work so a rebuild is the only thing that changes the tables.
-fn options(direct: bool) -> Options {
+/// work so a rebuild is the only thing that changes the tables; at most
+/// `max_open_files` table files open (`Some(1)`: nearly every block read
+/// reopens its file, one appended to while the set held or closed it).
+fn options(direct: bool, max_open_files: Option<usize>) -> Options {
     Options {
         filter_policy: FilterPolicy::Uniform { bits_per_key: 10.0 },
         memtable_bytes: 24 << 10,
@@ -28,6 +30,7 @@ fn options(direct: bool) -> Options {
         block_cache_bytes: 0,
         background_work: false,
         use_direct_reads: direct,
+        max_open_files,
         ..Options::default()
     }
 }
@@ -90,14 +93,14 @@ fn table_files(dir: &Path) -> BTreeMap<String, u64> {
         .collect()
 }
 
-fn rebuild_keeps_tables_and_answers(direct: bool) {
+fn rebuild_keeps_tables_and_answers(direct: bool, max_open_files: Option<usize>) {
     const KEYS: u64 = 3_000;
     let dir = tempfile::tempdir().unwrap();
     if direct && !common::direct_reads_work(dir.path()) {
         println!("skipped: no O_DIRECT here");
         return;
     }
-    let db = Db::open(dir.path(), options(direct)).unwrap();
+    let db = Db::open(dir.path(), options(direct, max_open_files)).unwrap();
     let before_load = load(&db, KEYS, 3);
     let stats = db.stats();
     let deep = stats.levels.iter().filter(|l| l.tables > 0).count();
@@ -171,7 +174,7 @@ fn rebuild_keeps_tables_and_answers(direct: bool) {
     drop(snapshot);
     drop(db);
 
-    let db = Db::open(dir.path(), options(direct)).unwrap();
+    let db = Db::open(dir.path(), options(direct, max_open_files)).unwrap();
     check(&db, &expected, KEYS);
     let live = db.stats().total.tables;
     assert_eq!(table_files(dir.path()).len() as u64, live, "no orphan");
@@ -179,12 +182,16 @@ fn rebuild_keeps_tables_and_answers(direct: bool) {
 
 #[test]
 fn a_rebuild_appends_filters_and_every_reader_stays_right() {
-    rebuild_keeps_tables_and_answers(false);
+    for max_open_files in [None, Some(1)] {
+        rebuild_keeps_tables_and_answers(false, max_open_files);
+    }
 }
 
 #[test]
 fn a_rebuild_appends_filters_and_every_reader_stays_right_with_direct_reads() {
-    rebuild_keeps_tables_and_answers(true);
+    for max_open_files in [None, Some(1)] {
+        rebuild_keeps_tables_and_answers(true, max_open_files);
+    }
 }
 
 /// Bytes of a closed store's table file that its footer no longer names.
@@ -198,7 +205,7 @@ fn dead_and_live(path: &Path) -> (u64, u64) {
 fn rebuilds_over_and_over_keep_unused_bytes_bounded() {
     const KEYS: u64 = 3_000;
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), options(false)).unwrap();
+    let db = Db::open(dir.path(), options(false, None)).unwrap();
     let expected = load(&db, KEYS, 2);
     let start = table_files(dir.path());
     let table_bytes: u64 = start.values().sum();
@@ -244,7 +251,7 @@ fn rebuilds_over_and_over_keep_unused_bytes_bounded() {
         "{rebuilt} bytes written by 24 rebuilds of {table_bytes}"
     );
     drop(db);
-    let db = Db::open(dir.path(), options(false)).unwrap();
+    let db = Db::open(dir.path(), options(false, None)).unwrap();
     check(&db, &expected, KEYS);
 }
 
@@ -256,11 +263,19 @@ fn rebuilds_over_and_over_keep_unused_bytes_bounded() {
 /// the files, not left to take cache room from live tables.
 #[test]
 fn an_old_reader_outliving_tables_rebuilt_in_place_keeps_their_files_and_leaves_no_cached_block() {
+    // With one file open the old reader reopens files the set closed,
+    // tables rebuilt in place and then dropped from the tree among them.
+    for max_open_files in [None, Some(1)] {
+        old_reader_outlives_tables_rebuilt_in_place(max_open_files);
+    }
+}
+
+fn old_reader_outlives_tables_rebuilt_in_place(max_open_files: Option<usize>) {
     const KEYS: u64 = 2_000;
     let dir = tempfile::tempdir().unwrap();
     let options = Options {
         block_cache_bytes: 16 << 20,
-        ..options(false)
+        ..options(false, max_open_files)
     };
     let db = Db::open(dir.path(), options).unwrap();
     let first_load = load(&db, KEYS, 2);

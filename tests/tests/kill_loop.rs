@@ -24,12 +24,16 @@ use rand::Rng;
 
 const CHILD_ENV: &str = "BLOOMLSM_KILL_CHILD_DIR";
 const SYNC_ENV: &str = "BLOOMLSM_KILL_SYNC";
+/// `Options::max_open_files` of the child and the recovery after it
+/// ("none": no bound).
+const OPEN_FILES_ENV: &str = "BLOOMLSM_KILL_OPEN_FILES";
 const MARKER: &[u8] = b"~last-batch";
 const KEYS: u64 = 1024;
 
-fn options(sync: SyncMode) -> Options {
+fn options(sync: SyncMode, max_open_files: Option<usize>) -> Options {
     Options {
         sync,
+        max_open_files,
         memtable_bytes: 4 << 10,
         l0_compaction_trigger: 2,
         l1_bytes: 16 << 10,
@@ -93,8 +97,11 @@ fn kill_child_entry() {
         .unwrap()
         .parse()
         .unwrap();
+    let max_open_files = std::env::var(OPEN_FILES_ENV)
+        .ok()
+        .and_then(|n| n.parse().ok());
     let dir = Path::new(&dir);
-    let db = Db::open(dir.join("db"), options(sync)).unwrap();
+    let db = Db::open(dir.join("db"), options(sync, max_open_files)).unwrap();
     assert_eq!(db.options().sync, sync);
     assert!(db.options().background_work);
     let mut acks = std::fs::OpenOptions::new()
@@ -165,6 +172,10 @@ fn run_phase(sync: SyncMode) {
     let mut recovered = 0u64;
     let mut checked_acks = 0u64;
     for cycle in 0..cycles {
+        // Every other cycle keeps one table file open, in the killed child
+        // and in the recovery: a kill may come while the set has closed
+        // files, and the recovery reopens them through the bound.
+        let bound = (cycle % 2 == 1).then_some(1usize);
         let start = recovered;
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
@@ -176,6 +187,10 @@ fn run_phase(sync: SyncMode) {
             ])
             .env(CHILD_ENV, dir.path())
             .env(SYNC_ENV, sync_name(sync))
+            .env(
+                OPEN_FILES_ENV,
+                bound.map_or("none".to_string(), |n| n.to_string()),
+            )
             .env("BLOOMLSM_KILL_START", start.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -195,7 +210,8 @@ fn run_phase(sync: SyncMode) {
         // Only newline-terminated lines are acknowledgements.
         let complete = acked.rsplit_once('\n').map_or("", |(done, _)| done);
         let max_acked = complete.lines().filter_map(|l| l.parse::<u64>().ok()).max();
-        let db = Db::open(dir.path().join("db"), options(sync)).unwrap();
+        let db = Db::open(dir.path().join("db"), options(sync, bound))
+            .unwrap_or_else(|e| panic!("{sync:?} cycle {cycle}, open files {bound:?}: {e}"));
         recovered = match db.get(MARKER).unwrap() {
             Some(v) => String::from_utf8(v).unwrap().parse::<u64>().unwrap() + 1,
             None => 0,

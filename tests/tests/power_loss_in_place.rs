@@ -30,9 +30,14 @@ const REBUILD_EVERY: u64 = 150;
 const STEP: u64 = 9;
 
 /// Synced inline work, with tables of a few KiB (so an append's unused
-/// bytes stay within the bound and rebuilds are in place) over L0 to L2.
-fn options() -> Options {
+/// bytes stay within the bound and rebuilds are in place) over L0 to L2;
+/// at most `max_open_files` table files open (`Some(1)`: the file a rebuild
+/// appends to is held or closed by the set as reads come, across the crash
+/// and the recovery). The bound opens files, which are no operations of
+/// the `FaultFs`: crash points name the same operations either way.
+fn options(max_open_files: Option<usize>) -> Options {
     Options {
+        max_open_files,
         memtable_bytes: 12 << 10,
         l1_bytes: 12 << 10,
         level_size_ratio: 4,
@@ -49,14 +54,27 @@ fn policy(round: u64) -> FilterPolicy {
     }
 }
 
-fn run_until_crash(dir: &Path, fs: &FaultFs) -> RebuildRun {
-    run_with_rebuilds(dir, fs, options(), WRITES, REBUILD_EVERY, policy)
+fn run_until_crash(dir: &Path, fs: &FaultFs, max_open_files: Option<usize>) -> RebuildRun {
+    run_with_rebuilds(
+        dir,
+        fs,
+        options(max_open_files),
+        WRITES,
+        REBUILD_EVERY,
+        policy,
+    )
 }
 
 /// Opens the crashed store on the real file system and checks it; returns
 /// its contents.
-fn reopen_and_check(dir: &Path, acked: u64, what: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let db = Db::open(dir, options()).unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
+fn reopen_and_check(
+    dir: &Path,
+    acked: u64,
+    max_open_files: Option<usize>,
+    what: &str,
+) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let db = Db::open(dir, options(max_open_files))
+        .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
     let recovered = recovered_history(&db, WRITES);
     assert!(
         (acked..=acked + 1).contains(&recovered),
@@ -71,7 +89,7 @@ fn reopen_and_check(dir: &Path, acked: u64, what: &str) -> BTreeMap<Vec<u8>, Vec
 fn every_crash_point_around_in_place_filter_rebuilds_keeps_every_answer() {
     let dir = scratch_dir();
     let fs = FaultFs::new();
-    let full = run_until_crash(dir.path(), &fs);
+    let full = run_until_crash(dir.path(), &fs, None);
     assert_eq!(full.acked, WRITES);
     assert!(
         full.appended >= 10,
@@ -82,23 +100,25 @@ fn every_crash_point_around_in_place_filter_rebuilds_keeps_every_answer() {
     let crash_points: Vec<u64> = (0..total_ops)
         .filter(|op| op % STEP == 0 || full.rebuilds.iter().any(|r| r.contains(op)))
         .collect();
-    for &crash_at in &crash_points {
-        let what = format!("crash at {crash_at}");
+    for (n, &crash_at) in crash_points.iter().enumerate() {
+        // Every other crash point with one table file open.
+        let bound = (n % 2 == 1).then_some(1);
+        let what = format!("crash at {crash_at}, open files {bound:?}");
         let dir = scratch_dir();
         let fs = FaultFs::new();
         fs.fail_from_op(crash_at);
-        let acked = run_until_crash(dir.path(), &fs).acked;
+        let acked = run_until_crash(dir.path(), &fs, bound).acked;
         fs.simulate_power_loss().unwrap();
-        let got = reopen_and_check(dir.path(), acked, &what);
+        let got = reopen_and_check(dir.path(), acked, bound, &what);
 
         // A rebuild over whatever an unfinished append left, then another
         // reopen: the same answers.
-        let db = Db::open(dir.path(), options()).unwrap();
+        let db = Db::open(dir.path(), options(bound)).unwrap();
         db.rebuild_filters(FilterPolicy::Uniform { bits_per_key: 11.0 })
             .unwrap_or_else(|e| panic!("{what}: rebuild after the reopen failed: {e}"));
         assert_eq!(contents(&db), got, "{what}: after a rebuild");
         drop(db);
-        let db = Db::open(dir.path(), options()).unwrap();
+        let db = Db::open(dir.path(), options(bound)).unwrap();
         assert_eq!(contents(&db), got, "{what}: reopened after the rebuild");
     }
     println!(
@@ -121,18 +141,21 @@ fn every_crash_point_around_in_place_filter_rebuilds_keeps_every_answer() {
 fn a_rebuild_failing_once_then_appended_again_survives_a_power_loss() {
     let dir = scratch_dir();
     let fs = FaultFs::new();
-    let full = run_until_crash(dir.path(), &fs);
+    let full = run_until_crash(dir.path(), &fs, None);
     let ops: Vec<u64> = full.rebuilds.iter().flat_map(|r| r.clone()).collect();
     for (n, &op) in ops.iter().enumerate() {
-        let what = format!("operation {op} failed");
+        // Revived unlinks every other operation, one table file open every
+        // other pair: each mix of the two.
+        let bound = (n / 2 % 2 == 1).then_some(1);
+        let what = format!("operation {op} failed, open files {bound:?}");
         let dir = scratch_dir();
         let fs = FaultFs::new();
         if n % 2 == 1 {
             fs.set_revival(bloomlsm::fs::fault::Revival::All);
         }
         fs.fail_only_op(op);
-        let acked = run_until_crash(dir.path(), &fs).acked;
-        let db = Db::open_with_fs(dir.path(), options(), Arc::new(fs.clone()))
+        let acked = run_until_crash(dir.path(), &fs, bound).acked;
+        let db = Db::open_with_fs(dir.path(), options(bound), Arc::new(fs.clone()))
             .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
         assert_eq!(recovered_history(&db, WRITES), acked, "{what}");
         for i in acked..WRITES {
@@ -147,6 +170,6 @@ fn a_rebuild_failing_once_then_appended_again_survives_a_power_loss() {
             .unwrap();
         drop(db);
         fs.simulate_power_loss().unwrap();
-        reopen_and_check(dir.path(), WRITES, &what);
+        reopen_and_check(dir.path(), WRITES, bound, &what);
     }
 }

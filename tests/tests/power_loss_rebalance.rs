@@ -72,8 +72,13 @@ fn recovered_prefix(db: &Db, from: u64, to: u64) -> Result<u64, String> {
     ))
 }
 
-fn options(policy: FilterPolicy) -> Options {
+/// At most `max_open_files` table files open (`Some(1)`: a table whose
+/// filter is rebuilt is read through a file the set holds or has closed).
+/// Opening files is no operation of the `FaultFs`: crash points name the
+/// same operations with the bound or without.
+fn options(policy: FilterPolicy, max_open_files: Option<usize>) -> Options {
     Options {
+        max_open_files,
         sync: SyncMode::Always,
         filter_policy: policy,
         // Whole 64-bit words: a filter off its target by half a bit per
@@ -123,9 +128,15 @@ struct Outcome {
 /// another budget a third and two thirds of the way (every filter's
 /// target moves, so the inline work after each write rebuilds one) and
 /// `rebuild_filters` half-way.
-fn run_until_crash(dir: &std::path::Path, fs: &FaultFs) -> Outcome {
+fn run_until_crash(dir: &std::path::Path, fs: &FaultFs, max_open_files: Option<usize>) -> Outcome {
     let mut out = Outcome::default();
-    let open = |bits: f64| Db::open_with_fs(dir, options(optimized(bits)), Arc::new(fs.clone()));
+    let open = |bits: f64| {
+        Db::open_with_fs(
+            dir,
+            options(optimized(bits), max_open_files),
+            Arc::new(fs.clone()),
+        )
+    };
     let Ok(mut db) = open(10.0) else {
         return out;
     };
@@ -182,7 +193,7 @@ fn check_store(dir: &std::path::Path, db: &Db, acked: u64, what: &str) -> u64 {
 fn every_crash_point_while_filters_are_rebuilt_recovers_a_prefix() {
     let dir = scratch_dir();
     let fs = FaultFs::new();
-    let full = run_until_crash(dir.path(), &fs);
+    let full = run_until_crash(dir.path(), &fs, None);
     assert_eq!(full.acked, WRITES);
     assert!(
         full.rebalanced >= 8,
@@ -201,16 +212,19 @@ fn every_crash_point_while_filters_are_rebuilt_recovers_a_prefix() {
         .filter(|&op| in_rebuild(op) || op % 11 == 0)
         .collect();
     let mut in_rebuilds = 0;
-    for &crash_at in &points {
+    for (n, &crash_at) in points.iter().enumerate() {
+        // Every other crash point with one table file open, in the run and
+        // in the recoveries.
+        let bound = (n % 2 == 1).then_some(1);
         let dir = scratch_dir();
         let fs = FaultFs::new();
         fs.fail_from_op(crash_at);
-        let run = run_until_crash(dir.path(), &fs);
+        let run = run_until_crash(dir.path(), &fs, bound);
         fs.simulate_power_loss().unwrap();
         in_rebuilds += usize::from(in_rebuild(crash_at));
         // Open with another budget: every filter's target moves.
-        let what = format!("crash at operation {crash_at}");
-        let db = Db::open(dir.path(), options(optimized(7.0)))
+        let what = format!("crash at operation {crash_at}, open files {bound:?}");
+        let db = Db::open(dir.path(), options(optimized(7.0), bound))
             .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
         let recovered = check_store(dir.path(), &db, run.acked, &what);
         db.wait_for_background_work()
@@ -220,7 +234,7 @@ fn every_crash_point_while_filters_are_rebuilt_recovers_a_prefix() {
         db.close().unwrap();
         let db = Db::open(
             dir.path(),
-            options(FilterPolicy::Uniform { bits_per_key: 3.0 }),
+            options(FilterPolicy::Uniform { bits_per_key: 3.0 }, bound),
         )
         .unwrap_or_else(|e| panic!("{after}: second reopen failed: {e}"));
         let again = format!("{after}, opened again");

@@ -29,6 +29,18 @@ fn parse(k: usize, v: &[u8]) -> u64 {
 
 #[test]
 fn writers_readers_scanners_with_background_work() {
+    stress(None);
+}
+
+/// With two table files open at most: nearly every read and scan that
+/// misses the block cache reopens a file the set closed, while flushes
+/// and compactions drop files from the tree.
+#[test]
+fn writers_readers_scanners_with_background_work_and_two_open_files() {
+    stress(Some(2));
+}
+
+fn stress(max_open_files: Option<usize>) {
     let seconds: u64 = std::env::var("BLOOMLSM_STRESS_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -38,6 +50,7 @@ fn writers_readers_scanners_with_background_work() {
         memtable_bytes: 64 << 10,
         l1_bytes: 256 << 10,
         target_file_bytes: 64 << 10,
+        max_open_files,
         ..Options::default()
     };
     let db = Arc::new(Db::open(dir.path(), options).unwrap());

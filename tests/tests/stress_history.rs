@@ -60,6 +60,7 @@ fn threads_blocked_filters_without_fsync() {
         l0_heavy: false,
         inline_first_half: false,
         target_file_bytes: 1024,
+        max_open_files: None,
     };
     run_threads(&config, seconds(), seed());
 }
@@ -74,6 +75,7 @@ fn threads_ribbon_filters_fsync_deletion_compactions_and_a_wide_l0() {
         l0_heavy: true,
         inline_first_half: false,
         target_file_bytes: 1024,
+        max_open_files: Some(2),
     };
     run_threads(&config, seconds(), seed());
 }
@@ -88,6 +90,7 @@ fn threads_standard_filters_tiny_tables_inline_work_then_background_threads() {
         l0_heavy: false,
         inline_first_half: true,
         target_file_bytes: 192,
+        max_open_files: Some(1),
     };
     run_threads(&config, seconds(), seed());
 }

@@ -40,11 +40,16 @@ pub struct Config {
     /// `Options::target_file_bytes` (the shape's is 1 KiB; 192 bytes makes
     /// tables of one to a few keys, hundreds per level).
     pub target_file_bytes: u64,
+    /// `Options::max_open_files` of every open (`Some(1)`, `Some(2)`: the
+    /// threads' reads reopen files the set closed as compactions and
+    /// filter rebuilds replace them).
+    pub max_open_files: Option<usize>,
 }
 
 fn store_options(config: &Config, kind: FilterKind, sync: SyncMode) -> bloomlsm::Options {
     let mut o = deep_options(kind, sync, config.deletion_compaction_ratio, true);
     o.target_file_bytes = config.target_file_bytes;
+    o.max_open_files = config.max_open_files;
     if config.l0_heavy {
         o.l0_compaction_trigger = 5;
         o.max_immutable_memtables = 3;
