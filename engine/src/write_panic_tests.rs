@@ -19,11 +19,9 @@ fn options() -> Options {
     }
 }
 
-#[test]
-fn a_write_that_panics_half_inserted_stops_writes_and_stays_invisible() {
-    let dir = crate::scratch_dirs::scratch_dir();
-    let db = Db::open(dir.path(), options()).unwrap();
-    db.put(b"before", b"0").unwrap();
+/// Writes the batch (a = 1, b = 2) with a panic injected after its first
+/// memtable insert, and checks that the write panicked there.
+fn write_a_batch_that_panics_after_its_first_insert(db: &Db) {
     let fired = Arc::new(AtomicBool::new(false));
     let once = Arc::clone(&fired);
     db.inner.insert_pause.set(Some(Arc::new(move || {
@@ -38,6 +36,14 @@ fn a_write_that_panics_half_inserted_stops_writes_and_stays_invisible() {
     db.inner.insert_pause.set(None);
     assert!(written.is_err(), "the write panics");
     assert!(fired.load(Ordering::SeqCst));
+}
+
+#[test]
+fn a_write_that_panics_half_inserted_stops_writes_and_stays_invisible() {
+    let dir = crate::scratch_dirs::scratch_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.put(b"before", b"0").unwrap();
+    write_a_batch_that_panics_after_its_first_insert(&db);
 
     // The next write is refused; had it been given the batch's first
     // sequence number, `a` (inserted at it) would read as written while
@@ -72,19 +78,7 @@ fn a_write_that_panics_half_inserted_stops_writes_and_stays_invisible() {
 fn a_write_after_a_half_inserted_panic_is_never_lost() {
     let dir = crate::scratch_dirs::scratch_dir();
     let db = Db::open(dir.path(), options()).unwrap();
-    let fired = Arc::new(AtomicBool::new(false));
-    let once = Arc::clone(&fired);
-    db.inner.insert_pause.set(Some(Arc::new(move || {
-        if !once.swap(true, Ordering::SeqCst) {
-            panic!("injected insert panic");
-        }
-    })));
-    let mut batch = WriteBatch::new();
-    batch.put(b"a", b"1");
-    batch.put(b"b", b"2");
-    let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| db.write(batch)));
-    db.inner.insert_pause.set(None);
-    assert!(written.is_err(), "the write panics");
+    write_a_batch_that_panics_after_its_first_insert(&db);
     let acknowledged = db.put(b"c", b"3").is_ok();
     let _ = db.close();
     let db = Db::open(dir.path(), options()).expect("the store reopens");
