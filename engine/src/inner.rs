@@ -339,6 +339,22 @@ impl DbInner {
         })
     }
 
+    /// Runs `f`; if it panics (a bug), stops writes (`what`, cause
+    /// `StopCause::Panic`) and then goes on unwinding. Called where `f`'s
+    /// caller holds locks: the stop comes before they are released, so no
+    /// other thread works from what the panic left (`install.rs`,
+    /// `write.rs`).
+    pub(crate) fn stopping_writes_on_panic<T>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce() -> T,
+    ) -> T {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+            self.stop_writes(what, &Error::panicked(payload.as_ref()));
+            std::panic::resume_unwind(payload)
+        })
+    }
+
     /// Whether a clean close may seal the live WALs (`wal/seal.rs`): the
     /// store is read-write, this process holds its lock, and no error has
     /// stopped writes.

@@ -47,13 +47,7 @@ impl DbInner {
         // in between could rebuild in place a table the manifest names at
         // its new size, cutting the file back under it
         // (`panic_window_tests.rs`).
-        let installed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.install_locked(edit, moved_from)
-        }));
-        installed.unwrap_or_else(|payload| {
-            self.stop_writes("install", &Error::panicked(payload.as_ref()));
-            std::panic::resume_unwind(payload)
-        })
+        self.stopping_writes_on_panic("install", || self.install_locked(edit, moved_from))
     }
 
     /// [`Self::install_moving`]. REQUIRES: the install lock is held.

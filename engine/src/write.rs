@@ -77,7 +77,7 @@ impl DbInner {
         // before the write lock is released, so no later write is given the
         // same numbers, which made the half batch visible and the WAL
         // unreadable at the next open (`write_panic_tests.rs`).
-        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        self.stopping_writes_on_panic("write", || {
             let payload = batch.encode(first);
             let Some(wal) = w.wal.as_mut() else {
                 return Err(Error::ReadOnly);
@@ -100,10 +100,6 @@ impl DbInner {
                 let _ = self.rotate_memtable(&mut w);
             }
             Ok(())
-        }));
-        applied.unwrap_or_else(|payload| {
-            self.stop_writes("write", &Error::panicked(payload.as_ref()));
-            std::panic::resume_unwind(payload)
         })?;
         drop(w);
         if !self.options.background_work {

@@ -24,14 +24,10 @@ fn options(background: bool) -> Options {
         filter_kind: FilterKind::Blocked,
         filter_policy: FilterPolicy::Uniform { bits_per_key: 5.0 },
         block_cache_bytes: 16 << 10,
-        block_size: 256,
-        memtable_bytes: 16 << 10,
         target_file_bytes: 4 << 10,
         l1_bytes: 16 << 10,
-        level_size_ratio: 2,
-        dynamic_level_bytes: false,
         background_work: background,
-        ..Options::default()
+        ..read_truth::narrow_tree_options()
     }
 }
 
@@ -39,12 +35,7 @@ const N: u64 = 3000;
 const THREADS: u64 = 20;
 
 fn fill(db: &Db) {
-    for r in 0..4u64 {
-        for i in (0..N).filter(|i| i % (r + 2) == 0) {
-            db.put(&key(i), format!("{i}-{r}").as_bytes()).unwrap();
-        }
-        db.flush().unwrap();
-    }
+    read_truth::write_rounds(db, key, N, 4, None, "");
 }
 
 /// Each thread's gets of present and absent keys, traced; their sum.

@@ -29,26 +29,12 @@ fn run(cache: u64) {
         filter_policy: FilterPolicy::Uniform { bits_per_key: 4.0 },
         block_cache_bytes: cache,
         block_size: 300,
-        memtable_bytes: 16 << 10,
-        target_file_bytes: 2 << 10,
-        l1_bytes: 8 << 10,
-        level_size_ratio: 2,
-        dynamic_level_bytes: false,
-        background_work: false,
-        ..Options::default()
+        ..read_truth::narrow_tree_options()
     };
     let fs = Arc::new(CountingFs::default());
     let db = Db::open_with_fs(dir.path(), options, fs.clone()).unwrap();
     let n = 800;
-    for r in 0..5u64 {
-        for i in (0..n).filter(|i| i % (r + 2) == 0) {
-            db.put(&key(i), format!("{i}-{r}").as_bytes()).unwrap();
-        }
-        for i in (0..n).filter(|i| i % 13 == r) {
-            db.delete(&key(i)).unwrap();
-        }
-        db.flush().unwrap();
-    }
+    read_truth::write_rounds(&db, key, n, 5, Some(13), "");
     let tree = Tree::read(dir.path());
     for _ in 0..2 {
         for i in 0..n {

@@ -25,14 +25,7 @@ fn options() -> Options {
         filter_kind: FilterKind::Standard,
         filter_policy: FilterPolicy::Uniform { bits_per_key: 6.0 },
         block_cache_bytes: 4 << 10,
-        block_size: 256,
-        memtable_bytes: 16 << 10,
-        target_file_bytes: 2 << 10,
-        l1_bytes: 8 << 10,
-        level_size_ratio: 2,
-        dynamic_level_bytes: false,
-        background_work: false,
-        ..Options::default()
+        ..read_truth::narrow_tree_options()
     }
 }
 
@@ -40,15 +33,7 @@ const N: u64 = 1200;
 
 fn build(dir: &Path, fs: &Arc<CountingFs>) -> Db {
     let db = Db::open_with_fs(dir, options(), fs.clone()).unwrap();
-    for r in 0..6u64 {
-        for i in (0..N).filter(|i| i % (r + 2) == 0) {
-            db.put(&key(i), format!("{i}-{r}").as_bytes()).unwrap();
-        }
-        for i in (0..N).filter(|i| i % 17 == r) {
-            db.delete(&key(i)).unwrap();
-        }
-        db.flush().unwrap();
-    }
+    read_truth::write_rounds(&db, key, N, 6, Some(17), "");
     db
 }
 
@@ -207,12 +192,7 @@ fn optimized_policy_after_rebalancing() {
         ..options()
     };
     let db = Db::open_with_fs(dir.path(), options, fs.clone()).unwrap();
-    for r in 0..6u64 {
-        for i in (0..N).filter(|i| i % (r + 2) == 0) {
-            db.put(&key(i), format!("{i}-{r}").as_bytes()).unwrap();
-        }
-        db.flush().unwrap();
-    }
+    read_truth::write_rounds(&db, key, N, 6, None, "");
     db.wait_for_background_work().unwrap();
     check_all(&db, &fs, dir.path());
     db.close().unwrap();

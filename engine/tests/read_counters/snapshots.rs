@@ -24,13 +24,7 @@ fn options() -> Options {
         filter_policy: FilterPolicy::Uniform { bits_per_key: 8.0 },
         block_cache_bytes: 0,
         block_size: 128,
-        memtable_bytes: 16 << 10,
-        target_file_bytes: 2 << 10,
-        l1_bytes: 8 << 10,
-        level_size_ratio: 2,
-        dynamic_level_bytes: false,
-        background_work: false,
-        ..Options::default()
+        ..read_truth::narrow_tree_options()
     }
 }
 

@@ -25,31 +25,14 @@ fn options(kind: FilterKind, policy: FilterPolicy, cache: u64) -> Options {
         filter_kind: kind,
         filter_policy: policy,
         block_cache_bytes: cache,
-        block_size: 256,
-        memtable_bytes: 16 << 10,
-        target_file_bytes: 2 << 10,
-        l1_bytes: 8 << 10,
-        level_size_ratio: 2,
-        dynamic_level_bytes: false,
-        num_levels: 7,
-        background_work: false,
-        ..Options::default()
+        ..read_truth::narrow_tree_options()
     }
 }
 
-/// Round r writes every key i with i % (r + 2) == 0 (deep keys are the
-/// ones only early rounds wrote), deletes every key with i % 11 == r, and
-/// flushes: compactions push the early rounds down level by level.
+/// `rounds` rounds of writes deleting every key with i % 11 == r
+/// ([`read_truth::write_rounds`]), then two flushes of spread keys.
 fn build(db: &Db, rounds: u64, n: u64) {
-    for r in 0..rounds {
-        for i in (0..n).filter(|i| i % (r + 2) == 0) {
-            db.put(&key(i), format!("v{i}-{r}").as_bytes()).unwrap();
-        }
-        for i in (0..n).filter(|i| i % 11 == r) {
-            db.delete(&key(i)).unwrap();
-        }
-        db.flush().unwrap();
-    }
+    read_truth::write_rounds(db, key, n, rounds, Some(11), "v");
     // Two more flushes of spread keys: L0 tables overlapping each other
     // and every level, with tombstones over deeper values.
     for r in 0..2 {

@@ -16,7 +16,7 @@ use bloomlsm::fs::{FileSystem, FsResult, RealFs};
 use bloomlsm::sstable::format::FOOTER_LEN;
 use bloomlsm::sstable::{EntryKind, Footer, RandomAccessFile, Table, TableIter};
 use bloomlsm::{
-    BlockSource, Db, FilterVerdict, LevelStats, LookupTrace, Snapshot, Stats, TraceResult,
+    BlockSource, Db, FilterVerdict, LevelStats, LookupTrace, Options, Snapshot, Stats, TraceResult,
     TraceSource,
 };
 use parking_lot::Mutex;
@@ -475,4 +475,47 @@ pub fn check_get(db: &Db, fs: &CountingFs, tree: &Tree, key: &[u8], at: &At) -> 
         "{name}: data blocks read vs reads logged"
     );
     trace
+}
+
+/// The narrow tree the read-counter tests build: 16 KiB memtables, 2 KiB
+/// tables of 256-byte blocks, an L1 of 8 KiB at size ratio 2 with static
+/// level budgets, work done inline. Each test sets its filter and block
+/// cache, and any size it changes.
+pub fn narrow_tree_options() -> Options {
+    Options {
+        block_size: 256,
+        memtable_bytes: 16 << 10,
+        target_file_bytes: 2 << 10,
+        l1_bytes: 8 << 10,
+        level_size_ratio: 2,
+        dynamic_level_bytes: false,
+        background_work: false,
+        ..Options::default()
+    }
+}
+
+/// Round `r` of `rounds` puts every key `i < n` with `i % (r + 2) == 0`
+/// (value `{prefix}{i}-{r}`), deletes every key with `i % every == r` for
+/// `deletes: Some(every)`, and flushes: compactions push the early rounds
+/// down level by level (deep keys are the ones only early rounds wrote).
+pub fn write_rounds(
+    db: &Db,
+    key: impl Fn(u64) -> Vec<u8>,
+    n: u64,
+    rounds: u64,
+    deletes: Option<u64>,
+    prefix: &str,
+) {
+    for r in 0..rounds {
+        for i in (0..n).filter(|i| i % (r + 2) == 0) {
+            db.put(&key(i), format!("{prefix}{i}-{r}").as_bytes())
+                .unwrap();
+        }
+        if let Some(every) = deletes {
+            for i in (0..n).filter(|i| i % every == r) {
+                db.delete(&key(i)).unwrap();
+            }
+        }
+        db.flush().unwrap();
+    }
 }
