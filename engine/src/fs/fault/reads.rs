@@ -37,7 +37,7 @@ impl ReadFault {
             Self::Only(at) => n == at,
             Self::From(at) => n >= at,
             Self::Seeded { seed, one_in } => {
-                one_in > 0 && super::mix(seed ^ super::mix(n ^ READ_SALT)) % one_in == 0
+                one_in > 0 && super::mix(seed ^ super::mix(n ^ READ_SALT)).is_multiple_of(one_in)
             }
         }
     }
