@@ -22,6 +22,7 @@
 mod common;
 
 mod concurrent;
+mod error_names;
 mod harness;
 mod open_faults;
 mod sweep_opens;
