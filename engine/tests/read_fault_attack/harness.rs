@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use bloomlsm::fs::fault::{FaultFs, ReadFault};
-use bloomlsm::{Db, DbIter, Error, FilterPolicy, Options, Snapshot};
+use bloomlsm::{CorruptFilterPolicy, Db, DbIter, Error, FilterPolicy, Options, Snapshot};
 
 use crate::common::{Model, Rng, short_key};
 
@@ -37,6 +37,24 @@ pub fn options(max_open_files: Option<usize>, direct: bool, policy: FilterPolicy
         use_direct_reads: direct,
         background_work: true,
         ..Options::default()
+    }
+}
+
+impl Shape {
+    /// The options of a case of this shape: its filter policy and what it
+    /// does with a filter that cannot be read (a table without it, its
+    /// rebuild in the background, or the table's open failing) vary with
+    /// the seed.
+    pub fn options(&self) -> Options {
+        let on_corrupt_filter = match self.seed / 3 % 3 {
+            0 => CorruptFilterPolicy::Ignore,
+            1 => CorruptFilterPolicy::Rebuild,
+            _ => CorruptFilterPolicy::Fail,
+        };
+        Options {
+            on_corrupt_filter,
+            ..options(self.max_open_files, self.direct, policy(self.seed))
+        }
     }
 }
 
@@ -154,7 +172,7 @@ impl Case {
             crate::common::scratch_dir()
         };
         let fs = FaultFs::new();
-        let options = options(shape.max_open_files, shape.direct, policy(shape.seed));
+        let options = shape.options();
         let db = Db::open_with_fs(dir.path(), options, Arc::new(fs.clone())).unwrap();
         let mut case = Self {
             shape,
@@ -305,8 +323,11 @@ impl Case {
             if round == 2 {
                 self.hold_iterator();
                 let policy = policy(self.shape.seed + 1 + round);
+                let before = self.db().options().filter_policy;
                 if let Err(e) = self.db().rebuild_filters(policy) {
                     assert!(is_job_error(&e), "{}: rebuild_filters: {e}", self.ctx);
+                    // A failed rebuild puts the old policy back.
+                    assert_eq!(self.db().options().filter_policy, before, "{}", self.ctx);
                     self.seen.failed_jobs += 1;
                 }
             }
@@ -372,7 +393,11 @@ impl Case {
             Ok(()) => assert!(!self.stopped, "{ctx}: writes stopped, the close succeeded"),
             Err(e) => assert!(is_job_error(e), "{ctx}: close: {e}"),
         }
-        let options = options(reopen_with, self.shape.direct, policy(self.shape.seed));
+        let options = Shape {
+            max_open_files: reopen_with,
+            ..self.shape
+        }
+        .options();
         let db = Db::open_with_fs(self.dir.path(), options, Arc::new(self.fs.clone()))
             .unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
         self.db = Some(db);
