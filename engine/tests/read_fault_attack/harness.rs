@@ -41,10 +41,11 @@ pub fn options(max_open_files: Option<usize>, direct: bool, policy: FilterPolicy
 }
 
 impl Shape {
-    /// The options of a case of this shape: its filter policy and what it
+    /// The options of a case of this shape: its filter policy, what it
     /// does with a filter that cannot be read (a table without it, its
-    /// rebuild in the background, or the table's open failing) vary with
-    /// the seed.
+    /// rebuild in the background, or the table's open failing), its size
+    /// ratio (3 or 4) and deletion-triggered compactions vary with the
+    /// seed.
     pub fn options(&self) -> Options {
         let on_corrupt_filter = match self.seed / 3 % 3 {
             0 => CorruptFilterPolicy::Ignore,
@@ -53,6 +54,10 @@ impl Shape {
         };
         Options {
             on_corrupt_filter,
+            // Tombstone-heavy tables merged down early, where a failed
+            // merge must not bring a deleted key back.
+            deletion_compaction_ratio: (self.seed % 2 == 1).then_some(0.2),
+            level_size_ratio: 3 + self.seed % 2,
             ..options(self.max_open_files, self.direct, policy(self.seed))
         }
     }

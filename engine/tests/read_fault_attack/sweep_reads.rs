@@ -20,6 +20,8 @@ pub fn span(shape: Shape, opens: bool) -> u64 {
     let before = count(&case);
     case.workload();
     let span = count(&case) - before;
+    let tables: Vec<u64> = case.db().stats().levels.iter().map(|l| l.tables).collect();
+    println!("{shape:?}: tables per level {tables:?}");
     case.heal_and_check(shape.max_open_files);
     span
 }
@@ -33,9 +35,14 @@ pub fn other_bound(max_open_files: Option<usize>) -> Option<usize> {
     }
 }
 
-/// Runs `positions` cases of `shape`, the fault `at(k)` armed `k` calls
-/// after the tree is built, `k` spread over the workload's span.
+/// Runs `positions` cases of `shape` (or `READ_FAULT_POSITIONS` of
+/// them, for a longer hunt), the fault `at(k)` armed `k` calls after the
+/// tree is built, `k` spread over the workload's span.
 pub fn sweep(shape: Shape, opens: bool, positions: u64, at: impl Fn(u64) -> ReadFault) -> Seen {
+    let positions = std::env::var("READ_FAULT_POSITIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(positions);
     let Some(probe) = Case::build(shape, "probe") else {
         println!("{shape:?}: skipped, no direct reads here");
         return Seen::default();
