@@ -124,6 +124,16 @@ impl Held {
                         self.what,
                         self.at
                     );
+                    // Read on after the error, it never skips a pair: it
+                    // ends, fails again, or goes on where it stopped.
+                    if let Some(Ok(got)) = self.it.next() {
+                        assert!(
+                            self.want.get(self.at) == Some(&got),
+                            "{ctx}: {} skipped pairs after an error at item {}",
+                            self.what,
+                            self.at
+                        );
+                    }
                     return Some(true);
                 }
                 None => {
