@@ -95,3 +95,31 @@ fn a_failed_block_read_names_the_table_the_block_and_its_offset() {
         );
     }
 }
+
+#[test]
+fn a_failed_reopen_names_the_table_and_the_block_it_was_for() {
+    let dir = crate::common::scratch_dir();
+    let fs = FaultFs::new();
+    drop(two_tables(&fs, dir.path()));
+    let options = Options {
+        max_open_files: Some(1),
+        ..options()
+    };
+    let db = Db::open_with_fs(dir.path(), options, Arc::new(fs.clone())).unwrap();
+    // The set holds the second table's file: the first's must be reopened.
+    db.get(&short_key(599)).unwrap().unwrap();
+    fs.fail_read_opens(ReadFault::Only(fs.read_opens()));
+    let e = db.get(&short_key(0)).unwrap_err();
+    assert_eq!(assert_names(&e, "data", "reopen"), 0);
+    let (Error::Table(bloomlsm::sstable::Error::Io { path, .. }) | Error::Io { path, .. }) = &e
+    else {
+        panic!("{e:?}");
+    };
+    // The first table (the lowest number) holds key 0.
+    let first = crate::common::listing(dir.path())
+        .into_iter()
+        .find(|n| n.ends_with(".sst"))
+        .unwrap();
+    assert_eq!(path, &dir.path().join(first), "{e}");
+    assert_eq!(db.get(&short_key(0)).unwrap(), Some(b"value 0".to_vec()));
+}

@@ -158,6 +158,9 @@ pub struct Seen {
     pub refused_writes: u64,
     pub failed_jobs: u64,
     pub faults: u64,
+    /// Tables left without a usable filter once healed (a filter read
+    /// that failed at a table's open, under `CorruptFilterPolicy::Ignore`).
+    pub filterless: u64,
 }
 
 /// A store under attack and what it must hold.
@@ -368,6 +371,7 @@ impl Case {
         self.fs.heal();
         let ctx = format!("{} healed", self.ctx);
         self.check_all(&ctx);
+        self.seen.filterless = self.db().stats().total.tables_without_usable_filter;
         for h in &mut self.held {
             let failed = loop {
                 if let Some(failed) = h.read(100, &ctx) {

@@ -71,6 +71,7 @@ pub fn sweep(shape: Shape, opens: bool, positions: u64, at: impl Fn(u64) -> Read
         total.refused_writes += seen.refused_writes;
         total.failed_jobs += seen.failed_jobs;
         total.faults += seen.faults;
+        total.filterless += seen.filterless;
     }
     println!("{shape:?} opens {opens}: span {span}, {total:?}");
     total
