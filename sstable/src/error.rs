@@ -99,6 +99,38 @@ pub enum CorruptionReason {
     Footer(#[from] FooterError),
 }
 
+/// Which read of a table failed: the source of the I/O error
+/// [`Error::Io`] gives for a block (or the footer) that could not be read,
+/// so the message names the block and its offset as a damaged block's
+/// does. The I/O error keeps the OS error's kind, and the OS error itself
+/// is this one's source (its number found by walking the sources).
+#[derive(Debug, Error)]
+#[error("reading the {kind} block at offset {offset}: {source}")]
+pub struct BlockReadError {
+    /// Which block (or the footer).
+    pub kind: BlockKind,
+    /// Byte offset of that block in the file.
+    pub offset: u64,
+    /// The OS error.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl BlockReadError {
+    /// `source`, the error of the read of the `kind` block at `offset`,
+    /// as an I/O error of the same kind that names the block.
+    pub(crate) fn wrap(kind: BlockKind, offset: u64, source: std::io::Error) -> std::io::Error {
+        std::io::Error::new(
+            source.kind(),
+            Self {
+                kind,
+                offset,
+                source,
+            },
+        )
+    }
+}
+
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -10,7 +10,7 @@ use crate::block::{Block, BlockIter};
 use crate::block_error::BlockError;
 use crate::cache::BlockCache;
 use crate::entry::{EntryKind, split_internal_key};
-use crate::error::{CorruptionReason, Error, Result};
+use crate::error::{BlockReadError, CorruptionReason, Error, Result};
 use crate::file::RandomAccessFile;
 use crate::filter_status::{FilterLoadError, FilterStatus};
 use crate::format::{
@@ -98,7 +98,7 @@ impl Table {
         let footer_at = file_size - FOOTER_LEN as u64;
         let mut footer_bytes = [0u8; FOOTER_LEN];
         file.read_exact_at(&mut footer_bytes, footer_at)
-            .map_err(io)?;
+            .map_err(|e| io(BlockReadError::wrap(BlockKind::Footer, footer_at, e)))?;
         let footer = Footer::decode(&footer_bytes).map_err(|e| match e {
             FooterError::Version(version) => Error::UnsupportedVersion {
                 path: path.clone(),
@@ -416,7 +416,7 @@ impl TableFile {
         self.read_block(handle, kind, bulk)
             .map_err(|source| Error::Io {
                 path: self.path.clone(),
-                source,
+                source: BlockReadError::wrap(kind, handle.offset, source),
             })?
             .map_err(|reason| self.corruption(kind, handle.offset, reason))
     }

@@ -1,6 +1,7 @@
 //! A fault-injecting file system for tests: it passes every call to the
 //! real file system while tracking what is durable, so a test can fail the
-//! N-th write or sync, return short reads, and simulate a power loss.
+//! N-th write or sync, fail the N-th read or read-open ([`ReadFault`],
+//! `reads.rs`), return short reads, and simulate a power loss.
 //!
 //! The power loss never touches the bytes a file had fsynced. What it
 //! leaves of the bytes written after them is a seeded choice
@@ -50,9 +51,11 @@ use super::{AtPath, DirLock, FileSystem, FsResult, RealFs};
 
 mod overwrites;
 mod pages;
+mod reads;
 pub use overwrites::OverwriteFate;
 use overwrites::PendingOverwrite;
 pub use pages::UnsyncedFate;
+pub use reads::ReadFault;
 
 #[derive(Debug, Default, Clone, Copy)]
 struct FileState {
@@ -256,6 +259,10 @@ struct State {
     fail_only_op: Option<u64>,
     /// Reads return at most this many bytes less than asked (short reads).
     short_reads: bool,
+    /// Read-opens so far, and which fail.
+    read_opens: reads::Series,
+    /// Positioned reads so far, and which fail.
+    reads: reads::Series,
     faults_injected: u64,
     /// Direct (`O_DIRECT`) opens fail as on a file system without it.
     refuse_direct_io: bool,
@@ -337,11 +344,53 @@ impl FaultFs {
         self.state.lock().fault_kind = Some(kind);
     }
 
-    /// Stops injecting failures.
+    /// Stops injecting failures of writes, syncs, reads and read-opens.
     pub fn heal(&self) {
         let mut s = self.state.lock();
         s.fail_from_op = None;
         s.fail_only_op = None;
+        s.read_opens.arm(None);
+        s.reads.arm(None);
+    }
+
+    /// The read-opens `fault` picks fail with `EIO` naming the path:
+    /// [`FileSystem::open_read`], [`FileSystem::open_read_direct`] and
+    /// [`FileSystem::read_all`] (numbered together, from 0 at the file
+    /// system's creation; [`Self::read_opens`] says how many were made).
+    /// Whatever the kind armed by [`Self::set_fault_kind`].
+    pub fn fail_read_opens(&self, fault: ReadFault) {
+        self.state.lock().read_opens.arm(Some(fault));
+    }
+
+    /// The positioned reads `fault` picks fail with `EIO` and read nothing
+    /// (`read_exact_at` and `read_exact_at_bulk` of every file opened
+    /// through this file system, numbered together from 0;
+    /// [`Self::reads`] says how many were made). Whatever the kind armed
+    /// by [`Self::set_fault_kind`].
+    pub fn fail_reads(&self, fault: ReadFault) {
+        self.state.lock().reads.arm(Some(fault));
+    }
+
+    /// Read-opens made so far (the number of the next one).
+    pub fn read_opens(&self) -> u64 {
+        self.state.lock().read_opens.made()
+    }
+
+    /// Positioned reads made so far (the number of the next one).
+    pub fn reads(&self) -> u64 {
+        self.state.lock().reads.made()
+    }
+
+    /// Counts a read-open of `path`; fails it as armed.
+    fn read_open(&self, path: &Path) -> FsResult<()> {
+        let mut s = self.state.lock();
+        match s.read_opens.call() {
+            Some(e) => {
+                s.faults_injected += 1;
+                Err(e).at(path)
+            }
+            None => Ok(()),
+        }
     }
 
     /// Positioned reads fail with `UnexpectedEof` after a partial read.
@@ -614,15 +663,24 @@ struct FaultReader {
 }
 
 impl FaultReader {
-    /// `read` (a point or a bulk read of the inner file), unless short
-    /// reads are injected: then half of `buf` is read and the rest fails.
+    /// `read` (a point or a bulk read of the inner file), unless it is to
+    /// fail ([`FaultFs::fail_reads`]: nothing is read) or short reads are
+    /// injected: then half of `buf` is read and the rest fails.
     fn read_with(
         &self,
         buf: &mut [u8],
         offset: u64,
         read: impl Fn(&mut [u8], u64) -> io::Result<()>,
     ) -> io::Result<()> {
-        if self.fs.state.lock().short_reads && buf.len() > 1 {
+        let short = {
+            let mut s = self.fs.state.lock();
+            if let Some(e) = s.reads.call() {
+                s.faults_injected += 1;
+                return Err(e);
+            }
+            s.short_reads
+        };
+        if short && buf.len() > 1 {
             let half = buf.len() / 2;
             read(&mut buf[..half], offset)?;
             self.fs.state.lock().faults_injected += 1;
@@ -713,6 +771,7 @@ impl FileSystem for FaultFs {
     }
 
     fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
+        self.read_open(path)?;
         Ok(Arc::new(FaultReader {
             inner: RealFs.open_read(path)?,
             fs: self.clone(),
@@ -720,6 +779,7 @@ impl FileSystem for FaultFs {
     }
 
     fn open_read_direct(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
+        self.read_open(path)?;
         {
             let mut s = self.state.lock();
             if s.refuse_direct_io {
@@ -737,6 +797,7 @@ impl FileSystem for FaultFs {
     }
 
     fn read_all(&self, path: &Path) -> FsResult<Vec<u8>> {
+        self.read_open(path)?;
         RealFs.read_all(path)
     }
 
@@ -853,5 +914,7 @@ impl FileSystem for FaultFs {
 
 #[cfg(test)]
 mod overwrite_tests;
+#[cfg(test)]
+mod reads_tests;
 #[cfg(test)]
 mod tests;

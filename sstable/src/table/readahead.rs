@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{Table, TableFile};
 use crate::block::Block;
 use crate::block_error::BlockError;
-use crate::error::{Error, Result};
+use crate::error::{BlockReadError, Error, Result};
 use crate::format::{BlockHandle, BlockKind, TRAILER_LEN, verify_block};
 use crate::lookup::BlockSource;
 
@@ -81,7 +81,7 @@ impl TableFile {
                 .read_exact_at_bulk(&mut ra.buf[..len], handle.offset)
                 .map_err(|source| Error::Io {
                     path: self.path.clone(),
-                    source,
+                    source: BlockReadError::wrap(kind, handle.offset, source),
                 })?;
             ra.start = handle.offset;
             ra.len = len;

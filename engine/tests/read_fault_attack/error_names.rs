@@ -1,0 +1,125 @@
+//! What a failed read says: the table file, and which read of it failed
+//! (the block's kind and offset), as a damaged block's error does and as
+//! a failed filter read's does (`write_stop_filter_read.rs`): "I/O error
+//! on <table>: <errno text>" alone does not say which read failed. It
+//! stays the I/O error it is: `EIO` in `raw_os_error`, never corruption.
+
+use std::sync::Arc;
+
+use bloomlsm::fs::fault::{FaultFs, ReadFault};
+use bloomlsm::{Db, Error, Options};
+
+use crate::common::short_key;
+use crate::harness::{EIO, is_read_error};
+
+fn options() -> Options {
+    Options {
+        block_size: 256,
+        block_cache_bytes: 0,
+        background_work: false,
+        ..Options::default()
+    }
+}
+
+/// A store of one table (keys 0..300, many data blocks), then another
+/// (keys 300..600).
+fn two_tables(fs: &FaultFs, dir: &std::path::Path) -> Db {
+    let db = Db::open_with_fs(dir, options(), Arc::new(fs.clone())).unwrap();
+    for half in 0..2 {
+        for i in half * 300..half * 300 + 300 {
+            db.put(&short_key(i), format!("value {i}").as_bytes())
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db
+}
+
+/// The offset `e` names for a `kind` block: its message says "<kind>
+/// block at offset <n>".
+fn named_offset(e: &Error, kind: &str) -> Option<u64> {
+    let text = e.to_string();
+    let at = text.find(&format!("{kind} block at offset "))? + kind.len() + 17;
+    let digits: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+fn assert_names(e: &Error, kind: &str, ctx: &str) -> u64 {
+    assert!(is_read_error(e), "{ctx}: {e}");
+    assert!(!e.is_corruption(), "{ctx}: an EIO is not damage: {e}");
+    assert_eq!(e.raw_os_error(), Some(EIO), "{ctx}: {e:?}");
+    named_offset(e, kind).unwrap_or_else(|| panic!("{ctx}: names no {kind} block: {e}"))
+}
+
+#[test]
+fn a_failed_block_read_names_the_table_the_block_and_its_offset() {
+    let dir = crate::common::scratch_dir();
+    let fs = FaultFs::new();
+    let db = two_tables(&fs, dir.path());
+    // A get: the first key's block is the table's first.
+    fs.fail_reads(ReadFault::Only(fs.reads()));
+    let e = db.get(&short_key(0)).unwrap_err();
+    assert_eq!(assert_names(&e, "data", "get"), 0);
+    // The last key's block is further in.
+    fs.fail_reads(ReadFault::Only(fs.reads()));
+    let e = db.get(&short_key(299)).unwrap_err();
+    assert!(assert_names(&e, "data", "get") > 0, "{e}");
+    // An iterator, past its first block.
+    let mut it = db.scan(short_key(0)..).unwrap();
+    it.next().unwrap().unwrap();
+    fs.fail_reads(ReadFault::From(fs.reads()));
+    let e = it.find_map(Result::err).unwrap();
+    assert_names(&e, "data", "scan");
+    fs.heal();
+    // A compaction's input, read ahead in bulk.
+    fs.fail_reads(ReadFault::Only(fs.reads()));
+    let e = db.compact().unwrap_err();
+    assert_eq!(assert_names(&e, "data", "compaction"), 0);
+    fs.heal();
+    drop(db);
+    // The reads of a table's open: footer, properties, index.
+    for (k, kind) in [(0, "footer"), (1, "properties"), (2, "index")] {
+        fs.fail_reads(ReadFault::Only(fs.reads() + k));
+        let e = Db::open_with_fs(dir.path(), options(), Arc::new(fs.clone())).unwrap_err();
+        assert_names(&e, kind, "open");
+        fs.heal();
+    }
+    let db = Db::open_with_fs(dir.path(), options(), Arc::new(fs.clone())).unwrap();
+    for i in 0..600 {
+        assert_eq!(
+            db.get(&short_key(i)).unwrap(),
+            Some(format!("value {i}").into_bytes())
+        );
+    }
+}
+
+#[test]
+fn a_failed_reopen_names_the_table_and_the_block_it_was_for() {
+    let dir = crate::common::scratch_dir();
+    let fs = FaultFs::new();
+    drop(two_tables(&fs, dir.path()));
+    let options = Options {
+        max_open_files: Some(1),
+        ..options()
+    };
+    let db = Db::open_with_fs(dir.path(), options, Arc::new(fs.clone())).unwrap();
+    // The set holds the second table's file: the first's must be reopened.
+    db.get(&short_key(599)).unwrap().unwrap();
+    fs.fail_read_opens(ReadFault::Only(fs.read_opens()));
+    let e = db.get(&short_key(0)).unwrap_err();
+    assert_eq!(assert_names(&e, "data", "reopen"), 0);
+    let (Error::Table(bloomlsm::sstable::Error::Io { path, .. }) | Error::Io { path, .. }) = &e
+    else {
+        panic!("{e:?}");
+    };
+    // The first table (the lowest number) holds key 0.
+    let first = crate::common::listing(dir.path())
+        .into_iter()
+        .find(|n| n.ends_with(".sst"))
+        .unwrap();
+    assert_eq!(path, &dir.path().join(first), "{e}");
+    assert_eq!(db.get(&short_key(0)).unwrap(), Some(b"value 0".to_vec()));
+}
