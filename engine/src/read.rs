@@ -208,7 +208,8 @@ impl DbInner {
 /// per table, however many tables its range covers (RocksDB's
 /// `LevelIterator`). Invariant: the tables are in key order and share no
 /// user key (a level below L0), so their entries back to back are in
-/// table order.
+/// table order. After an error it yields nothing more (as after a
+/// failed seek of a later table).
 struct LevelSource {
     current: Option<TableIter>,
     rest: std::vec::IntoIter<Arc<bloomlsm_sstable::Table>>,
@@ -240,7 +241,14 @@ impl Iterator for LevelSource {
         loop {
             if let Some(it) = &mut self.current {
                 match it.next() {
-                    Some(r) => return Some(r.map_err(Error::from)),
+                    Some(Ok(entry)) => return Some(Ok(entry)),
+                    Some(Err(e)) => {
+                        // The level ends at its first error: moving on to
+                        // the next table would skip the rest of this one.
+                        self.current = None;
+                        self.rest = Vec::new().into_iter();
+                        return Some(Err(e.into()));
+                    }
                     None => self.current = None,
                 }
             }
@@ -308,6 +316,11 @@ impl Iterator for MemSource {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+#[path = "level_source_tests.rs"]
+mod level_source_tests;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // In tests a panic is the failure report.
