@@ -173,6 +173,11 @@ pub(crate) struct DbInner {
     /// writes and the view not yet swapped (see `write.rs`).
     #[cfg(test)]
     pub(crate) rotate_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point in a flush, under the flush lock, after its
+    /// check that writes go on and its choice of frozen memtables, before
+    /// its table is written (see `flush.rs`).
+    #[cfg(test)]
+    pub(crate) flush_pause: crate::test_hooks::ReadPause,
 }
 
 impl DbInner {
@@ -244,6 +249,8 @@ impl DbInner {
             insert_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             rotate_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            flush_pause: crate::test_hooks::ReadPause::default(),
         }
     }
 
