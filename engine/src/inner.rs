@@ -178,6 +178,10 @@ pub(crate) struct DbInner {
     /// its table is written (see `flush.rs`).
     #[cfg(test)]
     pub(crate) flush_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point in `stopping_writes_on_error`: `f` returned
+    /// an error, the locks it held released, writes not yet stopped.
+    #[cfg(test)]
+    pub(crate) failed_pause: crate::test_hooks::ReadPause,
 }
 
 impl DbInner {
@@ -251,6 +255,8 @@ impl DbInner {
             rotate_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             flush_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            failed_pause: crate::test_hooks::ReadPause::default(),
         }
     }
 
@@ -341,6 +347,8 @@ impl DbInner {
         };
         result.inspect_err(|e| {
             if !matches!(e, Error::WritesStopped(_) | Error::Closed) {
+                #[cfg(test)]
+                self.failed_pause.pause();
                 self.stop_writes(what, e);
             }
         })

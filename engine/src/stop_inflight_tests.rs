@@ -33,13 +33,13 @@ use crate::fs::names::{self, FileType};
 use crate::test_hooks::ReadPause;
 use crate::{Db, Error, FilterPolicy, Options, StopCause, SyncMode, WriteStop};
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-type Entries = Vec<(Vec<u8>, Vec<u8>)>;
-type Op = (Vec<u8>, Option<Vec<u8>>);
+pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+pub(crate) type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+pub(crate) type Op = (Vec<u8>, Option<Vec<u8>>);
 
-const KEYS: u64 = 600;
+pub(crate) const KEYS: u64 = 600;
 /// A generous bound on a step that must not hang.
-const HANG: Duration = Duration::from_secs(60);
+pub(crate) const HANG: Duration = Duration::from_secs(60);
 const FLUSH: &str = "bloomlsm-flush";
 const COMPACT: &str = "bloomlsm-compact";
 /// The operations of a manifest write, in order: the temporary file's
@@ -66,7 +66,7 @@ enum Failing {
     Rotation(SyncMode),
 }
 
-fn options(sync: SyncMode) -> Options {
+pub(crate) fn options(sync: SyncMode) -> Options {
     Options {
         sync,
         memtable_bytes: 4 << 10,
@@ -87,25 +87,25 @@ fn options(sync: SyncMode) -> Options {
     }
 }
 
-fn key(k: u64) -> Vec<u8> {
+pub(crate) fn key(k: u64) -> Vec<u8> {
     format!("key{k:06}").into_bytes()
 }
 
 /// Puts (overwrites) and about a quarter deletes over `KEYS` keys.
-struct Ops {
+pub(crate) struct Ops {
     rng: u64,
     n: u64,
 }
 
 impl Ops {
-    fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Self {
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             n: 0,
         }
     }
 
-    fn next(&mut self) -> Op {
+    pub(crate) fn next(&mut self) -> Op {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
@@ -119,14 +119,14 @@ impl Ops {
     }
 }
 
-fn apply(db: &Db, op: &Op) -> crate::Result<()> {
+pub(crate) fn apply(db: &Db, op: &Op) -> crate::Result<()> {
     match &op.1 {
         Some(v) => db.put(&op.0, v),
         None => db.delete(&op.0),
     }
 }
 
-fn record(model: &mut Model, op: Op) {
+pub(crate) fn record(model: &mut Model, op: Op) {
     match op.1 {
         Some(v) => model.insert(op.0, v),
         None => model.remove(&op.0),
@@ -166,7 +166,7 @@ fn write_until(what: &str, db: &Db, ops: &mut Ops, model: &mut Model, paused: &R
 /// Stops the next thread named `thread` at `pause` (that thread's next
 /// visit only, and only while `when()` holds there): returns "paused" and
 /// "resume".
-fn arm(
+pub(crate) fn arm(
     pause: &ReadPause,
     thread: &'static str,
     when: impl Fn() -> bool + Send + Sync + 'static,
@@ -188,7 +188,7 @@ fn arm(
 }
 
 /// Every key reads as `model` says, and a scan yields exactly `model`.
-fn reads_match(
+pub(crate) fn reads_match(
     what: &str,
     get: impl Fn(&[u8]) -> crate::Result<Option<Vec<u8>>>,
     scan: crate::Result<crate::DbIter>,
@@ -209,7 +209,7 @@ fn reads_match(
 
 /// Reads held across the stop: a snapshot, an iterator half read and one
 /// on the snapshot not yet read.
-struct Held {
+pub(crate) struct Held {
     snapshot: crate::Snapshot,
     snapshot_model: Model,
     iter: crate::DbIter,
@@ -218,7 +218,7 @@ struct Held {
 }
 
 impl Held {
-    fn take(db: &Db, model: &Model) -> Self {
+    pub(crate) fn take(db: &Db, model: &Model) -> Self {
         let snapshot = db.snapshot();
         let all: Entries = model.clone().into_iter().collect();
         let mut iter = db.scan::<&[u8], _>(..).unwrap();
@@ -236,7 +236,7 @@ impl Held {
         }
     }
 
-    fn check(self) -> crate::Snapshot {
+    pub(crate) fn check(self) -> crate::Snapshot {
         let s = &self.snapshot;
         reads_match(
             "snapshot",
@@ -256,7 +256,7 @@ impl Held {
 }
 
 /// Runs `f` on another thread; a hang past `HANG` fails the test.
-fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+pub(crate) fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = mpsc::channel();
     let thread = std::thread::spawn(move || {
         let _ = tx.send(f());
@@ -270,7 +270,7 @@ fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static)
     }
 }
 
-fn wait(what: &str, rx: &Receiver<()>) {
+pub(crate) fn wait(what: &str, rx: &Receiver<()>) {
     rx.recv_timeout(HANG)
         .unwrap_or_else(|e| panic!("{what}: {e:?}"));
 }
@@ -282,7 +282,7 @@ fn install_done(db: &Db) {
 }
 
 /// Every change is refused with the stop; reads answer the model.
-fn refused_after_stop(db: &Db, model: &Model, stop: &WriteStop) {
+pub(crate) fn refused_after_stop(db: &Db, model: &Model, stop: &WriteStop) {
     reads_match("db", |k| db.get(k), db.scan::<&[u8], _>(..), model);
     let refused = |what: &str, r: crate::Result<()>| match r {
         Err(Error::WritesStopped(s)) => assert_eq!(&s, stop, "{what}"),
@@ -474,7 +474,7 @@ fn run(failing: Failing, op: u64, fate: Option<RenameFate>) {
 /// A reopen holds every acknowledged write (for a failed WAL write, the
 /// failed op's key may also read as that op left it), keeps only the
 /// tables its manifest names, and takes new writes.
-fn reopen_holds(
+pub(crate) fn reopen_holds(
     case: &str,
     dir: &std::path::Path,
     model: &Model,
@@ -534,7 +534,7 @@ fn reopen_holds(
     db.close().unwrap();
 }
 
-fn fates() -> [Option<RenameFate>; 3] {
+pub(crate) fn fates() -> [Option<RenameFate>; 3] {
     [None, Some(RenameFate::Kept), Some(RenameFate::Undone)]
 }
 
