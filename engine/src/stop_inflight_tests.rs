@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
-use crate::fs::fault::{FaultFs, RenameFate};
+use crate::fs::fault::{FaultFs, RenameFate, UnsyncedFate};
 use crate::fs::names::{self, FileType};
 use crate::test_hooks::ReadPause;
 use crate::{Db, Error, FilterPolicy, Options, StopCause, SyncMode, WriteStop};
@@ -318,13 +318,28 @@ pub(crate) fn refused_after_stop(db: &Db, model: &Model, stop: &WriteStop) {
 /// failure, `op` is unused); after the close, a power loss under `fate`,
 /// or none.
 fn run(failing: Failing, op: u64, fate: Option<RenameFate>) {
-    let case = format!("{failing:?} op {op} fate {fate:?}");
-    let dir = crate::scratch_dirs::scratch_dir();
-    let fs = FaultFs::new();
     let sync = match failing {
         Failing::Wal(sync) | Failing::Rotation(sync) => sync,
         _ => SyncMode::Never,
     };
+    run_as(failing, op, fate, sync, End::Close);
+}
+
+/// How the store ends before the power loss (if any).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    /// `close` (or, for renames undone, a drop).
+    Close,
+    /// A crash: every operation fails from then on, so the close that a
+    /// drop attempts makes nothing more durable. For `SyncMode::Always`.
+    Crash,
+}
+
+/// [`run`] under `sync`, ending as `end` says.
+fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, end: End) {
+    let case = format!("{failing:?} op {op} fate {fate:?} {sync:?} {end:?}");
+    let dir = crate::scratch_dirs::scratch_dir();
+    let fs = FaultFs::new();
     let db = Arc::new(Db::open_with_fs(dir.path(), options(sync), Arc::new(fs.clone())).unwrap());
     let mut ops = Ops::new(7);
     let mut model = Model::new();
@@ -396,6 +411,13 @@ fn run(failing: Failing, op: u64, fate: Option<RenameFate>) {
                     .unwrap(),
             );
             wait(&case, &paused);
+            // Rebuilt in place: files past the sizes the view (and the
+            // manifest on disk) record, which the failed manifest names.
+            let grown = db.inner.current.load().version.all_metas().iter().any(|t| {
+                let path = names::table(dir.path(), t.number);
+                std::fs::metadata(path).unwrap().len() > t.file_size
+            });
+            assert!(grown, "{case}: no table was rebuilt in place");
             // It holds the compaction lock: the compaction thread is idle.
             fs.fail_only_op(fs.ops() + op);
             resume.send(()).unwrap();
@@ -467,7 +489,14 @@ fn run(failing: Failing, op: u64, fate: Option<RenameFate>) {
 
     let inner = Arc::clone(&db.inner);
     let db = Arc::into_inner(db).unwrap();
-    if fate == Some(RenameFate::Undone) {
+    if end == End::Crash {
+        // What was never fsynced (the failed write's record, say) may
+        // survive in part, as pages of the page cache.
+        fs.set_unsynced_fate(UnsyncedFate::Pages(op + 1));
+        fs.fail_from_op(fs.ops());
+        within("drop after the crash", move || drop(db));
+        fs.heal();
+    } else if fate == Some(RenameFate::Undone) {
         // A drop closes as `close` does (its error unseen).
         within("drop", move || drop(db));
     } else {
@@ -595,6 +624,28 @@ fn a_flush_and_a_merge_in_flight_install_after_a_rotation_failed() {
             for fate in fates() {
                 run(Failing::Rotation(sync), op, fate);
             }
+        }
+    }
+}
+
+/// Under `SyncMode::Always` every acknowledged write is durable when it
+/// returns: a crash after the stop (no close) and a power loss keep them
+/// all, with the jobs in flight installed after the stop.
+#[test]
+fn synced_writes_survive_a_crash_after_jobs_in_flight_installed() {
+    for failing in [Failing::Flush, Failing::Merge, Failing::Rebuild] {
+        for op in 0..MANIFEST_OPS {
+            for fate in [RenameFate::Kept, RenameFate::Undone] {
+                run_as(failing, op, Some(fate), SyncMode::Always, End::Crash);
+            }
+        }
+    }
+    for failing in [
+        Failing::Wal(SyncMode::Always),
+        Failing::Rotation(SyncMode::Always),
+    ] {
+        for fate in [RenameFate::Kept, RenameFate::Undone] {
+            run_as(failing, 0, Some(fate), SyncMode::Always, End::Crash);
         }
     }
 }
