@@ -333,6 +333,10 @@ enum End {
     /// A crash: every operation fails from then on, so the close that a
     /// drop attempts makes nothing more durable. For `SyncMode::Always`.
     Crash,
+    /// A dying device: the failed operation and every later one fail, so
+    /// the jobs in flight fail too, and so does the close's fsync. For
+    /// `SyncMode::Always`.
+    Dying,
 }
 
 /// [`run`] under `sync`, ending as `end` says.
@@ -340,6 +344,10 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
     let case = format!("{failing:?} op {op} fate {fate:?} {sync:?} {end:?}");
     let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
+    let fail = |n| match end {
+        End::Dying => fs.fail_from_op(n),
+        _ => fs.fail_only_op(n),
+    };
     let db = Arc::new(Db::open_with_fs(dir.path(), options(sync), Arc::new(fs.clone())).unwrap());
     let mut ops = Ops::new(7);
     let mut model = Model::new();
@@ -384,7 +392,7 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
         Failing::Flush => {
             let (paused, resume) = arm(&inner.before_manifest_pause, FLUSH, || true);
             write_until(&case, &db, &mut ops, &mut model, &paused);
-            fs.fail_only_op(fs.ops() + op);
+            fail(fs.ops() + op);
             resume.send(()).unwrap();
             install_done(&db);
             merge_held
@@ -394,7 +402,7 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
             let (paused, resume) = arm(&inner.before_manifest_pause, COMPACT, || true);
             merge_held.unwrap().1.send(()).unwrap();
             wait(&case, &paused);
-            fs.fail_only_op(fs.ops() + op);
+            fail(fs.ops() + op);
             resume.send(()).unwrap();
             install_done(&db);
             None
@@ -419,7 +427,7 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
             });
             assert!(grown, "{case}: no table was rebuilt in place");
             // It holds the compaction lock: the compaction thread is idle.
-            fs.fail_only_op(fs.ops() + op);
+            fail(fs.ops() + op);
             resume.send(()).unwrap();
             install_done(&db);
             None
@@ -427,7 +435,7 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
         Failing::Wal(sync) => {
             // The append's write, then (Always) its fsync.
             let failed_op = if sync == SyncMode::Always { 1 } else { 0 };
-            fs.fail_only_op(fs.ops() + failed_op);
+            fail(fs.ops() + failed_op);
             let op = ops.next();
             assert!(apply(&db, &op).is_err(), "{case}: the failed write");
             failed_write = Some(op);
@@ -440,7 +448,7 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
                 apply(&db, &op).unwrap();
                 record(&mut model, op);
             }
-            fs.fail_only_op(fs.ops() + op);
+            fail(fs.ops() + op);
             let shared = Arc::clone(&db);
             let flushed = within("the failing rotation", move || shared.flush());
             assert!(flushed.is_err(), "{case}: the rotation fails");
@@ -476,20 +484,29 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
     refused_after_stop(&db, &model, &stop);
 
     // The held jobs run on and install after the stop.
+    // (On a dying device they fail instead; the close joins them.)
     if let Some((_, resume)) = flush_held {
         resume.send(()).unwrap();
-        wait(&format!("{case}: the held flush installs"), &installed);
+        if end != End::Dying {
+            wait(&format!("{case}: the held flush installs"), &installed);
+        }
     }
     if let Some((_, resume)) = merge_held {
         resume.send(()).unwrap();
-        wait(&format!("{case}: the held merge installs"), &installed);
+        if end != End::Dying {
+            wait(&format!("{case}: the held merge installs"), &installed);
+        }
     }
     refused_after_stop(&db, &model, &stop);
     let snapshot = held.check();
 
     let inner = Arc::clone(&db.inner);
     let db = Arc::into_inner(db).unwrap();
-    if end == End::Crash {
+    if end == End::Dying {
+        let closed = within("close on a dying device", move || db.close());
+        assert!(closed.is_err(), "{case}: close: {closed:?}");
+        fs.heal();
+    } else if end == End::Crash {
         // What was never fsynced (the failed write's record, say) may
         // survive in part, as pages of the page cache.
         fs.set_unsynced_fate(UnsyncedFate::Pages(op + 1));
@@ -646,6 +663,29 @@ fn synced_writes_survive_a_crash_after_jobs_in_flight_installed() {
     ] {
         for fate in [RenameFate::Kept, RenameFate::Undone] {
             run_as(failing, 0, Some(fate), SyncMode::Always, End::Crash);
+        }
+    }
+}
+
+/// Under `SyncMode::Always`, on a device that fails every operation from
+/// the first failure on, the jobs in flight fail too (no install after
+/// the stop), the close fails, and a power loss still keeps every
+/// acknowledged write.
+#[test]
+fn synced_writes_survive_a_dying_device_under_jobs_in_flight() {
+    for failing in [Failing::Flush, Failing::Merge, Failing::Rebuild] {
+        for op in 0..MANIFEST_OPS {
+            for fate in [RenameFate::Kept, RenameFate::Undone] {
+                run_as(failing, op, Some(fate), SyncMode::Always, End::Dying);
+            }
+        }
+    }
+    for failing in [
+        Failing::Wal(SyncMode::Always),
+        Failing::Rotation(SyncMode::Always),
+    ] {
+        for fate in [RenameFate::Kept, RenameFate::Undone] {
+            run_as(failing, 0, Some(fate), SyncMode::Always, End::Dying);
         }
     }
 }
