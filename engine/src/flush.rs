@@ -45,6 +45,8 @@ impl DbInner {
             if frozen.is_empty() {
                 return Ok(());
             }
+            #[cfg(test)]
+            self.flush_pause.pause();
             let mems: Vec<&MemTable> = frozen.iter().map(|m| m.as_ref()).collect();
             // The table's distinct keys, counted in memory: the memtables'
             // entries would count a key overwritten in several of them once

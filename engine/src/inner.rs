@@ -173,6 +173,15 @@ pub(crate) struct DbInner {
     /// writes and the view not yet swapped (see `write.rs`).
     #[cfg(test)]
     pub(crate) rotate_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point in a flush, under the flush lock, after its
+    /// check that writes go on and its choice of frozen memtables, before
+    /// its table is written (see `flush.rs`).
+    #[cfg(test)]
+    pub(crate) flush_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point in `stopping_writes_on_error`: `f` returned
+    /// an error, the locks it held released, writes not yet stopped.
+    #[cfg(test)]
+    pub(crate) failed_pause: crate::test_hooks::ReadPause,
 }
 
 impl DbInner {
@@ -244,6 +253,10 @@ impl DbInner {
             insert_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             rotate_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            flush_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            failed_pause: crate::test_hooks::ReadPause::default(),
         }
     }
 
@@ -334,6 +347,8 @@ impl DbInner {
         };
         result.inspect_err(|e| {
             if !matches!(e, Error::WritesStopped(_) | Error::Closed) {
+                #[cfg(test)]
+                self.failed_pause.pause();
                 self.stop_writes(what, e);
             }
         })

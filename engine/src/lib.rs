@@ -95,6 +95,10 @@ mod scratch_dirs;
 mod skiplist;
 mod stats;
 #[cfg(test)]
+mod stop_error_window_tests;
+#[cfg(test)]
+mod stop_inflight_tests;
+#[cfg(test)]
 mod store_files;
 mod table_files;
 #[cfg(test)]
