@@ -342,6 +342,75 @@ fn a_failed_merged_flush_keeps_every_memtable_and_wal() {
     assert_eq!(db.stats().levels[0].tables, 1);
 }
 
+/// A memtable frozen while a flush of an older one installs is not in that
+/// flush, so the manifest the install writes must still name its WAL: the
+/// oldest WAL it keeps is the oldest of the memtables left in memory, not
+/// the active memtable's. Should the next flush then fail (writes stop,
+/// nothing more is installed), a reopen replays that WAL and loses none of
+/// the memtable's acknowledged writes. (With the active memtable's WAL
+/// named instead, the reopen skipped the frozen one's WAL, deleted it as
+/// an orphan, and read the first memtable's values back.)
+#[test]
+fn a_memtable_frozen_while_a_flush_installs_keeps_its_wal_through_a_failed_flush_and_a_reopen() {
+    use crate::fs::fault::FaultFs;
+    use std::sync::Arc;
+    let dir = crate::scratch_dirs::scratch_dir();
+    let fs = FaultFs::new();
+    let db = Db::open_with_fs(dir.path(), options(), Arc::new(fs.clone())).unwrap();
+    for i in 0..300 {
+        db.put(&key(i), b"first").unwrap();
+    }
+    // The flush thread takes the first memtable and waits to create its
+    // table (the store's writes go on meanwhile).
+    fs.set_hold_table_files(true);
+    freeze(&db);
+    while fs.table_files_waiting() == 0 {
+        std::thread::yield_now();
+    }
+    for i in (0..300).step_by(2) {
+        db.put(&key(i), b"second").unwrap();
+    }
+    for i in (0..300).step_by(3) {
+        db.delete(&key(i)).unwrap();
+    }
+    freeze(&db);
+    assert_eq!(db.inner.current.load().imm.len(), 2);
+    // The flush writes its table and reads the view its install edits
+    // (the second memtable in it), then stops before the manifest write.
+    let (paused, resume) = db.inner.before_manifest_pause.arm_once();
+    fs.set_hold_table_files(false);
+    paused.recv().unwrap();
+    // The second memtable's flush, after the first one's install, fails.
+    fs.set_refuse_table_files(true);
+    resume.send(()).unwrap();
+    assert!(db.wait_for_background_work().is_err());
+    let sv = db.inner.current.load_full();
+    assert_eq!(sv.version.levels[0].len(), 1, "the first memtable's table");
+    assert_eq!(sv.imm.len(), 1, "the second memtable, not flushed");
+    drop(sv);
+    let expected = |i: u32| -> Option<&'static [u8]> {
+        if i.is_multiple_of(3) {
+            None
+        } else if i.is_multiple_of(2) {
+            Some(b"second")
+        } else {
+            Some(b"first")
+        }
+    };
+    for i in 0..300 {
+        assert_eq!(db.get(&key(i)).unwrap().as_deref(), expected(i), "key {i}");
+    }
+    assert!(matches!(db.close(), Err(crate::Error::WritesStopped(_))));
+    let db = Db::open(dir.path(), options()).unwrap();
+    for i in 0..300 {
+        assert_eq!(
+            db.get(&key(i)).unwrap().as_deref(),
+            expected(i),
+            "reopened: key {i}"
+        );
+    }
+}
+
 /// Memtables frozen while the flush fell behind that overwrite the same
 /// hot keys: the merged table holds 2,000 distinct keys (its filter is
 /// built from those), a smaller run than the 3,000-key level below, so the
