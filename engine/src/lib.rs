@@ -103,6 +103,8 @@ mod store_files;
 mod table_files;
 #[cfg(test)]
 mod test_hooks;
+#[cfg(test)]
+mod test_model;
 mod trace;
 mod version;
 mod wal;

@@ -11,22 +11,15 @@
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::mpsc;
-use std::time::Duration;
 
 use crate::fs::names::{self, FileType};
+use crate::test_model::{Entries, Model, apply, key, reads_match, record, within};
 use crate::{Db, Error, FilterPolicy, Options, StopCause, SyncMode, WriteStop};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 const KEYS: u64 = 700;
 const MESSAGE: &str = "injected panic";
-/// A generous bound on a step that must not hang (it takes well under a
-/// second): past it the case reports a hang.
-const HANG: Duration = Duration::from_secs(60);
 
 /// Which job panics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,10 +80,6 @@ fn options(background_work: bool, job: Job) -> Options {
     }
 }
 
-fn key(k: u64) -> Vec<u8> {
-    format!("key{k:06}").into_bytes()
-}
-
 /// A stream of puts (overwrites included) and deletes over `KEYS` keys.
 struct Ops {
     rng: u64,
@@ -127,38 +116,6 @@ impl Ops {
             (k, None)
         } else {
             (k, Some(format!("{:048}", self.n).into_bytes()))
-        }
-    }
-}
-
-fn apply(db: &Db, op: &(Vec<u8>, Option<Vec<u8>>)) -> crate::Result<()> {
-    match &op.1 {
-        Some(v) => db.put(&op.0, v),
-        None => db.delete(&op.0),
-    }
-}
-
-fn record(model: &mut Model, op: (Vec<u8>, Option<Vec<u8>>)) {
-    match op.1 {
-        Some(v) => model.insert(op.0, v),
-        None => model.remove(&op.0),
-    };
-}
-
-/// Runs `f` on another thread; a hang past `HANG` fails the test (a
-/// panic in `f` fails it as that panic).
-fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(HANG) {
-        Ok(t) => t,
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            std::panic::resume_unwind(thread.join().expect_err("no result, no panic"))
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            panic!("HANG: {what} did not return within {HANG:?}")
         }
     }
 }
@@ -202,26 +159,6 @@ fn inject(db: &Db, job: Job, stage: Stage) {
         Stage::AfterManifest => inner.after_manifest_pause.set(Some(Arc::new(fire))),
         Stage::AfterSwap => inner.install_hook.set(Some(Arc::new(move |_, _| fire()))),
     }
-}
-
-/// Every key reads as `model` says, and a scan yields exactly `model`.
-fn reads_match(
-    what: &str,
-    get: impl Fn(&[u8]) -> crate::Result<Option<Vec<u8>>>,
-    scan: crate::Result<crate::DbIter>,
-    model: &Model,
-) {
-    for k in 0..KEYS {
-        let k = key(k);
-        assert_eq!(
-            get(&k).unwrap().as_ref(),
-            model.get(&k),
-            "{what}: get {k:?}"
-        );
-    }
-    let scanned: Entries = scan.unwrap().map(Result::unwrap).collect();
-    let expected: Entries = model.clone().into_iter().collect();
-    assert!(scanned == expected, "{what}: scan differs from the model");
 }
 
 /// What a case holds from before the panic.
@@ -300,7 +237,7 @@ fn after_the_panic(
         let db = Arc::clone(&db);
         let model = Arc::clone(&model);
         within("reads and refused work after the panic", move || {
-            reads_match("db", |k| db.get(k), db.scan::<&[u8], _>(..), &model);
+            reads_match("db", KEYS, |k| db.get(k), db.scan::<&[u8], _>(..), &model);
             // Every call that would change the store is refused at once.
             let refused = |what: &str, r: crate::Result<()>| {
                 assert!(matches!(r, Err(Error::WritesStopped(_))), "{what}: {r:?}");
@@ -316,6 +253,7 @@ fn after_the_panic(
             let s = &before.snapshot;
             reads_match(
                 "snapshot",
+                KEYS,
                 |k| s.get(k),
                 s.scan::<&[u8], _>(..),
                 &before.snapshot_model,
@@ -386,7 +324,13 @@ fn after_the_panic(
 /// names, and takes new writes, flushes and compactions.
 fn reopen_holds(dir: &std::path::Path, model: &Model, job: Job) {
     let db = Db::open(dir, options(false, job)).unwrap();
-    reads_match("reopened", |k| db.get(k), db.scan::<&[u8], _>(..), model);
+    reads_match(
+        "reopened",
+        KEYS,
+        |k| db.get(k),
+        db.scan::<&[u8], _>(..),
+        model,
+    );
     let live: HashSet<u64> = db
         .inner
         .current
@@ -412,6 +356,7 @@ fn reopen_holds(dir: &std::path::Path, model: &Model, job: Job) {
     db.flush().unwrap();
     reads_match(
         "after new writes",
+        KEYS,
         |k| db.get(k),
         db.scan::<&[u8], _>(..),
         &model,
@@ -419,6 +364,7 @@ fn reopen_holds(dir: &std::path::Path, model: &Model, job: Job) {
     db.compact().unwrap();
     reads_match(
         "after a compaction",
+        KEYS,
         |k| db.get(k),
         db.scan::<&[u8], _>(..),
         &model,
@@ -427,6 +373,7 @@ fn reopen_holds(dir: &std::path::Path, model: &Model, job: Job) {
     let db = Db::open(dir, options(false, job)).unwrap();
     reads_match(
         "reopened again",
+        KEYS,
         |k| db.get(k),
         db.scan::<&[u8], _>(..),
         &model,

@@ -20,8 +20,9 @@ use std::sync::Arc;
 
 use crate::fs::fault::{FaultFs, RenameFate};
 use crate::stop_inflight_tests::{
-    Held, Model, Ops, apply, arm, fates, options, record, refused_after_stop, reopen_holds, within,
+    Held, Ops, arm, fates, options, refused_after_stop, reopen_holds,
 };
+use crate::test_model::{Model, apply, record, within};
 use crate::{Db, Error, FilterPolicy, Options, StopCause, SyncMode};
 
 /// What runs in the window.

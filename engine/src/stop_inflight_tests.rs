@@ -24,7 +24,7 @@
 //! timing.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
@@ -32,15 +32,10 @@ use std::time::Duration;
 use crate::fs::fault::{FaultFs, RenameFate, UnsyncedFate};
 use crate::fs::names::{self, FileType};
 use crate::test_hooks::ReadPause;
+use crate::test_model::{Entries, HANG, Model, Op, apply, key, reads_match, record, within};
 use crate::{Db, Error, FilterPolicy, Options, StopCause, SyncMode, WriteStop};
 
-pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-pub(crate) type Entries = Vec<(Vec<u8>, Vec<u8>)>;
-pub(crate) type Op = (Vec<u8>, Option<Vec<u8>>);
-
 pub(crate) const KEYS: u64 = 600;
-/// A generous bound on a step that must not hang.
-pub(crate) const HANG: Duration = Duration::from_secs(60);
 const FLUSH: &str = "bloomlsm-flush";
 const COMPACT: &str = "bloomlsm-compact";
 /// The operations of a manifest write, in order: the temporary file's
@@ -88,10 +83,6 @@ pub(crate) fn options(sync: SyncMode) -> Options {
     }
 }
 
-pub(crate) fn key(k: u64) -> Vec<u8> {
-    format!("key{k:06}").into_bytes()
-}
-
 /// Puts (overwrites) and about a quarter deletes over `KEYS` keys.
 pub(crate) struct Ops {
     rng: u64,
@@ -118,20 +109,6 @@ impl Ops {
             (k, Some(format!("{:040}", self.n).into_bytes()))
         }
     }
-}
-
-pub(crate) fn apply(db: &Db, op: &Op) -> crate::Result<()> {
-    match &op.1 {
-        Some(v) => db.put(&op.0, v),
-        None => db.delete(&op.0),
-    }
-}
-
-pub(crate) fn record(model: &mut Model, op: Op) {
-    match op.1 {
-        Some(v) => model.insert(op.0, v),
-        None => model.remove(&op.0),
-    };
 }
 
 /// Applies ops (recording each acknowledged one) until a thread says it
@@ -188,26 +165,6 @@ pub(crate) fn arm(
     (paused_rx, resume_tx)
 }
 
-/// Every key reads as `model` says, and a scan yields exactly `model`.
-pub(crate) fn reads_match(
-    what: &str,
-    get: impl Fn(&[u8]) -> crate::Result<Option<Vec<u8>>>,
-    scan: crate::Result<crate::DbIter>,
-    model: &Model,
-) {
-    for k in 0..KEYS {
-        let k = key(k);
-        assert_eq!(
-            get(&k).unwrap().as_ref(),
-            model.get(&k),
-            "{what}: get {k:?}"
-        );
-    }
-    let scanned: Entries = scan.unwrap().map(Result::unwrap).collect();
-    let expected: Entries = model.clone().into_iter().collect();
-    assert!(scanned == expected, "{what}: scan differs from the model");
-}
-
 /// Reads held across the stop: a snapshot, an iterator half read and one
 /// on the snapshot not yet read.
 pub(crate) struct Held {
@@ -241,6 +198,7 @@ impl Held {
         let s = &self.snapshot;
         reads_match(
             "snapshot",
+            KEYS,
             |k| s.get(k),
             s.scan::<&[u8], _>(..),
             &self.snapshot_model,
@@ -253,21 +211,6 @@ impl Held {
             "a snapshot iterator opened before the stop"
         );
         self.snapshot
-    }
-}
-
-/// Runs `f` on another thread; a hang past `HANG` fails the test.
-pub(crate) fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(HANG) {
-        Ok(t) => t,
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            std::panic::resume_unwind(thread.join().expect_err("no result, no panic"))
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("HANG: {what}"),
     }
 }
 
@@ -284,7 +227,7 @@ fn install_done(db: &Db) {
 
 /// Every change is refused with the stop; reads answer the model.
 pub(crate) fn refused_after_stop(db: &Db, model: &Model, stop: &WriteStop) {
-    reads_match("db", |k| db.get(k), db.scan::<&[u8], _>(..), model);
+    reads_match("db", KEYS, |k| db.get(k), db.scan::<&[u8], _>(..), model);
     let refused = |what: &str, r: crate::Result<()>| match r {
         Err(Error::WritesStopped(s)) => assert_eq!(&s, stop, "{what}"),
         other => panic!("{what}: {other:?}"),
@@ -300,6 +243,7 @@ pub(crate) fn refused_after_stop(db: &Db, model: &Model, stop: &WriteStop) {
     refused("wait", db.wait_for_background_work());
     reads_match(
         "db after refusals",
+        KEYS,
         |k| db.get(k),
         db.scan::<&[u8], _>(..),
         model,
@@ -308,6 +252,7 @@ pub(crate) fn refused_after_stop(db: &Db, model: &Model, stop: &WriteStop) {
     let s = db.snapshot();
     reads_match(
         "snapshot after the stop",
+        KEYS,
         |k| s.get(k),
         s.scan::<&[u8], _>(..),
         model,
@@ -590,7 +535,7 @@ pub(crate) fn reopen_holds(
         record(&mut model, op);
     }
     db.flush().unwrap();
-    reads_match(case, |k| db.get(k), db.scan::<&[u8], _>(..), &model);
+    reads_match(case, KEYS, |k| db.get(k), db.scan::<&[u8], _>(..), &model);
     db.close().unwrap();
 }
 

@@ -1,0 +1,82 @@
+//! What the engine's model-checked unit tests share: a `BTreeMap` model
+//! of the store, the writes that update both, reads checked against it,
+//! and a bound on steps that must not hang.
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::Db;
+
+/// What the store should hold: each live key's value.
+pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+/// Pairs in key order, as a scan lists them.
+pub(crate) type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+/// A put (`Some(value)`) or a delete (`None`) of a key.
+pub(crate) type Op = (Vec<u8>, Option<Vec<u8>>);
+
+/// A generous bound on a step that must not hang (it takes well under a
+/// second): past it the test reports a hang.
+pub(crate) const HANG: Duration = Duration::from_secs(60);
+
+/// Key number `k`, fixed width so that keys sort as their numbers.
+pub(crate) fn key(k: u64) -> Vec<u8> {
+    format!("key{k:06}").into_bytes()
+}
+
+/// Writes `op` to the store.
+pub(crate) fn apply(db: &Db, op: &Op) -> crate::Result<()> {
+    match &op.1 {
+        Some(v) => db.put(&op.0, v),
+        None => db.delete(&op.0),
+    }
+}
+
+/// Writes `op` to the model (once the store acknowledged it).
+pub(crate) fn record(model: &mut Model, op: Op) {
+    match op.1 {
+        Some(v) => model.insert(op.0, v),
+        None => model.remove(&op.0),
+    };
+}
+
+/// Runs `f` on another thread; a hang past `HANG` fails the test (a
+/// panic in `f` fails it as that panic).
+pub(crate) fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(HANG) {
+        Ok(t) => t,
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(thread.join().expect_err("no result, no panic"))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("HANG: {what} did not return within {HANG:?}")
+        }
+    }
+}
+
+/// Every key of `0..keys` reads as `model` says, and a scan yields
+/// exactly `model`.
+pub(crate) fn reads_match(
+    what: &str,
+    keys: u64,
+    get: impl Fn(&[u8]) -> crate::Result<Option<Vec<u8>>>,
+    scan: crate::Result<crate::DbIter>,
+    model: &Model,
+) {
+    for k in 0..keys {
+        let k = key(k);
+        assert_eq!(
+            get(&k).unwrap().as_ref(),
+            model.get(&k),
+            "{what}: get {k:?}"
+        );
+    }
+    let scanned: Entries = scan.unwrap().map(Result::unwrap).collect();
+    let expected: Entries = model.clone().into_iter().collect();
+    assert!(scanned == expected, "{what}: scan differs from the model");
+}
