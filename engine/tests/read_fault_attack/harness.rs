@@ -20,6 +20,15 @@ pub struct Shape {
     pub seed: u64,
 }
 
+/// The shape of a case: `max_open_files`, direct reads or not, its seed.
+pub fn shape(max_open_files: Option<usize>, direct: bool, seed: u64) -> Shape {
+    Shape {
+        max_open_files,
+        direct,
+        seed,
+    }
+}
+
 pub fn options(max_open_files: Option<usize>, direct: bool, policy: FilterPolicy) -> Options {
     Options {
         filter_policy: policy,

@@ -5,16 +5,8 @@
 
 use bloomlsm::fs::fault::ReadFault;
 
-use crate::harness::Shape;
+use crate::harness::shape;
 use crate::sweep_reads::sweep;
-
-fn shape(max_open_files: Option<usize>, direct: bool, seed: u64) -> Shape {
-    Shape {
-        max_open_files,
-        direct,
-        seed,
-    }
-}
 
 #[test]
 fn one_failed_reopen_anywhere_is_an_error_never_a_wrong_answer() {

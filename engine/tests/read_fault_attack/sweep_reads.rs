@@ -4,7 +4,7 @@
 
 use bloomlsm::fs::fault::ReadFault;
 
-use crate::harness::{Case, Seen, Shape};
+use crate::harness::{Case, Seen, Shape, shape};
 
 /// Reads (or read-opens) the workload makes after the tree is built, in
 /// a run without faults.
@@ -75,14 +75,6 @@ pub fn sweep(shape: Shape, opens: bool, positions: u64, at: impl Fn(u64) -> Read
     }
     println!("{shape:?} opens {opens}: span {span}, {total:?}");
     total
-}
-
-fn shape(max_open_files: Option<usize>, direct: bool, seed: u64) -> Shape {
-    Shape {
-        max_open_files,
-        direct,
-        seed,
-    }
 }
 
 #[test]
