@@ -99,13 +99,18 @@ pub enum CorruptionReason {
     Footer(#[from] FooterError),
 }
 
-/// Which read of a table failed: the source of the I/O error
+/// Which read of a table failed: the payload of the I/O error
 /// [`Error::Io`] gives for a block (or the footer) that could not be read,
 /// so the message names the block and its offset as a damaged block's
 /// does. The I/O error keeps the OS error's kind, and the OS error itself
 /// is this one's source (its number found by walking the sources).
+///
+/// Reach it with [`std::io::Error::get_ref`] and `downcast_ref`: the I/O
+/// error's `source()` skips it (std gives the payload's own source, the
+/// OS error), so a walk of the sources never meets it.
 #[derive(Debug, Error)]
 #[error("reading the {kind} block at offset {offset}: {source}")]
+#[non_exhaustive]
 pub struct BlockReadError {
     /// Which block (or the footer).
     pub kind: BlockKind,

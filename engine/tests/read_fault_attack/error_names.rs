@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use bloomlsm::fs::fault::{FaultFs, ReadFault};
+use bloomlsm::sstable::BlockReadError;
 use bloomlsm::{Db, Error, Options};
 
 use crate::common::short_key;
@@ -47,11 +48,34 @@ fn named_offset(e: &Error, kind: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// The typed reason of a failed block read: the I/O error's payload
+/// (`get_ref`; its `source()` skips it).
+fn block_read(e: &Error) -> Option<&BlockReadError> {
+    let (Error::Io { source, .. } | Error::Table(bloomlsm::sstable::Error::Io { source, .. })) = e
+    else {
+        return None;
+    };
+    source.get_ref()?.downcast_ref()
+}
+
 fn assert_names(e: &Error, kind: &str, ctx: &str) -> u64 {
     assert!(is_read_error(e), "{ctx}: {e}");
     assert!(!e.is_corruption(), "{ctx}: an EIO is not damage: {e}");
     assert_eq!(e.raw_os_error(), Some(EIO), "{ctx}: {e:?}");
-    named_offset(e, kind).unwrap_or_else(|| panic!("{ctx}: names no {kind} block: {e}"))
+    let offset =
+        named_offset(e, kind).unwrap_or_else(|| panic!("{ctx}: names no {kind} block: {e}"));
+    // The same, typed.
+    let typed = block_read(e).unwrap_or_else(|| panic!("{ctx}: no BlockReadError: {e:?}"));
+    assert_eq!(
+        (
+            typed.kind.to_string(),
+            typed.offset,
+            typed.source.raw_os_error()
+        ),
+        (kind.to_string(), offset, Some(EIO)),
+        "{ctx}: {e:?}"
+    );
+    offset
 }
 
 #[test]

@@ -57,6 +57,31 @@ fn open(
     }
 }
 
+/// Bytes of a WAL that holds no record (its header).
+const WAL_HEADER: u64 = 16;
+
+/// Bytes of the store's WALs.
+fn wal_bytes(dir: &std::path::Path) -> u64 {
+    crate::common::listing(dir)
+        .iter()
+        .filter(|n| n.ends_with(".wal"))
+        .map(|n| std::fs::metadata(dir.join(n)).unwrap().len())
+        .sum()
+}
+
+/// Puts the store's files back as `saved` holds them. A read-write open
+/// flushes the replayed writes into a table and empties the WAL; each
+/// open under a fault starts again from the closed store, with the
+/// writes still to replay (and the compaction the replay's table leads to).
+fn restore(saved: &std::path::Path, dir: &std::path::Path) {
+    for name in crate::common::listing(dir) {
+        std::fs::remove_file(dir.join(name)).unwrap();
+    }
+    for name in crate::common::listing(saved) {
+        std::fs::copy(saved.join(&name), dir.join(&name)).unwrap();
+    }
+}
+
 /// Sweeps one fault over the opens and reads of a store's open.
 fn sweep(shape: Shape, on_corrupt_filter: CorruptFilterPolicy, read_only: bool) {
     let Some(mut case) = Case::build(shape, "open") else {
@@ -72,6 +97,8 @@ fn sweep(shape: Shape, on_corrupt_filter: CorruptFilterPolicy, read_only: bool) 
         case.dir.path().to_path_buf(),
         case.model.clone(),
     );
+    let saved = crate::common::scratch_dir();
+    restore(&dir, saved.path());
     let case_options = Options {
         on_corrupt_filter,
         ..options(
@@ -85,6 +112,7 @@ fn sweep(shape: Shape, on_corrupt_filter: CorruptFilterPolicy, read_only: bool) 
     let (opens, reads) = (fs.read_opens() - opens0, fs.reads() - reads0);
     check(&db, &model, true, "fault-free open");
     drop(db);
+    restore(saved.path(), &dir);
     let (mut refused, mut opened, mut failed_reads, mut unusable) = (0, 0, 0, 0);
     let faults = (0..opens + 1).map(|k| (true, k)).chain(
         (0..reads + 1)
@@ -94,6 +122,11 @@ fn sweep(shape: Shape, on_corrupt_filter: CorruptFilterPolicy, read_only: bool) 
     for (on_opens, k) in faults {
         let ctx = format!(
             "{shape:?} {on_corrupt_filter:?} read-only {read_only}: fault at open {on_opens} {k}"
+        );
+        // The open under the fault replays the unflushed writes.
+        assert!(
+            wal_bytes(&dir) > WAL_HEADER,
+            "{ctx}: no write left to replay"
         );
         if on_opens {
             fs.fail_read_opens(ReadFault::Only(fs.read_opens() + k));
@@ -111,10 +144,20 @@ fn sweep(shape: Shape, on_corrupt_filter: CorruptFilterPolicy, read_only: bool) 
                 fs.heal();
                 check(&db, &model, true, &format!("{ctx}, healed"));
                 unusable += db.stats().total.tables_without_usable_filter;
-                if !read_only {
-                    db.wait_for_background_work().unwrap();
+                // The compaction the replay's table leads to may have
+                // met the fault: it stops writes, losing nothing.
+                let mut stopped = false;
+                if !read_only && let Err(e) = db.wait_for_background_work() {
+                    assert!(crate::harness::is_job_error(&e), "{ctx}: wait: {e}");
+                    stopped = true;
                 }
-                db.close().unwrap_or_else(|e| panic!("{ctx}: close: {e}"));
+                match db.close() {
+                    Ok(()) => assert!(!stopped, "{ctx}: writes stopped, the close succeeded"),
+                    Err(e) => assert!(
+                        stopped && crate::harness::is_job_error(&e),
+                        "{ctx}: close: {e}"
+                    ),
+                }
             }
         }
         fs.heal();
@@ -122,6 +165,7 @@ fn sweep(shape: Shape, on_corrupt_filter: CorruptFilterPolicy, read_only: bool) 
             open(&case_options, false, &dir, &fs).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
         check(&db, &model, true, &format!("{ctx}, reopened"));
         db.close().unwrap();
+        restore(saved.path(), &dir);
     }
     println!(
         "{shape:?} {on_corrupt_filter:?} read-only {read_only}: {opens} opens, {reads} reads; \
