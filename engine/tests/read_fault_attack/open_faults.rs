@@ -1,6 +1,7 @@
-//! Failed reads while a store opens: of the manifest and the WALs
-//! (`read_all`), of table files (their opens, footers, indexes and
-//! filters), at every position. The open fails with the `EIO`, naming a
+//! Failed reads while a store opens with unflushed writes in its WAL: of
+//! the manifest and the WALs (`read_all`), of table files (their opens,
+//! footers, indexes and filters), at every read-open and at about 60
+//! evenly spaced positioned reads. The open fails with the `EIO`, naming a
 //! file of the store, or it opens and answers right (a later read may
 //! fail the same way); once the faults stop, the store opens (read-write
 //! or read-only) with every write, and nothing the failed opens did cost
