@@ -15,7 +15,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::fs::names::{self, FileType};
-use crate::test_model::{Entries, Model, apply, key, reads_match, record, within};
+use crate::test_model::{
+    Entries, Model, apply, key, only_live_tables_on_disk, reads_match, record, within, write_ops,
+};
 use crate::{Db, Error, FilterPolicy, Options, StopCause, SyncMode, WriteStop};
 
 const KEYS: u64 = 700;
@@ -331,28 +333,10 @@ fn reopen_holds(dir: &std::path::Path, model: &Model, job: Job) {
         db.scan::<&[u8], _>(..),
         model,
     );
-    let live: HashSet<u64> = db
-        .inner
-        .current
-        .load()
-        .version
-        .all_metas()
-        .iter()
-        .map(|t| t.number)
-        .collect();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if let FileType::Table(n) = names::parse(&name) {
-            assert!(live.contains(&n), "{name} is not a live table");
-        }
-    }
+    only_live_tables_on_disk("reopened", &db, dir);
     let mut model = model.clone();
     let mut ops = Ops::new(99);
-    for _ in 0..1500 {
-        let op = ops.next();
-        apply(&db, &op).unwrap();
-        record(&mut model, op);
-    }
+    write_ops(&db, &mut model, 1500, || ops.next());
     db.flush().unwrap();
     reads_match(
         "after new writes",

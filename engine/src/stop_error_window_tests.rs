@@ -22,7 +22,7 @@ use crate::fs::fault::{FaultFs, RenameFate};
 use crate::stop_inflight_tests::{
     Held, Ops, arm, fates, options, refused_after_stop, reopen_holds,
 };
-use crate::test_model::{Model, apply, record, within};
+use crate::test_model::{Model, tables_grown_in_place, within, write_ops};
 use crate::{Db, Error, FilterPolicy, Options, StopCause, SyncMode};
 
 /// What runs in the window.
@@ -42,21 +42,6 @@ fn store_options() -> Options {
     }
 }
 
-/// Tables whose file is longer than the view's record of it.
-fn grown(db: &Db, dir: &std::path::Path) -> usize {
-    db.inner
-        .current
-        .load()
-        .version
-        .all_metas()
-        .iter()
-        .filter(|t| {
-            let path = crate::fs::names::table(dir, t.number);
-            std::fs::metadata(path).unwrap().len() > t.file_size
-        })
-        .count()
-}
-
 /// Returns whether the failed rebuild had grown a table at the window.
 fn run(fail_at: u64, interloper: Interloper, fate: Option<RenameFate>) -> bool {
     let case = format!("op {fail_at} {interloper:?} fate {fate:?}");
@@ -65,11 +50,7 @@ fn run(fail_at: u64, interloper: Interloper, fate: Option<RenameFate>) -> bool {
     let db = Arc::new(Db::open_with_fs(dir.path(), store_options(), Arc::new(fs.clone())).unwrap());
     let mut ops = Ops::new(11);
     let mut model = Model::new();
-    for _ in 0..3000 {
-        let op = ops.next();
-        apply(&db, &op).unwrap();
-        record(&mut model, op);
-    }
+    write_ops(&db, &mut model, 3000, || ops.next());
     db.wait_for_background_work().unwrap();
     let held = Held::take(&db, &model);
 
@@ -98,7 +79,7 @@ fn run(fail_at: u64, interloper: Interloper, fate: Option<RenameFate>) -> bool {
             return false;
         }
     }
-    let grew = grown(&db, dir.path()) > 0;
+    let grew = tables_grown_in_place(&db, dir.path()) > 0;
     assert!(
         db.inner.write_error.lock().is_none(),
         "{case}: stopped early"
@@ -112,14 +93,14 @@ fn run(fail_at: u64, interloper: Interloper, fate: Option<RenameFate>) -> bool {
                 shared.rebuild_filters(FilterPolicy::Optimized { bits_per_key: 12.0 })
             })
             .unwrap();
-            assert_eq!(grown(&db, dir.path()), 0, "{case}: not rebuilt in place");
+            assert_eq!(
+                tables_grown_in_place(&db, dir.path()),
+                0,
+                "{case}: not rebuilt in place"
+            );
         }
         Interloper::Work => {
-            for _ in 0..400 {
-                let op = ops.next();
-                apply(&db, &op).unwrap();
-                record(&mut model, op);
-            }
+            write_ops(&db, &mut model, 400, || ops.next());
             db.wait_for_background_work().unwrap();
         }
     }

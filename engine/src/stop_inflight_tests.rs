@@ -24,15 +24,16 @@
 //! timing.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
 use crate::fs::fault::{FaultFs, RenameFate, UnsyncedFate};
-use crate::fs::names::{self, FileType};
 use crate::test_hooks::ReadPause;
-use crate::test_model::{Entries, HANG, Model, Op, apply, key, reads_match, record, within};
+use crate::test_model::{
+    Entries, HANG, Model, Op, apply, key, only_live_tables_on_disk, reads_match, record,
+    tables_grown_in_place, within, write_ops,
+};
 use crate::{Db, Error, FilterPolicy, Options, StopCause, SyncMode, WriteStop};
 
 pub(crate) const KEYS: u64 = 600;
@@ -296,11 +297,7 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
     let db = Arc::new(Db::open_with_fs(dir.path(), options(sync), Arc::new(fs.clone())).unwrap());
     let mut ops = Ops::new(7);
     let mut model = Model::new();
-    for _ in 0..3000 {
-        let op = ops.next();
-        apply(&db, &op).unwrap();
-        record(&mut model, op);
-    }
+    write_ops(&db, &mut model, 3000, || ops.next());
     db.wait_for_background_work().unwrap();
     let deep = db.inner.current.load().version.levels[1..]
         .iter()
@@ -366,11 +363,10 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
             wait(&case, &paused);
             // Rebuilt in place: files past the sizes the view (and the
             // manifest on disk) record, which the failed manifest names.
-            let grown = db.inner.current.load().version.all_metas().iter().any(|t| {
-                let path = names::table(dir.path(), t.number);
-                std::fs::metadata(path).unwrap().len() > t.file_size
-            });
-            assert!(grown, "{case}: no table was rebuilt in place");
+            assert!(
+                tables_grown_in_place(&db, dir.path()) > 0,
+                "{case}: no table was rebuilt in place"
+            );
             // It holds the compaction lock: the compaction thread is idle.
             fail(fs.ops() + op);
             resume.send(()).unwrap();
@@ -512,28 +508,10 @@ pub(crate) fn reopen_holds(
             .collect();
         panic!("{case}: the reopened store differs at {differs:?}");
     }
-    let live: HashSet<u64> = db
-        .inner
-        .current
-        .load()
-        .version
-        .all_metas()
-        .iter()
-        .map(|t| t.number)
-        .collect();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if let FileType::Table(n) = names::parse(&name) {
-            assert!(live.contains(&n), "{case}: {name} is not a live table");
-        }
-    }
+    only_live_tables_on_disk(case, &db, dir);
     let mut model = recovered;
     let mut ops = Ops::new(99);
-    for _ in 0..1000 {
-        let op = ops.next();
-        apply(&db, &op).unwrap();
-        record(&mut model, op);
-    }
+    write_ops(&db, &mut model, 1000, || ops.next());
     db.flush().unwrap();
     reads_match(case, KEYS, |k| db.get(k), db.scan::<&[u8], _>(..), &model);
     db.close().unwrap();

@@ -3,11 +3,13 @@
 //! and a bound on steps that must not hang.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::Db;
+use crate::fs::names::{self, FileType};
 
 /// What the store should hold: each live key's value.
 pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -79,4 +81,49 @@ pub(crate) fn reads_match(
     let scanned: Entries = scan.unwrap().map(Result::unwrap).collect();
     let expected: Entries = model.clone().into_iter().collect();
     assert!(scanned == expected, "{what}: scan differs from the model");
+}
+
+/// Writes `n` ops from `next` to the store and, as each is acknowledged,
+/// to `model`.
+pub(crate) fn write_ops(db: &Db, model: &mut Model, n: usize, mut next: impl FnMut() -> Op) {
+    for _ in 0..n {
+        let op = next();
+        apply(db, &op).unwrap();
+        record(model, op);
+    }
+}
+
+/// Tables of the store's view whose file is longer than the view records
+/// (a filter rebuilt in place, not yet installed).
+pub(crate) fn tables_grown_in_place(db: &Db, dir: &Path) -> usize {
+    db.inner
+        .current
+        .load()
+        .version
+        .all_metas()
+        .iter()
+        .filter(|t| {
+            let path = crate::fs::names::table(dir, t.number);
+            std::fs::metadata(path).unwrap().len() > t.file_size
+        })
+        .count()
+}
+
+/// Every table file in `dir` is one of the view's tables.
+pub(crate) fn only_live_tables_on_disk(what: &str, db: &Db, dir: &Path) {
+    let live: HashSet<u64> = db
+        .inner
+        .current
+        .load()
+        .version
+        .all_metas()
+        .iter()
+        .map(|t| t.number)
+        .collect();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if let FileType::Table(n) = names::parse(&name) {
+            assert!(live.contains(&n), "{what}: {name} is not a live table");
+        }
+    }
 }
