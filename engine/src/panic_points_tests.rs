@@ -11,12 +11,11 @@
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use std::cell::Cell;
-use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::fs::names::{self, FileType};
 use crate::test_model::{
-    Entries, Model, apply, key, only_live_tables_on_disk, reads_match, record, within, write_ops,
+    Entries, Model, apply, key, only_live_tables_on_disk, reads_match, record, stray_tables,
+    within, write_ops,
 };
 use crate::{Db, Error, FilterPolicy, Options, StopCause, SyncMode, WriteStop};
 
@@ -291,23 +290,7 @@ fn after_the_panic(
         inner.snapshots.lock().is_empty(),
         "a snapshot stays registered"
     );
-    let live: HashSet<u64> = inner
-        .current
-        .load()
-        .version
-        .all_metas()
-        .iter()
-        .map(|t| t.number)
-        .collect();
-    let mut stray = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if let FileType::Table(n) = names::parse(&name)
-            && !live.contains(&n)
-        {
-            stray.push(name);
-        }
-    }
+    let stray = stray_tables(&inner, dir);
     // What the panicked job leaves on disk in this process, for the
     // reopen to remove: a merge's outputs, or (after the swap) its inputs,
     // never deleted; a flush's table never installed. (A rebuild in place

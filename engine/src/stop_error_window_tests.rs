@@ -20,10 +20,10 @@ use std::sync::Arc;
 
 use crate::fs::fault::{FaultFs, RenameFate};
 use crate::stop_inflight_tests::{
-    Held, Ops, arm, fates, options, refused_after_stop, reopen_holds,
+    Held, Ops, arm, fates, io_stop, options, refused_after_stop, reopen_holds,
 };
 use crate::test_model::{Model, tables_grown_in_place, within, write_ops};
-use crate::{Db, Error, FilterPolicy, Options, StopCause, SyncMode};
+use crate::{Db, Error, FilterPolicy, Options, SyncMode};
 
 /// What runs in the window.
 #[derive(Clone, Copy, Debug)]
@@ -109,14 +109,7 @@ fn run(fail_at: u64, interloper: Interloper, fate: Option<RenameFate>) -> bool {
         failing.join().unwrap().is_err(),
         "{case}: the rebuild fails"
     );
-    let stop = match db.put(b"probe", b"x") {
-        Err(Error::WritesStopped(s)) => s,
-        other => panic!("{case}: writes not stopped: {other:?}"),
-    };
-    assert!(
-        matches!(stop.cause(), StopCause::Io { .. }),
-        "{case}: {stop}"
-    );
+    let stop = io_stop(&db, &case);
     assert_eq!(stop.operation(), "filter rebuild", "{case}");
     refused_after_stop(&db, &model, &stop);
     let snapshot = held.check();

@@ -226,6 +226,19 @@ fn install_done(db: &Db) {
     drop(db.inner.install_lock.lock());
 }
 
+/// The stop a write meets now: writes must have stopped on an I/O error.
+pub(crate) fn io_stop(db: &Db, case: &str) -> WriteStop {
+    let stop = match db.put(b"probe", b"x") {
+        Err(Error::WritesStopped(s)) => s,
+        other => panic!("{case}: writes not stopped: {other:?}"),
+    };
+    assert!(
+        matches!(stop.cause(), StopCause::Io { .. }),
+        "{case}: {stop}"
+    );
+    stop
+}
+
 /// Every change is refused with the stop; reads answer the model.
 pub(crate) fn refused_after_stop(db: &Db, model: &Model, stop: &WriteStop) {
     reads_match("db", KEYS, |k| db.get(k), db.scan::<&[u8], _>(..), model);
@@ -396,14 +409,7 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
             merge_held
         }
     };
-    let stop = match db.put(b"probe", b"x") {
-        Err(Error::WritesStopped(s)) => s,
-        other => panic!("{case}: writes not stopped: {other:?}"),
-    };
-    assert!(
-        matches!(stop.cause(), StopCause::Io { .. }),
-        "{case}: {stop}"
-    );
+    let stop = io_stop(&db, &case);
     let expected_operation = match failing {
         Failing::Wal(_) => "WAL append",
         Failing::Rotation(_) => "creating a new WAL",

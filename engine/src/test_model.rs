@@ -109,10 +109,9 @@ pub(crate) fn tables_grown_in_place(db: &Db, dir: &Path) -> usize {
         .count()
 }
 
-/// Every table file in `dir` is one of the view's tables.
-pub(crate) fn only_live_tables_on_disk(what: &str, db: &Db, dir: &Path) {
-    let live: HashSet<u64> = db
-        .inner
+/// Table files in `dir` that are not among the view's tables.
+pub(crate) fn stray_tables(inner: &crate::inner::DbInner, dir: &Path) -> Vec<String> {
+    let live: HashSet<u64> = inner
         .current
         .load()
         .version
@@ -120,10 +119,20 @@ pub(crate) fn only_live_tables_on_disk(what: &str, db: &Db, dir: &Path) {
         .iter()
         .map(|t| t.number)
         .collect();
+    let mut stray = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        if let FileType::Table(n) = names::parse(&name) {
-            assert!(live.contains(&n), "{what}: {name} is not a live table");
+        if let FileType::Table(n) = names::parse(&name)
+            && !live.contains(&n)
+        {
+            stray.push(name);
         }
     }
+    stray
+}
+
+/// Every table file in `dir` is one of the view's tables.
+pub(crate) fn only_live_tables_on_disk(what: &str, db: &Db, dir: &Path) {
+    let stray = stray_tables(&db.inner, dir);
+    assert!(stray.is_empty(), "{what}: {stray:?} are not live tables");
 }
