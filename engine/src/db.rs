@@ -213,10 +213,16 @@ impl Db {
     /// blocks copied unchanged; new filter, properties and footer; swapped
     /// in atomically, each table keeping its place), and writes future
     /// tables with it. Waits. [`Db::options`] reports the new policy once
-    /// this returns `Ok`; on failure the old policy stays.
+    /// this returns `Ok`; on failure the old policy stays. Refuses with
+    /// [`Error::ReadOnly`] on a read-only store, then
+    /// [`Error::InvalidOptions`] for an invalid `policy`, then
+    /// [`Error::WritesStopped`] after a stop.
     pub fn rebuild_filters(&self, policy: FilterPolicy) -> Result<()> {
-        self.inner.check_writable()?;
+        // As `write`: a read-only store first, then the caller's argument,
+        // then the store's state (a stop).
+        self.inner.check_not_read_only()?;
         policy.validate()?;
+        self.inner.check_writable()?;
         self.inner
             .stopping_writes_on_error("filter rebuild", || self.inner.rebuild_all_filters(policy))
     }

@@ -543,3 +543,37 @@ fn reads_held_past_close() {
     drop(snap);
     db.close().unwrap();
 }
+
+/// A bad policy is the caller's mistake whatever the store's state: after a
+/// failed WAL append has stopped writes, `rebuild_filters` with an invalid
+/// policy still says the policy is invalid (as `write` reports an oversized
+/// key before a stop), and a valid one reports the stop.
+#[test]
+fn rebuild_filters_names_a_bad_policy_on_a_store_whose_writes_stopped() {
+    use bloomlsm::fs::fault::FaultFs;
+    use std::sync::Arc;
+
+    let dir = scratch_dir();
+    let fs = FaultFs::new();
+    let options = Options {
+        background_work: false,
+        ..Options::default()
+    };
+    let db = Db::open_with_fs(dir.path(), options, Arc::new(fs.clone())).unwrap();
+    db.put(b"kept", b"v").unwrap();
+    fs.fail_from_op(0);
+    assert!(db.put(b"lost", b"v").is_err());
+    assert!(matches!(
+        db.put(b"again", b"v"),
+        Err(Error::WritesStopped(_))
+    ));
+    match db.rebuild_filters(FilterPolicy::Uniform { bits_per_key: -1.0 }) {
+        Err(Error::InvalidOptions(_)) => {}
+        other => panic!("an invalid policy on a stopped store: {other:?}"),
+    }
+    match db.rebuild_filters(FilterPolicy::Uniform { bits_per_key: 8.0 }) {
+        Err(Error::WritesStopped(_)) => {}
+        other => panic!("a valid policy on a stopped store: {other:?}"),
+    }
+    assert_eq!(db.get(b"kept").unwrap(), Some(b"v".to_vec()));
+}
