@@ -40,6 +40,18 @@ pub struct Cli {
     #[arg(long, global = true, default_value_t = bloomlsm::Options::default().num_levels as u64,
           value_parser = clap::value_parser!(u64).range(2..=bloomlsm::MAX_LEVELS as u64))]
     pub num_levels: u64,
+    /// Read table blocks with `O_DIRECT` (`Options::use_direct_reads`),
+    /// past the operating system's page cache: every block-cache miss the
+    /// study commands count (`stats --absent-gets`, `trace`) is then a
+    /// read from the device. Refused, naming the path, where the file
+    /// system refuses direct I/O (tmpfs).
+    #[arg(long, global = true)]
+    pub direct_reads: bool,
+    /// Most table files open at once (`Options::max_open_files`, at least
+    /// 1; default: no bound, every table keeps its file open). Past it a
+    /// read that misses the block cache may reopen its table's file.
+    #[arg(long, global = true, value_parser = at_least_one())]
+    pub max_open_files: Option<u64>,
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,

@@ -49,10 +49,7 @@ impl From<Value> for Outcome {
 
 /// Runs one command.
 pub fn run(cli: &Cli) -> Result<Outcome> {
-    let store = StoreFlags {
-        wal_recovery: cli.wal_recovery.into(),
-        num_levels: usize::try_from(cli.num_levels)?,
-    };
+    let store = StoreFlags::from_cli(cli)?;
     match &cli.command {
         Command::Inspect {
             table,
@@ -89,13 +86,29 @@ pub struct StoreFlags {
     pub wal_recovery: WalRecovery,
     /// `--num-levels` (the study commands open with the most there are).
     pub num_levels: usize,
+    /// `--direct-reads`.
+    pub use_direct_reads: bool,
+    /// `--max-open-files`.
+    pub max_open_files: Option<usize>,
 }
 
 impl StoreFlags {
+    /// The global flags of `cli`.
+    fn from_cli(cli: &Cli) -> Result<Self> {
+        Ok(Self {
+            wal_recovery: cli.wal_recovery.into(),
+            num_levels: usize::try_from(cli.num_levels)?,
+            use_direct_reads: cli.direct_reads,
+            max_open_files: cli.max_open_files.map(usize::try_from).transpose()?,
+        })
+    }
+
     fn options(self) -> Options {
         Options {
             wal_recovery: self.wal_recovery,
             num_levels: self.num_levels,
+            use_direct_reads: self.use_direct_reads,
+            max_open_files: self.max_open_files,
             ..Options::default()
         }
     }
@@ -167,7 +180,7 @@ mod tests {
     use bloomlsm::fs::fault::FaultFs;
     use bloomlsm::{Db, Options};
 
-    use super::close_after_write;
+    use super::{StoreFlags, close_after_write};
 
     /// A store whose writes stopped after the batch was written: the
     /// close's error says the batch is durable, and a reopen finds it.
@@ -205,6 +218,31 @@ mod tests {
         assert!(
             message.contains("may not survive a power loss"),
             "{message}"
+        );
+    }
+
+    /// The global read flags reach the options every open uses, before or
+    /// after the command; without them, the engine's defaults.
+    #[test]
+    fn the_read_flags_reach_the_store_options() {
+        use clap::Parser;
+        let parse = |args: &[&str]| {
+            let cli = crate::args::Cli::try_parse_from(args).unwrap();
+            StoreFlags::from_cli(&cli).unwrap().options()
+        };
+        let options = parse(&["bloomlsm", "--direct-reads", "stats", "d"]);
+        assert!(options.use_direct_reads);
+        assert_eq!(options.max_open_files, None);
+        let options = parse(&["bloomlsm", "get", "d", "k", "--max-open-files", "3"]);
+        assert!(!options.use_direct_reads);
+        assert_eq!(options.max_open_files, Some(3));
+        let defaults = Options::default();
+        let options = parse(&["bloomlsm", "scan", "d"]);
+        assert_eq!(options.use_direct_reads, defaults.use_direct_reads);
+        assert_eq!(options.max_open_files, defaults.max_open_files);
+        assert!(
+            crate::args::Cli::try_parse_from(["bloomlsm", "--max-open-files", "0", "scan", "d"])
+                .is_err()
         );
     }
 }
