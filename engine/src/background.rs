@@ -177,11 +177,27 @@ impl DbInner {
         }
     }
 
-    /// Flushes and compactions inline (when `background_work` is off):
-    /// a bounded amount of work per call.
+    /// Flushes and compactions inline (when `background_work` is off),
+    /// bounded however other threads write: one flush of the memtables
+    /// frozen when it begins, then compactions while they are due and no
+    /// write came in during the last one. A write from another thread
+    /// runs its own work after it, so nothing due is left behind
+    /// (`inline_work_tests.rs`).
     pub(crate) fn do_background_work(&self) -> Result<()> {
-        self.flush_all_immutable()?;
-        self.compact_and_repair().map(|_| ())
+        self.flush_frozen_now()?;
+        self.compact_and_repair_while(self.no_write_since_now())
+            .map(|_| ())
+    }
+
+    /// A `go_on` for the work loops: true while no write has become
+    /// visible since the previous call (the first call compares with the
+    /// moment this was made).
+    fn no_write_since_now(&self) -> impl Fn() -> bool + '_ {
+        let seen = std::cell::Cell::new(self.last_visible.load(Ordering::Acquire));
+        move || {
+            let now = self.last_visible.load(Ordering::Acquire);
+            seen.replace(now) == now
+        }
     }
 
     /// Flushes, compacts and rebalances filters until nothing is left to
@@ -200,15 +216,11 @@ impl DbInner {
     /// keep coming every round is bounded, and the rounds bound the wait;
     /// a stray write cuts short only the step it landed in.
     pub(crate) fn settle_background_work(&self) -> Result<()> {
-        let seen = std::cell::Cell::new(self.last_visible.load(Ordering::Acquire));
-        let no_write_since = || {
-            let now = self.last_visible.load(Ordering::Acquire);
-            seen.replace(now) == now
-        };
+        let no_write_since = self.no_write_since_now();
         for _ in 0..SETTLE_ROUNDS {
             let installs = self.installs.load(Ordering::Acquire);
-            self.flush_immutable_while(no_write_since)?;
-            self.compact_and_repair_while(no_write_since)?;
+            self.flush_immutable_while(&no_write_since)?;
+            self.compact_and_repair_while(&no_write_since)?;
             self.settle_filters()?;
             if self.installs.load(Ordering::Acquire) == installs {
                 return Ok(());

@@ -185,7 +185,9 @@ impl Db {
         }
     }
 
-    /// Freezes the memtable and writes it to an L0 table; waits. Refused
+    /// Freezes the memtable and writes it, with every memtable frozen
+    /// before it, to an L0 table; waits for that table only, not for
+    /// memtables other writers freeze meanwhile. Refused
     /// with [`Error::WritesStopped`] after a failure (a failure here stops
     /// writes), and with [`Error::ReadOnly`] by a read-only store.
     pub fn flush(&self) -> Result<()> {
@@ -197,7 +199,7 @@ impl Db {
                     self.inner.rotate_memtable(&mut w)?;
                 }
             }
-            self.inner.flush_all_immutable()
+            self.inner.flush_frozen_now()
         })
     }
 

@@ -30,6 +30,15 @@ impl DbInner {
         self.flush_immutable_while(|| true)
     }
 
+    /// Writes every memtable frozen when its flush begins (all of them
+    /// into one table) and returns: memtables frozen meanwhile are left
+    /// to the next flush, so writers that go on freezing them cannot keep
+    /// the caller waiting (`Db::flush` and the inline work after a write;
+    /// `flush_tests::a_flush_returns_while_writers_keep_freezing_memtables`).
+    pub(crate) fn flush_frozen_now(&self) -> Result<()> {
+        self.flush_immutable_while(|| false)
+    }
+
     /// As [`Self::flush_all_immutable`], but after each flush goes on only
     /// while `go_on()` says so: the first flush takes every frozen memtable
     /// waiting when it starts, and writers freezing more meanwhile cannot

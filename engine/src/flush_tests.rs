@@ -3,6 +3,8 @@
 //! version kept (a snapshot between the memtables still reads its own
 //! values), and every flushed memtable's WAL retired, across a reopen.
 
+use std::sync::Arc;
+
 use crate::store_files::files_named;
 use crate::{Db, Options};
 
@@ -462,4 +464,63 @@ fn a_merged_flush_of_overwrites_plans_its_filter_for_its_distinct_keys() {
     for i in 0..2000 {
         assert_eq!(db.get(&key(i)).unwrap().as_deref(), Some(&b"hot3"[..]));
     }
+}
+
+/// `Db::flush` under a sustained load: writers that freeze a memtable
+/// during every flush the call makes must not keep the call going. It
+/// writes what was frozen when its flush began (the memtable it froze
+/// and every one before it) and returns. Before, it went on while any
+/// frozen memtable was left, so under a load that kept freezing them it
+/// never returned. Here a hook at the start of each flush step of the
+/// calling thread writes a memtable and freezes it, as other writers
+/// would; it gives up (and the test fails) at `STEPS` steps.
+#[test]
+fn a_flush_returns_while_writers_keep_freezing_memtables() {
+    const STEPS: u32 = 20;
+    let dir = crate::scratch_dirs::scratch_dir();
+    let options = Options {
+        max_immutable_memtables: 1000,
+        l0_slowdown_trigger: 1000,
+        l0_stop_trigger: 1000,
+        ..options()
+    };
+    let db = Arc::new(Db::open(dir.path(), options).unwrap());
+    for i in 0..100 {
+        db.put(&key(i), b"before").unwrap();
+    }
+    let caller = std::thread::current().id();
+    let steps = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let weak = Arc::downgrade(&db);
+    let counted = Arc::clone(&steps);
+    db.inner.flush_pause.set(Some(Arc::new(move || {
+        if std::thread::current().id() != caller {
+            return;
+        }
+        let step = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let Some(db) = weak.upgrade() else { return };
+        if step < STEPS {
+            for i in 0..10 {
+                db.put(&key(1000 + step * 10 + i), b"during").unwrap();
+            }
+            freeze(&db);
+        }
+    })));
+    db.flush().unwrap();
+    db.inner.flush_pause.set(None);
+    let steps = steps.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        steps, 1,
+        "the flush made {steps} steps while writers froze a memtable in each"
+    );
+    // What was written before the call is in a table (no memtable holds
+    // it), and the writes during the call are readable wherever they are.
+    let in_tables: u64 = db.stats().levels.iter().map(|l| l.entries).sum();
+    assert!(in_tables >= 100, "{in_tables} entries in tables");
+    for i in 0..100 {
+        assert_eq!(db.get(&key(i)).unwrap().as_deref(), Some(&b"before"[..]));
+    }
+    for i in 1000..1010 {
+        assert_eq!(db.get(&key(i)).unwrap().as_deref(), Some(&b"during"[..]));
+    }
+    db.wait_for_background_work().unwrap();
 }

@@ -49,6 +49,8 @@ mod flush_tests;
 pub mod fs;
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(test)]
+mod inline_work_tests;
 mod inner;
 mod install;
 #[cfg(test)]
