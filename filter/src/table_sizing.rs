@@ -22,7 +22,7 @@
 //!   0.29% against 0.13% for 100,000 keys. Sized for the rate it takes
 //!   11.5 bits per key and runs at 0.10% (RocksDB spent 11.9 bits per key
 //!   on a 327-key table for 0.105%); 700 keys take 10.8 for 0.12%.
-//! - Standard: the size rounds up to 64-bit words (and LevelDB's 64-bit
+//! - Standard: the size rounds up to 64-bit words (and a 512-bit
 //!   minimum), so a small filter is never below its bits per key and its
 //!   rate matches a large one's (0.81-0.86% at 10 bits per key for every
 //!   size): left as it is.
