@@ -140,17 +140,11 @@ impl DbInner {
     /// The inline counterpart of [`Self::compaction_cycle`] (each write's
     /// work without background threads, and `Db::wait_for_background_work`):
     /// rebuilds damaged filters (when asked to), compacts while any level
-    /// needs it (inline, each writer does this work before its write
-    /// returns, so a stream of writes cannot keep the loop going; for
-    /// `wait_for_background_work`, "nothing left to do" is the point), then
+    /// needs it and `go_on()` says so after each compaction (writers on
+    /// other threads can keep a compaction due after every one, so the
+    /// callers stop once a write came in: `no_write_since_now`), then
     /// rebuilds at most one filter whose level's budget moved; returns
     /// whether it did.
-    pub(crate) fn compact_and_repair(&self) -> Result<bool> {
-        self.compact_and_repair_while(|| true)
-    }
-
-    /// As [`Self::compact_and_repair`], the compactions going on after
-    /// each only while `go_on()` says so.
     fn compact_and_repair_while(&self, go_on: impl Fn() -> bool) -> Result<bool> {
         self.rebuild_damaged_filters_if_asked()?;
         self.compact_while(go_on)?;
