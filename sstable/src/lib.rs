@@ -42,7 +42,7 @@ pub use builder::{
 };
 pub use cache::BlockCache;
 pub use entry::{Entry, EntryKind, MAX_SEQUENCE, TAG_LEN, compare_keys};
-pub use error::{BlockReadError, CorruptionReason, Error, Result};
+pub use error::{BlockReadError, CorruptionReason, Error, ReopenError, Result};
 pub use file::{RandomAccessFile, WritableFile};
 pub use filter_status::{FilterLoadError, FilterStatus};
 pub use format::{BlockHandle, BlockKind, Footer, FooterError};
