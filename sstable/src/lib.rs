@@ -50,7 +50,7 @@ pub use iter::{TableIter, entry_precedes};
 pub use lookup::{BlockSource, FilterVerdict, Lookup, Outcome};
 pub use properties::{PropertiesError, TableProperties};
 pub use rebuild::{append_filter, rebuild_filter};
-pub use table::Table;
+pub use table::{MAX_FILTER_RETRY_INTERVAL, Table};
 
 /// A block's entries: (internal key, value) pairs.
 pub type BlockEntries = Vec<(Vec<u8>, Vec<u8>)>;
