@@ -167,3 +167,49 @@ fn a_retry_that_finds_the_block_damaged_gives_up_for_good() {
     assert_eq!(file.filter_reads.load(Ordering::Relaxed), 2);
     assert!(table.filter().is_none());
 }
+
+/// Four threads look up keys while the filter read fails, then, healed,
+/// until one of their retries loads it: every present key is found and
+/// every absent one is not, before, during and after the retry that loads
+/// the filter (a lookup sees no filter or the whole one), and the retries
+/// stay within the schedule's bound for the lookups made.
+#[test]
+fn racing_lookups_never_miss_a_key_across_the_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let (table, file) = table(dir.path(), FilterKind::Ribbon);
+    let lookups = AtomicU64::new(0);
+    for healed in [false, true] {
+        file.mode
+            .store(if healed { PASS } else { FAIL }, Ordering::Relaxed);
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let (table, lookups) = (&table, &lookups);
+                s.spawn(move || {
+                    for n in 0..2000u64 {
+                        if healed && n > 0 && table.filter().is_some() {
+                            break;
+                        }
+                        let i = (n * 7 + t * 13) % KEYS;
+                        let key = format!("key{i:08}").into_bytes();
+                        let got = table.get(&key, KeyHash::of(&key), u64::MAX).unwrap();
+                        assert!(matches!(got.outcome, Outcome::Found { .. }), "key {i}");
+                        assert!(
+                            !matches!(absent_get(table, i), Outcome::Found { .. }),
+                            "absent {i}"
+                        );
+                        lookups.fetch_add(2, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        assert_eq!(table.filter().is_some(), healed);
+    }
+    let lookups = lookups.load(Ordering::Relaxed);
+    let bound = u64::from(lookups.ilog2()) + 1;
+    let retries = table.filter_retries();
+    assert!(
+        (2..=bound).contains(&retries),
+        "{retries} retries in {lookups} lookups"
+    );
+    assert_eq!(file.filter_reads.load(Ordering::Relaxed), retries + 1);
+}
