@@ -36,7 +36,7 @@
 
 use std::sync::Arc;
 
-use bloomlsm_filter::{Filter as _, FilterKind, math, planning};
+use bloomlsm_filter::{FilterKind, math, planning};
 use parking_lot::Mutex;
 
 use crate::options::{FilterPolicy, MIN_FILTER_BITS_PER_KEY};
@@ -66,9 +66,19 @@ pub(crate) fn keys_per_level(levels: &[Vec<Arc<TableHandle>>]) -> Vec<Vec<u64>> 
         .collect()
 }
 
-/// Bytes of a table's filter in memory (0 without a usable one).
+/// Bytes of a table's filter in memory (0 without a usable one). A
+/// filter whose read failed and awaits a lookup's retry counts as the
+/// bytes it will take once loaded (`Table::filter_memory_bytes`): its
+/// table's share is spent, not free for a write to take, and a retry
+/// that loads it moves no budget (it cannot take the tree past uniform).
 pub(crate) fn table_filter_bytes(t: &TableHandle) -> u64 {
-    t.table.filter().map_or(0, |f| f.memory_bytes() as u64)
+    t.table.filter_memory_bytes()
+}
+
+/// The kind of a table's filter, loaded or awaiting a retry of its read
+/// (`Table::filter_kind`); `kind`, the store's, without one.
+pub(crate) fn table_filter_kind(kind: FilterKind, t: &TableHandle) -> FilterKind {
+    t.table.filter_kind().unwrap_or(kind)
 }
 
 /// Bytes a uniform filter at `bits_per_key` takes for `keys` keys.
@@ -82,10 +92,11 @@ fn uniform_bytes(kind: FilterKind, keys: u64, bits_per_key: f64) -> u64 {
 /// Uniform's bytes at `bits_per_key` for a live table: in the kind of its
 /// filter, which a store reopened with another `Options::filter_kind`
 /// keeps until the table is rewritten (a store under `Uniform` with the
-/// same history holds exactly that filter); in `kind`, the kind the store
-/// writes, for a table without a usable filter.
+/// same history holds exactly that filter, or awaits a retry of its read);
+/// in `kind`, the kind the store writes, for a table without a filter
+/// (absent or damaged).
 fn table_uniform_bytes(kind: FilterKind, t: &TableHandle, bits_per_key: f64) -> u64 {
-    let own = t.table.filter().map_or(kind, |f| f.kind());
+    let own = table_filter_kind(kind, t);
     uniform_bytes(own, table_keys(t), bits_per_key)
 }
 
@@ -496,7 +507,7 @@ impl<'a> Rebalancing<'a> {
 
     /// The kind of `t`'s filter; the store's for a table without one.
     fn own_kind(&self, t: &TableHandle) -> FilterKind {
-        t.table.filter().map_or(self.kind, |f| f.kind())
+        table_filter_kind(self.kind, t)
     }
 
     /// Bytes a filter of `kind` at `bits` per key takes for `t`'s keys.
@@ -509,7 +520,9 @@ impl<'a> Rebalancing<'a> {
     /// whole blocks, over 100 bits per key for a few dozen keys at 10, and
     /// compared in those terms it would never be below any target.
     fn actual(t: &TableHandle) -> f64 {
-        if table_keys(t) == 0 || t.table.filter().is_none() {
+        // A filter awaiting a retry of its read is at its bits: the
+        // retry, not a rebuild, brings it back.
+        if table_keys(t) == 0 || t.table.filter_kind().is_none() {
             return 0.0;
         }
         t.table.properties().bits_per_key

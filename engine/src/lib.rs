@@ -43,6 +43,8 @@ mod filter_allowance_tests;
 mod filter_budget;
 #[cfg(test)]
 mod filter_memory_tests;
+#[cfg(test)]
+mod filter_retry_budget_tests;
 mod flush;
 #[cfg(test)]
 mod flush_tests;

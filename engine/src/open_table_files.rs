@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bloomlsm_sstable::RandomAccessFile;
+use bloomlsm_sstable::{RandomAccessFile, ReopenError};
 use parking_lot::Mutex;
 use quick_cache::sync::{Cache, DefaultLifecycle};
 use quick_cache::{DefaultHashBuilder, OptionsBuilder, UnitWeighter};
@@ -139,8 +139,10 @@ impl LazyTableFile {
     /// hold it) until [`LazyTableFile::unpin`], as they go to one
     /// descriptor without the bound: a table's open reads its footer,
     /// index and filter through it and cannot half fail.
+    /// The table's first open: its error is the OS error itself (the
+    /// caller names the path), as without the bound.
     pub(crate) fn pin(&self) -> io::Result<()> {
-        let file = self.file()?;
+        let file = self.open_or_held()?;
         *self.pinned.lock() = Some(file);
         Ok(())
     }
@@ -150,13 +152,23 @@ impl LazyTableFile {
         *self.pinned.lock() = None;
     }
 
+    /// The file a read goes to. A reopen that fails is the error of the
+    /// read, typed [`ReopenError`]: the reader names the table's path, and
+    /// the message says the reopen failed, not a block read (the table
+    /// reader passes it on as it is), with the OS error inside (`EMFILE`
+    /// is how a caller tells "raise the limit" from damage;
+    /// `Error::raw_os_error` finds it).
     fn file(&self) -> io::Result<Arc<dyn RandomAccessFile>> {
         if let Some(file) = &*self.pinned.lock() {
             return Ok(Arc::clone(file));
         }
+        self.open_or_held().map_err(ReopenError::wrap)
+    }
+
+    /// The file as the set holds it, or opened now.
+    fn open_or_held(&self) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.open_files.file(self.number, || {
-            // The OS error itself (its kind and number: `EMFILE` is how a
-            // caller tells "raise the limit" from damage); the reader names
+            // The OS error itself (its kind and number); the reader names
             // the table's path.
             crate::fs::open_table_file(self.fs.as_ref(), &self.path, self.direct)
                 .map_err(|e| e.source)

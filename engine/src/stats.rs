@@ -50,7 +50,8 @@ pub struct LevelStats {
     pub observed_fpr: f64,
     /// The lecture's formula for this level's filters, weighted by keys.
     pub theoretical_fpr: f64,
-    /// Tables opened without a usable filter (damaged filter block).
+    /// Tables without a usable filter: a damaged filter block, or one whose
+    /// read failed, until a lookup's retry of the read succeeds.
     pub tables_without_usable_filter: u64,
     /// Bytes of tables written into this level since open: flushes (L0),
     /// compaction outputs and filter rebuilds, including the outputs of a

@@ -265,6 +265,8 @@ impl TableFiles {
             // number inside (`Error::raw_os_error` finds it): EIO has no
             // kind of its own (`Uncategorized`), so only the number tells
             // it apart.
+            // (Under the other policies such a read is retried by later
+            // lookups, `Table::filter_status`.)
             if let bloomlsm_sstable::FilterLoadError::Read { source, .. } = reason {
                 let source = std::io::Error::new(source.kind(), reason.clone());
                 return Err(Error::io(path, source));

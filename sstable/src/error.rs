@@ -124,7 +124,12 @@ pub struct BlockReadError {
 impl BlockReadError {
     /// `source`, the error of the read of the `kind` block at `offset`,
     /// as an I/O error of the same kind that names the block.
+    /// A failed reopen of the table's file ([`ReopenError`]) read no
+    /// block: it is passed on as it is, naming the reopen.
     pub(crate) fn wrap(kind: BlockKind, offset: u64, source: std::io::Error) -> std::io::Error {
+        if ReopenError::is_reopen(&source) {
+            return source;
+        }
         std::io::Error::new(
             source.kind(),
             Self {
@@ -133,6 +138,38 @@ impl BlockReadError {
                 source,
             },
         )
+    }
+}
+
+/// A table's file could not be opened again for a read: the payload of
+/// the I/O error a read gives when its file had been closed (by a bound on
+/// open files, the engine's `Options::max_open_files`) and reopening it
+/// failed (`EMFILE` at the descriptor limit, `EIO`, a removed file). No
+/// block was read, so no [`BlockReadError`] names one: the message says
+/// the reopen failed. The I/O error keeps the OS error's kind, and the OS
+/// error is this one's source (its number found by walking the sources).
+///
+/// Reach it as [`BlockReadError`]: [`std::io::Error::get_ref`] and
+/// `downcast_ref`.
+#[derive(Debug, Error)]
+#[error("reopening the table file: {source}")]
+#[non_exhaustive]
+pub struct ReopenError {
+    /// The OS error of the open.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl ReopenError {
+    /// `source`, the error of a failed reopen of a table's file, as an I/O
+    /// error of the same kind that says so.
+    pub fn wrap(source: std::io::Error) -> std::io::Error {
+        std::io::Error::new(source.kind(), Self { source })
+    }
+
+    /// Whether `e` is an I/O error [`ReopenError::wrap`] made.
+    pub fn is_reopen(e: &std::io::Error) -> bool {
+        e.get_ref().is_some_and(|r| r.is::<Self>())
     }
 }
 

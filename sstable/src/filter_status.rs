@@ -13,7 +13,9 @@ pub enum FilterStatus {
     Loaded,
     /// The table was written without a filter (bits per key 0).
     Absent,
-    /// The filter block could not be used; every key is "maybe".
+    /// The filter block could not be used; every key is "maybe". After a
+    /// failed read (`FilterLoadError::Read`) only until a lookup's retry
+    /// of the read succeeds; after damage, for good.
     Unusable(FilterLoadError),
 }
 

@@ -42,7 +42,7 @@ pub use builder::{
 };
 pub use cache::BlockCache;
 pub use entry::{Entry, EntryKind, MAX_SEQUENCE, TAG_LEN, compare_keys};
-pub use error::{BlockReadError, CorruptionReason, Error, Result};
+pub use error::{BlockReadError, CorruptionReason, Error, ReopenError, Result};
 pub use file::{RandomAccessFile, WritableFile};
 pub use filter_status::{FilterLoadError, FilterStatus};
 pub use format::{BlockHandle, BlockKind, Footer, FooterError};
@@ -50,7 +50,7 @@ pub use iter::{TableIter, entry_precedes};
 pub use lookup::{BlockSource, FilterVerdict, Lookup, Outcome};
 pub use properties::{PropertiesError, TableProperties};
 pub use rebuild::{append_filter, rebuild_filter};
-pub use table::Table;
+pub use table::{MAX_FILTER_RETRY_INTERVAL, Table};
 
 /// A block's entries: (internal key, value) pairs.
 pub type BlockEntries = Vec<(Vec<u8>, Vec<u8>)>;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bloomlsm_filter::{AnyFilter, Filter, KeyHash};
+use bloomlsm_filter::{AnyFilter, Filter, FilterKind, KeyHash};
 
 use crate::block::{Block, BlockIter};
 use crate::block_error::BlockError;
@@ -21,11 +21,16 @@ use crate::index_block;
 use crate::lookup::{BlockSource, Lookup, Outcome};
 use crate::properties::TableProperties;
 
+mod filter_slot;
 mod readahead;
 
+use filter_slot::FilterSlot;
+pub use filter_slot::MAX_RETRY_INTERVAL as MAX_FILTER_RETRY_INTERVAL;
 pub(crate) use readahead::Readahead;
 
-/// An open table. Immutable and shared by readers (`Arc<Table>`).
+/// An open table, shared by readers (`Arc<Table>`). Immutable but for a
+/// filter whose read failed at the open, which a later lookup's retry may
+/// load (once, whole: `table/filter_slot.rs`).
 #[derive(Debug)]
 pub struct Table {
     id: u64,
@@ -33,8 +38,9 @@ pub struct Table {
     footer: Footer,
     properties: TableProperties,
     pub(crate) index: TableIndex,
-    filter: Option<AnyFilter>,
-    filter_status: FilterStatus,
+    /// The filter, or why it is missing; a filter whose read failed at the
+    /// open is retried by later lookups (`table/filter_slot.rs`).
+    filter: FilterSlot,
     cache: Option<Arc<BlockCache>>,
 }
 
@@ -133,11 +139,8 @@ impl Table {
                 },
             ));
         }
-        let (filter, filter_status) = if footer.filter.is_null() {
-            (None, FilterStatus::Absent)
-        } else {
-            source.load_filter(footer.filter)
-        };
+        let loaded = (!footer.filter.is_null()).then(|| source.load_filter(footer.filter));
+        let filter = FilterSlot::new(loaded, footer.filter, properties.filter_kind);
         Ok(Self {
             id,
             file: source,
@@ -145,7 +148,6 @@ impl Table {
             properties,
             index,
             filter,
-            filter_status,
             cache,
         })
     }
@@ -188,7 +190,7 @@ impl Table {
         hash: KeyHash,
         snapshot_seq: u64,
     ) -> Result<Lookup> {
-        let filter_consulted = match &self.filter {
+        let filter_consulted = match self.filter.for_lookup(&self.file) {
             Some(filter) => {
                 if !filter.contains_hash(hash) {
                     return Ok(Lookup {
@@ -337,14 +339,48 @@ impl Table {
         &self.properties
     }
 
-    /// The filter in use, if any.
+    /// The filter in use, if any: loaded at the open, or later by a lookup
+    /// that retried a failed read of it.
     pub fn filter(&self) -> Option<&AnyFilter> {
-        self.filter.as_ref()
+        self.filter.get()
     }
 
-    /// Whether the filter is loaded, absent, or unusable (and why).
+    /// Whether the filter is loaded, absent, or unusable (and why). A
+    /// filter whose read failed at the open (`FilterLoadError::Read`, that
+    /// failure) is unusable until a lookup's retry loads it: then
+    /// `Loaded`. Damage a retry finds is final, as at the open.
     pub fn filter_status(&self) -> &FilterStatus {
-        &self.filter_status
+        self.filter.status()
+    }
+
+    /// Whether the filter's read failed and later lookups retry it (not
+    /// loaded yet, not found damaged).
+    pub fn filter_awaits_retry(&self) -> bool {
+        self.filter.awaits_retry()
+    }
+
+    /// Retries of a failed filter read run so far (lookups run them,
+    /// ever more rarely while the read keeps failing: at most
+    /// floor(log2 L) + 1 in L lookups that found the filter missing,
+    /// the lookups between two at most [`MAX_FILTER_RETRY_INTERVAL`]).
+    pub fn filter_retries(&self) -> u64 {
+        self.filter.retries()
+    }
+
+    /// The filter's kind: of the loaded filter, or, while a failed read
+    /// awaits its retry, as the properties record it. `None` without a
+    /// filter or with a damaged one.
+    pub fn filter_kind(&self) -> Option<FilterKind> {
+        self.filter.kind()
+    }
+
+    /// Bytes of memory the filter takes: the loaded filter's
+    /// (`Filter::memory_bytes`), or, while a failed read awaits its retry,
+    /// what it will take once loaded (from the block's size; exact), so a
+    /// budget that counts it is not exceeded when a retry loads it. 0
+    /// without a filter or with a damaged one.
+    pub fn filter_memory_bytes(&self) -> u64 {
+        self.filter.memory_bytes()
     }
 
     /// Number of data blocks.
@@ -364,7 +400,7 @@ impl Table {
 
     /// Bytes of memory the filter and index keep.
     pub fn memory_bytes(&self) -> usize {
-        self.filter.as_ref().map_or(0, |f| f.memory_bytes()) + self.index.memory_bytes()
+        self.filter.get().map_or(0, |f| f.memory_bytes()) + self.index.memory_bytes()
     }
 }
 
@@ -461,17 +497,15 @@ impl TableFile {
             .map_err(|reason| self.corruption(BlockKind::Index, at, reason))
     }
 
-    /// Loads the filter; a damaged filter is recorded, never an error.
-    fn load_filter(&self, handle: BlockHandle) -> (Option<AnyFilter>, FilterStatus) {
+    /// Reads and decodes the filter; why not, if it cannot (a failed
+    /// read, which a lookup retries, or damage), never an error.
+    fn load_filter(&self, handle: BlockHandle) -> std::result::Result<AnyFilter, FilterLoadError> {
         let offset = handle.offset;
-        let unusable = |reason| (None, FilterStatus::Unusable(reason));
         match self.read_block(handle, BlockKind::Filter, false) {
-            Ok(Ok(bytes)) => match AnyFilter::from_bytes(&bytes) {
-                Ok(filter) => (Some(filter), FilterStatus::Loaded),
-                Err(source) => unusable(FilterLoadError::Decode { offset, source }),
-            },
-            Ok(Err(source)) => unusable(FilterLoadError::Block { offset, source }),
-            Err(source) => unusable(FilterLoadError::Read { offset, source }),
+            Ok(Ok(bytes)) => AnyFilter::from_bytes(&bytes)
+                .map_err(|source| FilterLoadError::Decode { offset, source }),
+            Ok(Err(source)) => Err(FilterLoadError::Block { offset, source }),
+            Err(source) => Err(FilterLoadError::Read { offset, source }),
         }
     }
 }

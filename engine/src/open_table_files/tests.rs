@@ -104,7 +104,7 @@ fn closing_a_file_lets_go_of_its_descriptor() {
 }
 
 #[test]
-fn a_file_that_cannot_be_reopened_is_an_error_with_the_os_number() {
+fn a_file_that_cannot_be_reopened_is_a_reopen_error_with_the_os_number() {
     let open_files = Arc::new(OpenTableFiles::new(1));
     let (dir, lazy) = files(2, &open_files);
     check_read(&lazy[0], 0, 0, 10);
@@ -116,7 +116,18 @@ fn a_file_that_cannot_be_reopened_is_an_error_with_the_os_number() {
     check_read(&lazy[1], 1, 0, 10);
     let mut buf = [0; 10];
     let e = lazy[0].read_exact_at(&mut buf, 0).unwrap_err();
-    assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+    // The read's error says the reopen failed (no block was read), with
+    // the OS error inside, of its kind.
+    assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+    let reopen = e
+        .get_ref()
+        .and_then(|r| r.downcast_ref::<bloomlsm_sstable::ReopenError>())
+        .unwrap_or_else(|| panic!("not a ReopenError: {e:?}"));
+    assert_eq!(reopen.source.raw_os_error(), Some(libc::ENOENT), "{e}");
+    assert_eq!(
+        crate::Error::io("t.sst", e).raw_os_error(),
+        Some(libc::ENOENT)
+    );
 }
 
 #[test]

@@ -39,7 +39,11 @@ pub enum WalRecovery {
     PointInTime,
 }
 
-/// What to do with a table whose filter block is damaged.
+/// What to do with a table whose filter block is damaged. A filter block
+/// whose read failed (`EIO`; `FilterLoadError::Read`) is not damage: under
+/// `Ignore` and `Rebuild` later lookups retry the read (ever more rarely
+/// while it keeps failing) and the table has its filter again once one
+/// succeeds; `Fail` refuses the open with the I/O error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CorruptFilterPolicy {
     /// Read the table without its filter (every key "maybe"); count it.

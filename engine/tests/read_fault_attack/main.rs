@@ -23,6 +23,8 @@ mod common;
 
 mod concurrent;
 mod error_names;
+mod filter_retry;
+mod filter_retry_deep;
 mod harness;
 mod open_faults;
 mod sweep_opens;
