@@ -510,14 +510,16 @@ fn a_flush_returns_while_writers_keep_freezing_memtables() {
         if step < STEPS {
             let before = db.last_sequence();
             let writer = Arc::clone(&db);
-            spawned.lock().push(std::thread::spawn(move || {
+            let other = std::thread::spawn(move || {
                 writer.put(&key(1000 + step), b"during").unwrap();
-            }));
+            });
             // Its write is in the memtable once visible; its inline work
-            // waits for this flush.
-            while db.last_sequence() == before {
+            // waits for this flush. (A put that failed ends its thread:
+            // the join below reports it, rather than this loop spinning.)
+            while db.last_sequence() == before && !other.is_finished() {
                 std::thread::yield_now();
             }
+            spawned.lock().push(other);
             freeze(&db);
         }
     })));
