@@ -181,7 +181,7 @@ pub(crate) fn filter_and_uniform_bytes(db: &Db, bits: f64) -> (u64, u64) {
         .iter()
         .flatten()
         .fold((0, 0), |(f, u), t| {
-            let own = t.table.filter().map_or(kind, |f| f.kind());
+            let own = crate::filter_budget::table_filter_kind(kind, t);
             (
                 f + table_filter_bytes(t),
                 u + bloomlsm_filter::planning::planned_memory_bytes(own, table_keys(t), bits),

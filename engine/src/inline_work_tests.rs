@@ -70,12 +70,15 @@ fn a_write_returns_while_other_writers_keep_a_compaction_due() {
         }
         let before = db.last_sequence();
         let writer = Arc::clone(&db);
-        spawned.lock().push(std::thread::spawn(move || {
+        let other = std::thread::spawn(move || {
             writer.put(&key(10_000 + pick), b"other").unwrap();
-        }));
-        while db.last_sequence() == before {
+        });
+        // Until the write is visible, or its writer ended (a failed put,
+        // which the join below reports, rather than this loop spinning).
+        while db.last_sequence() == before && !other.is_finished() {
             std::thread::yield_now();
         }
+        spawned.lock().push(other);
         flush_l0(&db);
     })));
     db.put(&key(0), b"last").unwrap();

@@ -149,7 +149,7 @@ impl BlockReadError {
 /// the reopen failed. The I/O error keeps the OS error's kind, and the OS
 /// error is this one's source (its number found by walking the sources).
 ///
-/// Reach it as [`BlockReadError`]: [`std::io::Error::get_ref`] and
+/// Reach it the same way as [`BlockReadError`]: [`std::io::Error::get_ref`] and
 /// `downcast_ref`.
 #[derive(Debug, Error)]
 #[error("reopening the table file: {source}")]
