@@ -6,47 +6,23 @@
 //! positive; data blocks read per get over the levels' block reads).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
 use bloomlsm::{BlockSource, Db, FilterVerdict, LookupTrace, Options, TraceResult, TraceSource};
-
-fn key(i: u64) -> String {
-    format!("k{i:05}")
-}
+use common::key;
 
 /// Several levels of narrow tables and overlapping L0 tables, tombstones
 /// over deeper values; closed.
 fn deep_store() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        block_size: 256,
-        memtable_bytes: 16 << 10,
-        target_file_bytes: 2 << 10,
-        l1_bytes: 8 << 10,
-        level_size_ratio: 2,
-        dynamic_level_bytes: false,
-        background_work: false,
-        ..Options::default()
-    }
-    .with_bits_per_key(4.0);
-    let db = Db::open(dir.path(), options).unwrap();
-    for r in 0..7u64 {
-        for i in (0..1000).filter(|i| i % (r + 2) == 0) {
-            db.put(key(i).as_bytes(), format!("v{r}").as_bytes())
-                .unwrap();
-        }
-        for i in (0..1000).filter(|i| i % 11 == r) {
-            db.delete(key(i).as_bytes()).unwrap();
-        }
-        db.flush().unwrap();
-    }
-    let levels: Vec<u64> = db.stats().levels.iter().map(|l| l.tables).collect();
+    let levels = common::deep_store(dir.path(), 1000);
     assert!(
         levels[0] >= 1 && levels.iter().filter(|&&t| t > 0).count() >= 3,
         "{levels:?}"
     );
-    db.close().unwrap();
     dir
 }
 
