@@ -82,6 +82,26 @@ fn no_neighbour_joins_past_twice_the_compaction_limit() {
 }
 
 #[test]
+fn a_pick_ending_where_the_merged_span_ends_stays_in_its_inputs() {
+    let levels = tree(
+        vec![
+            table(1, 1, "b", "d", 100),
+            table(1, 2, "e", "f", 100),
+            table(1, 3, "g", "h", 100),
+            table(1, 4, "i", "k", 400),
+        ],
+        vec![table(2, 5, "a", "c", 1000), table(2, 6, "d", "j", 1000)],
+    );
+    // i..k is picked (ratio 2.5; e..f and g..h 10, b..d 20). It meets d..j
+    // below: the merge rewrites d..k. The run of tables meeting d..k starts
+    // at b..d, which also meets a..c, so only the tables wholly inside d..k
+    // join: e..f, g..h and the pick itself, whose largest key is the span's
+    // end. Inputs without the pick would leave the level over its budget
+    // with the same pick next time.
+    assert_eq!(picked(&levels, 1000), (vec![2, 3, 4], vec![6], false));
+}
+
+#[test]
 fn a_trivial_move_takes_up_to_four_tables_whose_run_meets_nothing_below() {
     let l3 = |n: u64| {
         (0..n)
