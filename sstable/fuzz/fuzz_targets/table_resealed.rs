@@ -69,6 +69,9 @@ fn samples() -> &'static [Sample] {
             }
             b.finish().expect("finish");
             let bytes = std::fs::read(&path).expect("read sample table");
+            // The sample lives in memory from here: no directory is left
+            // behind per fuzzing process.
+            let _ = std::fs::remove_dir_all(&dir);
             let blocks = blocks(&bytes);
             out.push(Sample {
                 bytes,
