@@ -21,9 +21,10 @@ use common::{options, simple_model, write_table};
 const FAIL: u8 = 0;
 const GARBLE: u8 = 1;
 const PASS: u8 = 2;
+const PANIC: u8 = 3;
 
 /// A table file whose reads at `filter_at` fail, come back with a byte
-/// flipped, or pass, as `mode` says; counted.
+/// flipped, pass, or panic, as `mode` says; counted.
 #[derive(Debug)]
 struct FilterFaults {
     file: std::fs::File,
@@ -40,6 +41,7 @@ impl RandomAccessFile for FilterFaults {
         self.filter_reads.fetch_add(1, Ordering::Relaxed);
         match self.mode.load(Ordering::Relaxed) {
             FAIL => Err(io::Error::from_raw_os_error(EIO)),
+            PANIC => panic!("a bug under the filter read"),
             mode => {
                 RandomAccessFile::read_exact_at(&self.file, buf, offset)?;
                 if mode == GARBLE {
@@ -212,4 +214,34 @@ fn racing_lookups_never_miss_a_key_across_the_retry() {
         "{retries} retries in {lookups} lookups"
     );
     assert_eq!(file.filter_reads.load(Ordering::Relaxed), retries + 1);
+}
+
+/// A retry whose read panics (a bug below it) unwinds into its lookup, but
+/// leaves the retry open: a later lookup, on the schedule, retries and
+/// loads the filter. Before, the panicking lookup kept its claim on the
+/// retry, and the table never retried again.
+#[test]
+fn a_retry_that_panics_leaves_the_next_retry_to_a_later_lookup() {
+    let dir = tempfile::tempdir().unwrap();
+    let (table, file) = table(dir.path(), FilterKind::Blocked);
+    file.mode.store(PANIC, Ordering::Relaxed);
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        absent_get(&table, 0);
+    }));
+    assert!(unwound.is_err(), "the read was to panic");
+    assert!(table.filter_awaits_retry());
+    file.mode.store(PASS, Ordering::Relaxed);
+    for i in 1..100 {
+        assert!(!matches!(absent_get(&table, i), Outcome::Found { .. }));
+    }
+    assert!(
+        table.filter().is_some(),
+        "no lookup retried after the panic"
+    );
+    assert!(matches!(table.filter_status(), FilterStatus::Loaded));
+    for i in 0..KEYS {
+        let key = format!("key{i:08}").into_bytes();
+        let got = table.get(&key, KeyHash::of(&key), u64::MAX).unwrap();
+        assert!(matches!(got.outcome, Outcome::Found { .. }), "key {i}");
+    }
 }

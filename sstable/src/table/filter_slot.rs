@@ -228,16 +228,21 @@ impl Retry {
             self.closed.store(false, Ordering::Release);
             return None;
         }
-        let read = file.load_filter(self.handle);
+        let read = {
+            // A read that unwinds (a bug below it) backs off and leaves the
+            // next retry to a later lookup, as a failed read does; held, the
+            // claim would end the table's retries for good.
+            let unwinding = BackOffOnUnwind { retry: self, n };
+            let read = file.load_filter(self.handle);
+            std::mem::forget(unwinding);
+            read
+        };
         self.retries.fetch_add(1, Ordering::Relaxed);
         match read {
             // Stays closed: nothing to retry once loaded.
             Ok(filter) => Some(loaded.get_or_init(|| filter)),
             Err(FilterLoadError::Read { .. }) => {
-                let interval = (self.interval.load(Ordering::Relaxed) * 2).min(MAX_RETRY_INTERVAL);
-                self.interval.store(interval, Ordering::Relaxed);
-                self.due.store(n + interval, Ordering::Relaxed);
-                self.closed.store(false, Ordering::Release);
+                self.back_off(n);
                 None
             }
             Err(damage) => {
@@ -246,6 +251,29 @@ impl Retry {
                 None
             }
         }
+    }
+
+    /// After the failed retry of lookup `n`: the next is due twice as many
+    /// lookups on (at most `MAX_RETRY_INTERVAL`), and may be claimed.
+    fn back_off(&self, n: u64) {
+        let interval = (self.interval.load(Ordering::Relaxed) * 2).min(MAX_RETRY_INTERVAL);
+        self.interval.store(interval, Ordering::Relaxed);
+        self.due.store(n + interval, Ordering::Relaxed);
+        self.closed.store(false, Ordering::Release);
+    }
+}
+
+/// Backs a retry off when dropped, which happens only if its read unwinds
+/// (it is forgotten once the read returns).
+struct BackOffOnUnwind<'a> {
+    retry: &'a Retry,
+    n: u64,
+}
+
+impl Drop for BackOffOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.retry.retries.fetch_add(1, Ordering::Relaxed);
+        self.retry.back_off(self.n);
     }
 }
 
