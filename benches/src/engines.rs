@@ -22,6 +22,11 @@ pub struct ReadCounters {
     pub filter_false_positives: u64,
 }
 
+/// Descriptors RocksDB's table cache leaves to files other than tables
+/// (`kNumNonTableCacheFiles`): its table cache holds `max_open_files`
+/// less this many.
+const ROCKSDB_NON_TABLE_FILES: usize = 10;
+
 /// Settings both engines share.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Mirror {
@@ -51,6 +56,14 @@ pub struct Mirror {
     /// own default).
     #[serde(default)]
     pub l0_stop_trigger: usize,
+    /// Most table files open at once on both engines (0: no bound, every
+    /// table keeps its file open). Ours: `Options::max_open_files`;
+    /// RocksDB: `max_open_files` of this plus the 10 descriptors its table
+    /// cache leaves to other files, so both hold this many tables open
+    /// (RocksDB raises `max_open_files` to at least 20, so at most 10
+    /// tables fewer than 10 are not mirrored exactly).
+    #[serde(default)]
+    pub max_open_files: usize,
 }
 
 impl Mirror {
@@ -70,6 +83,7 @@ impl Mirror {
             l1_bytes: 64 << 20,
             direct_io: false,
             entry_bytes: 16 + 100,
+            max_open_files: 0,
         }
     }
 
@@ -186,6 +200,7 @@ impl Bloom {
             l1_bytes: m.l1_bytes,
             sync: SyncMode::Never,
             use_direct_reads: m.direct_io,
+            max_open_files: (m.max_open_files > 0).then_some(m.max_open_files),
             ..Options::default().with_bits_per_key(m.bits_per_key)
         };
         if m.l0_slowdown_trigger > 0 {
@@ -448,7 +463,11 @@ impl Rocks {
             options.set_level_zero_stop_writes_trigger(m.l0_stop_trigger as i32);
         }
         options.set_max_background_jobs(2);
-        options.set_max_open_files(-1);
+        options.set_max_open_files(if m.max_open_files > 0 {
+            i32::try_from(m.max_open_files + ROCKSDB_NON_TABLE_FILES).unwrap_or(i32::MAX)
+        } else {
+            -1
+        });
         options.enable_statistics();
         options.set_use_direct_reads(m.direct_io);
         let db = rocksdb::DB::open(&options, dir).context("opening rocksdb")?;

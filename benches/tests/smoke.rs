@@ -1,6 +1,7 @@
 //! Runs the benchmark binary on tiny sizes and checks its reports: every
 //! engine and workload in the JSON, the kernel's I/O figures, reader
-//! threads, direct I/O, scale mode, and plots that name their workloads.
+//! threads, direct I/O, a bound on open table files, scale mode, and
+//! plots that name their workloads.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use std::path::Path;
@@ -150,6 +151,39 @@ fn direct_io_reads_reach_the_device_on_both_engines() {
             "{engine}: {m}"
         );
         assert!(f(m, "block_reads_per_op") > 0.5, "{engine}: {m}");
+    }
+}
+
+/// `--max-open-files` reaches both engines (the report's configuration)
+/// and, on stores of several narrow tables held to two open files, every
+/// workload runs and reads its blocks.
+#[test]
+fn a_bound_on_open_table_files_runs_on_both_engines() {
+    let out = tempfile::tempdir().unwrap();
+    let json = bench(
+        &[
+            "--quick",
+            "--max-open-files",
+            "2",
+            "--memtable-bytes",
+            "262144",
+            "--block-cache-bytes",
+            "65536",
+            "--engines",
+            "bloomlsm,rocksdb",
+        ],
+        out.path(),
+    );
+    assert_eq!(
+        json["config"]["mirror"]["max_open_files"], 2,
+        "{}",
+        json["config"]
+    );
+    let ms = json["measurements"].as_array().unwrap();
+    for engine in ["bloomlsm", "rocksdb"] {
+        let m = find(ms, engine, "readrandom", 1);
+        assert!(f(m, "block_reads_per_op") > 0.5, "{engine}: {m}");
+        assert!(f(m, "ops_per_sec") > 0.0, "{engine}: {m}");
     }
 }
 

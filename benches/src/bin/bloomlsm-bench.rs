@@ -58,6 +58,12 @@ struct Args {
     /// engine's own default, bloomlsm 12, RocksDB 36).
     #[arg(long, default_value_t = 0)]
     l0_stop_trigger: usize,
+    /// Most table files open at once, on both engines (0: no bound, as
+    /// `make bench` runs): past it a block-cache miss may reopen its
+    /// table's file (ours: `Options::max_open_files`; RocksDB: its table
+    /// cache holds as many).
+    #[arg(long, default_value_t = 0)]
+    max_open_files: usize,
     /// Puts per second `fill` is held to on every engine (0: unpaced). At a
     /// rate both engines' compactions keep up with, their trees are
     /// compared at the same shape; unpaced, an engine that falls behind
@@ -188,6 +194,7 @@ fn main() -> Result<()> {
             entry_bytes: a.key_bytes + a.value_bytes,
             l0_slowdown_trigger: a.l0_slowdown_trigger,
             l0_stop_trigger: a.l0_stop_trigger,
+            max_open_files: a.max_open_files,
         },
         engines: a.engines,
         threads: a.threads,
