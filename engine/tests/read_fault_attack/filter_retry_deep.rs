@@ -15,28 +15,19 @@ use bloomlsm::fs::fault::{FaultFs, ReadFault};
 use bloomlsm::{Db, FilterPolicy, Options};
 
 use crate::common::held_iter::HeldIter;
+use crate::common::model_run::deep_narrow_options;
 use crate::common::{Model, Rng, listing, pairs, short_key};
 
 const KEYS: u64 = 600;
 
-/// A deep store of narrow tables (as `common::model_run`'s), without
+/// A deep store of narrow tables (`common::model_run`'s), without
 /// background threads: the reads of an open come in a fixed order.
 fn options(max_open_files: Option<usize>) -> Options {
     Options {
         filter_policy: FilterPolicy::Uniform { bits_per_key: 10.0 },
-        memtable_bytes: 2048,
-        target_file_bytes: 1024,
-        l1_bytes: 2048,
-        block_size: 128,
-        level_size_ratio: 3,
-        num_levels: 7,
-        l0_compaction_trigger: 2,
-        l0_slowdown_trigger: 4,
-        l0_stop_trigger: 8,
         block_cache_bytes: 4 << 10,
         max_open_files,
-        background_work: false,
-        ..Options::default()
+        ..deep_narrow_options(false)
     }
 }
 
