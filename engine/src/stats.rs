@@ -53,6 +53,11 @@ pub struct LevelStats {
     /// Tables without a usable filter: a damaged filter block, or one whose
     /// read failed, until a lookup's retry of the read succeeds.
     pub tables_without_usable_filter: u64,
+    /// Retries of failed filter-block reads that lookups ran on this
+    /// level's live tables (each table's count leaves with it when it is
+    /// compacted away or rebuilt). A retry that loads the filter counts
+    /// too, so a table that now has its filter may show retries.
+    pub filter_read_retries: u64,
     /// Bytes of tables written into this level since open: flushes (L0),
     /// compaction outputs and filter rebuilds, including the outputs of a
     /// compaction that then failed (they reached the disk). Over all levels,
@@ -107,6 +112,7 @@ impl LevelStats {
         self.data_blocks_read += o.data_blocks_read;
         self.block_cache_hits += o.block_cache_hits;
         self.tables_without_usable_filter += o.tables_without_usable_filter;
+        self.filter_read_retries += o.filter_read_retries;
         self.bytes_written += o.bytes_written;
         self.bytes_compacted_read += o.bytes_compacted_read;
         self.bytes_moved_in += o.bytes_moved_in;
@@ -216,6 +222,7 @@ impl DbInner {
                 if let FilterStatus::Unusable(_) = t.table.filter_status() {
                     s.tables_without_usable_filter += 1;
                 }
+                s.filter_read_retries += t.table.filter_retries();
                 if let Some(f) = t.table.filter() {
                     s.filter_bytes += f.memory_bytes() as u64;
                     weighted_fpr += f.theoretical_fpr() * f.len() as f64;

@@ -53,6 +53,7 @@ pub fn run(path: &Path, store: StoreFlags, absent_gets: u64) -> Result<Outcome> 
             "tables_without_usable_filter",
             s.total.tables_without_usable_filter,
         )
+        .with("filter_read_retries", s.total.filter_read_retries)
         .with("levels", levels)
         .with("wal_replay_cut", s.wal_replay_cut.as_ref().map(wal_cut_row));
     Ok(Value::from(fields).into())

@@ -83,6 +83,8 @@ fn a_failed_filter_read_is_retried_by_a_later_get() {
     // Ten bits per key: about 1% false positives, 2 of 200 expected.
     assert!(blocks <= 20, "{blocks} data blocks read by 200 absent gets");
     assert_eq!(after.tables_without_usable_filter, 0);
+    assert_eq!(before.filter_read_retries, 0, "no lookup ran yet");
+    assert_eq!(after.filter_read_retries, 1, "one retry, and it worked");
     assert!(after.filter_bytes > 0);
     assert_eq!(
         after.probes_without_filter - before.probes_without_filter,
@@ -135,6 +137,7 @@ fn a_filter_read_that_keeps_failing_is_retried_ever_more_rarely() {
     let s = db.stats().total;
     assert_eq!(s.tables_without_usable_filter, 1);
     assert_eq!(s.probes_without_filter, LOOKUPS);
+    assert_eq!(s.filter_read_retries, retries, "each failed retry counted");
     // Healed: the retry due next (within as many lookups again) works.
     fs.heal();
     let mut lookups = 0;
@@ -147,6 +150,12 @@ fn a_filter_read_that_keeps_failing_is_retried_ever_more_rarely() {
         let want = i.is_multiple_of(2).then(|| value(i));
         assert_eq!(db.get(&short_key(i)).unwrap(), want, "key {i}");
     }
-    assert!(db.stats().total.filter_negatives > 0);
+    let s = db.stats().total;
+    assert!(s.filter_negatives > 0);
+    assert_eq!(
+        s.filter_read_retries,
+        retries + 1,
+        "and the one that worked"
+    );
     db.close().unwrap();
 }
