@@ -234,7 +234,12 @@ fn a_second_crash_while_rebuilding_over_a_crashed_rebuild_keeps_every_filter_and
             seconds += 1;
         }
     }
-    assert!(rebalanced >= 10, "{rebalanced} filters rebalanced");
+    // About half the second sessions rebalance, most of them some filters.
+    assert!(
+        rebalanced as usize >= firsts.len() / 2,
+        "{rebalanced} filters rebalanced in {} sessions",
+        firsts.len()
+    );
     println!(
         "{} first crashes ({} appends, {} copies in the whole run), {seconds} second crashes \
          ({rebalanced} filters rebalanced in the second sessions run whole): every strict \
