@@ -32,6 +32,11 @@ const KEYS: u64 = 160;
 const STEPS: usize = 220;
 const CRASHES_PER_SEED: usize = 12;
 
+/// Seeds from this one on run with background threads (flushes,
+/// compactions and rebalancing on their own threads, racing the writes
+/// and the crash): their crash points fall wherever the threads are.
+const THREADED: u64 = 1 << 32;
+
 /// SplitMix64: a case is the same in every build.
 struct Rng(u64);
 
@@ -99,7 +104,7 @@ fn options(seed: u64, variant: u64) -> Options {
         l0_compaction_trigger: 2,
         l0_slowdown_trigger: 3,
         l0_stop_trigger: 6,
-        background_work: false,
+        background_work: seed >= THREADED,
         ..Options::default()
     }
 }
@@ -261,14 +266,10 @@ fn check(
     Ok(())
 }
 
-#[test]
-fn power_loss_at_random_points_of_random_histories_keeps_a_prefix_of_whole_batches() {
-    let seeds: u64 = std::env::var("CRASHSWEEP_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(24);
+/// Crashes each history of `seeds` at 12 points; returns the crashes.
+fn crash_sweep(seeds: std::ops::Range<u64>) -> usize {
     let mut crashes = 0;
-    for seed in 0..seeds {
+    for seed in seeds {
         let steps = history(seed);
         let total = {
             let fs = FaultFs::new();
@@ -315,7 +316,31 @@ fn power_loss_at_random_points_of_random_histories_keeps_a_prefix_of_whole_batch
             crashes += 1;
         }
     }
+    crashes
+}
+
+#[test]
+fn power_loss_at_random_points_of_random_histories_keeps_a_prefix_of_whole_batches() {
+    let seeds: u64 = std::env::var("CRASHSWEEP_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(24);
+    let crashes = crash_sweep(0..seeds);
     println!("{seeds} random histories, {crashes} crashes: every store a prefix of whole batches");
+}
+
+/// The same with background threads.
+#[test]
+fn power_loss_at_random_points_with_background_threads_keeps_a_prefix_of_whole_batches() {
+    let seeds: u64 = std::env::var("CRASHSWEEP_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(24)
+        / 2;
+    let crashes = crash_sweep(THREADED..THREADED + seeds);
+    println!(
+        "{seeds} random histories on background threads, {crashes} crashes: every store a prefix"
+    );
 }
 
 /// Whether the store holds batch `ops`: `Some(true)` when every put of it
