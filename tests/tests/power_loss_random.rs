@@ -3,11 +3,14 @@
 //! older versions), flushes, `rebuild_filters` at random policies,
 //! settling, and reopens under other options (filter kind and policy,
 //! `max_open_files`, table and memtable sizes, deletion-triggered
-//! compaction), all inline. Each seed's history is run once whole to count
+//! compaction), inline (or on background threads, seeds from `THREADED`
+//! on). Each seed's history is run once whole to count
 //! its file-system operations; then it is crashed at 12 points drawn from
 //! the seed, under fates drawn from it too (pages kept or zeroed out of
 //! order, renames kept, undone or seeded, unlinks revived or not), and
-//! reopened on the real file system under yet other options.
+//! reopened on the real file system under yet other options (half the
+//! time after a second crash inside the open that recovers from the
+//! first).
 //!
 //! After each power loss the store must hold exactly the batches of some
 //! prefix of the history (every batch all or nothing: each writes values
@@ -26,7 +29,7 @@ use std::sync::Arc;
 
 use bloomlsm::fs::fault::{FaultFs, RenameFate, Revival, UnsyncedFate};
 use bloomlsm::{Db, FilterKind, FilterPolicy, Options, SyncMode, WriteBatch};
-use bloomlsm_tests::scratch_dir;
+use bloomlsm_tests::{copy_store_dir, scratch_dir};
 
 const KEYS: u64 = 160;
 const STEPS: usize = 220;
@@ -266,9 +269,11 @@ fn check(
     Ok(())
 }
 
-/// Crashes each history of `seeds` at 12 points; returns the crashes.
-fn crash_sweep(seeds: std::ops::Range<u64>) -> usize {
+/// Crashes each history of `seeds` at 12 points, half of them a second
+/// time in the recovering open; returns how many of each.
+fn crash_sweep(seeds: std::ops::Range<u64>) -> (usize, usize) {
     let mut crashes = 0;
+    let mut seconds = 0;
     for seed in seeds {
         let steps = history(seed);
         let total = {
@@ -306,17 +311,43 @@ fn crash_sweep(seeds: std::ops::Range<u64>) -> usize {
             } else {
                 (r.durable, r.acked)
             };
-            let what = format!(
+            let mut what = format!(
                 "seed {seed}, crash at {at} of {total}: {} batches acknowledged, {} durable",
                 r.acked, r.durable
             );
+            // Every other time, a second power loss inside the open that
+            // recovers from the first (its replay flush, manifest and
+            // orphan removal) under other options: it may change nothing.
+            if rng.below(2) == 0 {
+                let opts = options(seed, 3000 + at);
+                let open_ops = {
+                    let probe = copy_store_dir(dir.path());
+                    let fs = FaultFs::new();
+                    drop(Db::open_with_fs(
+                        probe.path(),
+                        opts.clone(),
+                        Arc::new(fs.clone()),
+                    ));
+                    fs.ops()
+                };
+                let second = rng.below(open_ops.max(1));
+                let fs = FaultFs::new();
+                fs.set_unsynced_fate(UnsyncedFate::Pages(rng.next()));
+                fs.set_rename_fate(RenameFate::Seeded(rng.next()));
+                fs.set_revival(Revival::Seeded(rng.next()));
+                fs.fail_from_op(second);
+                let _ = Db::open_with_fs(dir.path(), opts, Arc::new(fs.clone()));
+                fs.simulate_power_loss().unwrap();
+                what = format!("{what}, then at {second} of the {open_ops} of the open");
+                seconds += 1;
+            }
             let all = batches(&steps);
             check(dir.path(), options(seed, 5000 + at), &all, from, to, &what)
                 .unwrap_or_else(|e| panic!("{e}"));
             crashes += 1;
         }
     }
-    crashes
+    (crashes, seconds)
 }
 
 #[test]
@@ -325,8 +356,11 @@ fn power_loss_at_random_points_of_random_histories_keeps_a_prefix_of_whole_batch
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(24);
-    let crashes = crash_sweep(0..seeds);
-    println!("{seeds} random histories, {crashes} crashes: every store a prefix of whole batches");
+    let (crashes, seconds) = crash_sweep(0..seeds);
+    println!(
+        "{seeds} random histories, {crashes} crashes ({seconds} again in the recovering open): \
+         every store a prefix of whole batches"
+    );
 }
 
 /// The same with background threads.
@@ -337,9 +371,10 @@ fn power_loss_at_random_points_with_background_threads_keeps_a_prefix_of_whole_b
         .and_then(|s| s.parse().ok())
         .unwrap_or(24)
         / 2;
-    let crashes = crash_sweep(THREADED..THREADED + seeds);
+    let (crashes, seconds) = crash_sweep(THREADED..THREADED + seeds);
     println!(
-        "{seeds} random histories on background threads, {crashes} crashes: every store a prefix"
+        "{seeds} random histories on background threads, {crashes} crashes ({seconds} again in \
+         the recovering open): every store a prefix"
     );
 }
 
