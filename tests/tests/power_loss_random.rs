@@ -3,7 +3,7 @@
 //! older versions), flushes, `rebuild_filters` at random policies,
 //! settling, and reopens under other options (filter kind and policy,
 //! `max_open_files`, table and memtable sizes, deletion-triggered
-//! compaction), inline (or on background threads, seeds from `THREADED`
+//! compaction, `WalRecovery` mode), inline (or on background threads, seeds from `THREADED`
 //! on). Each seed's history is run once whole to count
 //! its file-system operations; then it is crashed at 12 points drawn from
 //! the seed, under fates drawn from it too (pages kept or zeroed out of
@@ -28,7 +28,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bloomlsm::fs::fault::{FaultFs, RenameFate, Revival, UnsyncedFate};
-use bloomlsm::{Db, FilterKind, FilterPolicy, Options, SyncMode, WriteBatch};
+use bloomlsm::{Db, FilterKind, FilterPolicy, Options, SyncMode, WalRecovery, WriteBatch};
 use bloomlsm_tests::{copy_store_dir, scratch_dir};
 
 const KEYS: u64 = 160;
@@ -104,6 +104,8 @@ fn options(seed: u64, variant: u64) -> Options {
         filter_policy: policy(&mut rng),
         max_open_files: [None, Some(1), Some(3)][rng.below(3) as usize],
         deletion_compaction_ratio: [None, Some(0.3)][rng.below(2) as usize],
+        wal_recovery: [WalRecovery::TolerateTornTail, WalRecovery::PointInTime]
+            [rng.below(2) as usize],
         l0_compaction_trigger: 2,
         l0_slowdown_trigger: 3,
         l0_stop_trigger: 6,
