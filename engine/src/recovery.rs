@@ -305,6 +305,9 @@ fn recover_into(
         tables: version.all_metas(),
     };
     if fresh {
+        // Both names: a write failing before its rename leaves the
+        // temporary manifest, which a failed open removes too.
+        undo.files.push(dir.join(names::MANIFEST_TMP));
         undo.files.push(manifest_path.clone());
         manifest(&version).write(fs.as_ref(), dir)?;
     }
@@ -459,10 +462,13 @@ fn create_store_dir(dir: &Path, fs: &dyn FileSystem, undo: &mut Undo) -> Result<
         .take_while(|d| !d.as_os_str().is_empty() && !fs.exists(d))
         .map(Path::to_path_buf)
         .collect();
+    // Listed for the undo before any is made (shallowest first: `undo`
+    // removes them deepest first, and skips those never made): a
+    // `create_dir_all` failing part way has made the shallower ones, and
+    // a failed open leaves no directory it made.
+    undo.dirs.extend(missing.iter().rev().cloned());
     fs.create_dir_all(dir)?;
-    // Shallowest first: `undo` removes them deepest first.
     for created in missing.iter().rev() {
-        undo.dirs.push(created.clone());
         let parent = match created.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),

@@ -23,7 +23,10 @@
 //!   back with its synced bytes;
 //! - an unlink is undone (the file back with its synced bytes) or kept by
 //!   another seeded choice ([`Revival`]), since a crash may keep any subset;
-//! - a file whose entry was never synced vanishes.
+//! - a file whose entry was never synced vanishes;
+//! - a directory made by [`FileSystem::create_dir_all`] whose entry was
+//!   never synced (by a fsync of its parent) vanishes with everything in
+//!   it.
 //!
 //! Both choices follow the journal's order within a directory: a kept
 //! rename keeps every earlier change there (files created before it keep
@@ -147,6 +150,17 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A directory made through this file system (by
+/// [`FileSystem::create_dir_all`]): a power loss removes it, with
+/// everything in it, unless its entry was made durable.
+#[derive(Debug, Default, Clone, Copy)]
+struct DirState {
+    /// Its entry in its parent is durable (the parent was fsynced).
+    entry_synced: bool,
+    /// The operation that made it.
+    entry_op: u64,
+}
+
 /// A change to a directory not yet made durable by a fsync of it.
 #[derive(Debug)]
 enum Pending {
@@ -237,6 +251,8 @@ impl Cuts {
 #[derive(Debug, Default)]
 struct State {
     files: HashMap<PathBuf, FileState>,
+    /// Directories made through this file system and not removed since.
+    dirs: HashMap<PathBuf, DirState>,
     /// Directory changes not yet made durable, oldest first.
     pending: Vec<Pending>,
     /// Which pending unlinks a power loss undoes.
@@ -251,7 +267,11 @@ struct State {
     overwrites: Vec<PendingOverwrite>,
     /// Which of their sectors a power loss applies.
     overwrite_fate: OverwriteFate,
-    /// Mutating operations (writes and syncs) so far.
+    /// Mutating operations so far: every create, `append_at`, write,
+    /// sync, rename, remove, directory made (one per directory, by
+    /// `create_dir_all`), directory removed and directory fsync, and an
+    /// overwrite's write and its fsync (two). Reads, listings and locks
+    /// are not counted.
     ops: u64,
     /// Fail every mutating operation once `ops` reaches this.
     fail_from_op: Option<u64>,
@@ -299,13 +319,16 @@ impl FaultFs {
         Self::default()
     }
 
-    /// Every write or sync from the `n`-th on (counting from 0) fails with
-    /// an I/O error, as a full disk or a dying device would.
+    /// Every mutating operation (see [`Self::ops`]: writes, syncs,
+    /// creates, renames, removes, directories made and directory fsyncs)
+    /// from the `n`-th on (counting from 0) fails with an I/O error, as a
+    /// full disk or a dying device would. A failed operation changes
+    /// nothing.
     pub fn fail_from_op(&self, n: u64) {
         self.state.lock().fail_from_op = Some(n);
     }
 
-    /// Only the `n`-th write or sync (counting from 0) fails; every other
+    /// Only the `n`-th mutating operation (counting from 0) fails; every other
     /// operation, before and after, works (a transient fault, so a
     /// caller's clean-up after the failure reaches the disk).
     pub fn fail_only_op(&self, n: u64) {
@@ -459,7 +482,10 @@ impl FaultFs {
         Ok(())
     }
 
-    /// Mutating operations performed so far.
+    /// Mutating operations performed so far (failed ones included): every
+    /// create, `append_at`, write, sync, rename, remove, directory made
+    /// (one per directory `create_dir_all` makes), directory removed and
+    /// directory fsync, and an overwrite's write and its fsync (two).
     pub fn ops(&self) -> u64 {
         self.state.lock().ops
     }
@@ -560,6 +586,16 @@ impl FaultFs {
                 fs::remove_file(&path)?;
             } else {
                 unsynced_fate.settle(&path, st.synced_len, at)?;
+            }
+        }
+        // A directory whose entry never became durable is unreachable
+        // after the power cut, with whatever was made in it; shallowest
+        // first (removing it removes any deeper one).
+        let mut dirs: Vec<(PathBuf, DirState)> = s.dirs.drain().collect();
+        dirs.sort_by_key(|(path, _)| path.components().count());
+        for (path, st) in dirs {
+            if path.is_dir() && !st.entry_synced && !cuts.kept(&path, st.entry_op) {
+                fs::remove_dir_all(&path)?;
             }
         }
         Ok(())
@@ -877,13 +913,41 @@ impl FileSystem for FaultFs {
         RealFs.list(dir)
     }
 
+    /// One operation per directory made, shallowest first, as the real
+    /// `create_dir_all` makes them: a failure part way leaves the
+    /// shallower ones made.
     fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
+        let missing: Vec<PathBuf> = dir
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+            .map(Path::to_path_buf)
+            .collect();
+        for d in missing.iter().rev() {
+            let op = self.mutate().at(d)?;
+            match fs::create_dir(d) {
+                Ok(()) => {}
+                // Made meanwhile by another caller: not this one's.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => continue,
+                Err(e) => return Err(e).at(d),
+            }
+            self.state.lock().dirs.insert(
+                d.clone(),
+                DirState {
+                    entry_synced: false,
+                    entry_op: op,
+                },
+            );
+        }
+        // What `dir` may still lack (a path through a symlink, say), as
+        // the real file system makes it.
         RealFs.create_dir_all(dir)
     }
 
     fn remove_dir(&self, dir: &Path) -> FsResult<()> {
         self.mutate().at(dir)?;
-        RealFs.remove_dir(dir)
+        RealFs.remove_dir(dir)?;
+        self.state.lock().dirs.remove(dir);
+        Ok(())
     }
 
     fn sync_dir(&self, dir: &Path) -> FsResult<()> {
@@ -892,6 +956,13 @@ impl FileSystem for FaultFs {
         let mut s = self.state.lock();
         for (path, st) in s.files.iter_mut() {
             if path.parent() == Some(dir) {
+                st.entry_synced = true;
+            }
+        }
+        // A relative directory's parent is "" where its maker fsyncs ".".
+        let here = dir == Path::new(".");
+        for (path, st) in s.dirs.iter_mut() {
+            if path.parent() == Some(dir) || (here && path.parent() == Some(Path::new(""))) {
                 st.entry_synced = true;
             }
         }
@@ -912,6 +983,8 @@ impl FileSystem for FaultFs {
     }
 }
 
+#[cfg(test)]
+mod dirs_tests;
 #[cfg(test)]
 mod overwrite_tests;
 #[cfg(test)]

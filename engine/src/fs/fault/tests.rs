@@ -285,6 +285,8 @@ fn an_unlink_before_a_rename_in_another_directory_is_free_to_come_back() {
     let fs = FaultFs::new();
     fs.create_dir_all(&one).unwrap();
     fs.create_dir_all(&two).unwrap();
+    // The directories themselves durable.
+    fs.sync_dir(base.path()).unwrap();
     fs.set_revival(Revival::All);
     fs.set_rename_fate(RenameFate::Kept);
     let wal = one.join("000004.wal");
@@ -361,6 +363,8 @@ fn a_seeded_rename_fate_varies_with_the_crash_point_and_repeats() {
         let fs = FaultFs::new();
         fs.create_dir_all(&dir).unwrap();
         fs.create_dir_all(&other).unwrap();
+        // The directories themselves durable.
+        fs.sync_dir(base.path()).unwrap();
         fs.set_rename_fate(RenameFate::Seeded(7));
         let (_, manifest) = manifest_switch(&fs, &dir, b"", true);
         let mut f = fs.create(&other.join("log")).unwrap();
