@@ -48,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
     PEAK.store(base, Ordering::Relaxed);
     exercise_manifest(&bytes);
     let used = PEAK.load(Ordering::Relaxed) - base;
-    // The tables (a record of at least 60 bytes each) and their keys, then
+    // The tables (a record of at least 52 bytes each) and their keys, then
     // the re-encoding: a few copies of the input, never a count or length
     // the bytes claim.
     assert!(
