@@ -52,9 +52,11 @@ lecture:
 FUZZ_SECONDS ?= 60
 fuzz:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz
-	for t in filter_from_bytes ribbon_from_bytes ribbon_build; do (cd filter/fuzz && $(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS)); done
+	# Seeds made by the writers: filters, tables, WALs and manifests.
+	$(CARGO) run -q -p bloomlsm --example fuzz_seeds -- .
+	for t in filter_from_bytes filter_resealed ribbon_from_bytes ribbon_build; do (cd filter/fuzz && $(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS)); done
 	for t in table_open table_open_at table_resealed block_decode; do (cd sstable/fuzz && $(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS)); done
-	for t in wal_replay manifest_decode; do (cd engine/fuzz && $(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS)); done
+	for t in wal_replay wal_resealed manifest_decode manifest_resealed; do (cd engine/fuzz && $(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS)); done
 	# Long inputs from the start: a short one builds no deep tree.
 	cd engine/fuzz && $(CARGO) +nightly fuzz run db_model -- -max_total_time=$(FUZZ_SECONDS) -len_control=0
 

@@ -34,6 +34,7 @@ pub mod codec;
 mod counting;
 mod error;
 mod filter_trait;
+pub mod fuzzing;
 mod hash;
 mod kind;
 pub mod lecture;

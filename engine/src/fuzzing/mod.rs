@@ -39,3 +39,4 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<usize, String> {
 }
 
 pub mod db_model;
+pub mod resealed;

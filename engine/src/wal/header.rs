@@ -94,7 +94,7 @@ pub(crate) fn encode_closed() -> [u8; HEADER_LEN] {
     with_flags(SYNCED | CLOSED)
 }
 
-fn with_flags(flags: u16) -> [u8; HEADER_LEN] {
+pub(crate) fn with_flags(flags: u16) -> [u8; HEADER_LEN] {
     let mut out = [0u8; HEADER_LEN];
     out[..8].copy_from_slice(&MAGIC);
     out[8..10].copy_from_slice(&VERSION.to_le_bytes());

@@ -26,16 +26,38 @@ pub fn blocked_false_positive_rate(bits_per_key: f64, k: u32, block_bits: u32) -
         return 1.0;
     }
     let mean = block_bits as f64 / bits_per_key;
-    let upper = (mean + 12.0 * mean.sqrt() + 20.0) as u64;
-    let mut poisson = (-mean).exp(); // P(c = 0)
+    if mean > 64.0 * f64::from(block_bits) {
+        // Every block in the window below holds more than 60 keys per bit:
+        // full to f64 precision, as the standard formula at the mean says.
+        // (The window would take about 24 sqrt(mean) steps, 2^37 for a
+        // header claiming 2^64 keys.)
+        return false_positive_rate(mean as u64, u64::from(block_bits), k);
+    }
+    // The Poisson mass within 12 standard deviations (and 20 keys) of the
+    // mean, its weights in logarithms: e^-mean underflows past 745.
+    let spread = 12.0 * mean.sqrt() + 20.0;
+    let lower = (mean - spread).max(0.0) as u64;
+    let upper = (mean + spread) as u64;
+    let mut ln_poisson = -mean + lower as f64 * mean.ln() - ln_factorial(lower); // ln P(c = lower)
     let mut total = 0.0;
-    for c in 0..=upper {
-        if c > 0 {
-            poisson *= mean / c as f64;
+    for c in lower..=upper {
+        if c > lower {
+            ln_poisson += (mean / c as f64).ln();
         }
-        total += poisson * false_positive_rate(c, block_bits as u64, k);
+        total += ln_poisson.exp() * false_positive_rate(c, u64::from(block_bits), k);
     }
     total
+}
+
+/// ln n!, exactly summed to 32 and by Stirling's series past it (relative
+/// error below 1e-12 there).
+fn ln_factorial(n: u64) -> f64 {
+    if n < 32 {
+        return (2..=n).map(|i| (i as f64).ln()).sum();
+    }
+    let x = n as f64;
+    x * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI * x).ln() + 1.0 / (12.0 * x)
+        - 1.0 / (360.0 * x * x * x)
 }
 
 /// Expected false positive rate of a cache-blocked filter whose keys each
@@ -158,6 +180,35 @@ pub fn blocked_num_hashes(bits_per_key: f64) -> u32 {
 mod tests {
     use super::super::{optimal_false_positive_rate, optimal_num_hashes};
     use super::*;
+
+    /// Far more keys than bits (a crafted or over-full filter): every
+    /// block is about full, the rate about 1, and the answer comes at once. Before,
+    /// the Poisson weight of c = 0 underflowed to 0 past a mean of about
+    /// 745 keys per block (a rate of 0), and the sum ran from c = 0 to
+    /// past the mean (about 2^64 steps for a header claiming 2^64 keys).
+    #[test]
+    fn over_full_blocks_have_a_rate_of_one_and_answer_at_once() {
+        for bits_per_key in [0.5, 0.1, 0.01, 1e-6, 512.0 / u64::MAX as f64] {
+            let rate = blocked_false_positive_rate(bits_per_key, 6, 512);
+            assert!((rate - 1.0).abs() < 1e-4, "{bits_per_key}: {rate}");
+        }
+    }
+
+    /// Near the threshold between the summed window and the full-block
+    /// shortcut the rate is continuous and rises as bits per key fall.
+    #[test]
+    fn the_rate_rises_smoothly_as_bits_per_key_fall() {
+        let mut last = 0.0;
+        for bits_per_key in [20.0, 10.0, 4.0, 2.0, 1.0, 0.7, 0.6, 0.1, 0.02, 0.015, 0.01] {
+            let rate = blocked_false_positive_rate(bits_per_key, 6, 512);
+            // (The logarithmic weights sum to 1 within 1e-9.)
+            assert!(
+                rate >= last - 1e-9 && rate <= 1.0 + 1e-9,
+                "{bits_per_key}: {rate} after {last}"
+            );
+            last = rate;
+        }
+    }
 
     #[test]
     fn blocked_is_a_little_worse_than_standard() {

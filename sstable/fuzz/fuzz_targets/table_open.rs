@@ -15,7 +15,9 @@ fuzz_target!(|data: &[u8]| {
     // with bytes past it, as after an in-place filter rebuild that never
     // reached the manifest; `Table::open_at`).
     let file = Arc::new(MemFile(data.to_vec()));
-    let cut = data.first().map_or(0, |&b| usize::from(b) % (data.len() + 1));
+    let cut = data
+        .first()
+        .map_or(0, |&b| usize::from(b) % (data.len() + 1));
     let prefix = Table::open_at(file.clone(), "fuzz.sst", (data.len() - cut) as u64, 1, None);
     if let Ok(table) = prefix {
         let _ = (table.live_bytes(), table.bytes_dead_after_append());
