@@ -22,6 +22,8 @@ deps:
 
 test: deps
 	$(CARGO) fmt --all --check
+	# The fuzz crates are outside the workspace: checked one by one.
+	for d in filter sstable engine; do $(CARGO) fmt --check --manifest-path $$d/fuzz/Cargo.toml || exit 1; done
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p bloomlsm -p bloomlsm-filter -p bloomlsm-sstable
 	$(CARGO) test --workspace
