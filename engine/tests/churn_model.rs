@@ -586,6 +586,16 @@ fn helper(db: Arc<Db>, stop: &AtomicBool, seed: u64) {
     }
 }
 
+/// Stops the helper also when the thread holding it panics (else the
+/// thread scope would wait for the helper forever).
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 fn run(seed: u64, ops: u64, with_helper: bool) {
     let mut case = Case::new(seed);
     let mut done = 0;
@@ -597,14 +607,6 @@ fn run(seed: u64, ops: u64, with_helper: bool) {
                 let stop = &stop;
                 s.spawn(move || helper(db, stop, seed + done))
             });
-            // Stops the helper also when this thread panics (else the
-            // scope would wait for it forever).
-            struct StopOnDrop<'a>(&'a AtomicBool);
-            impl Drop for StopOnDrop<'_> {
-                fn drop(&mut self) {
-                    self.0.store(true, Ordering::Release);
-                }
-            }
             let _stop = StopOnDrop(&stop);
             let mut reopen = false;
             while done < ops && !reopen {
@@ -662,6 +664,7 @@ fn multi_writer_run(seed: u64, ops: u64) {
             let helper_db = Arc::clone(&db);
             let stop = &stop;
             let h = s.spawn(move || helper(helper_db, stop, seed + round));
+            let _stop = StopOnDrop(stop);
             let writers: Vec<_> = models
                 .iter()
                 .enumerate()
