@@ -126,6 +126,18 @@ pub trait FileSystem: Send + Sync + Debug {
     fn list(&self, dir: &Path) -> FsResult<Vec<String>>;
     /// Creates a directory and its parents.
     fn create_dir_all(&self, dir: &Path) -> FsResult<()>;
+    /// Creates one directory, whose parent exists: an error of kind
+    /// `AlreadyExists` when `dir` exists, so a caller knows which
+    /// directories it made itself (a failed open removes only those). The
+    /// default checks [`Self::exists`] then calls [`Self::create_dir_all`],
+    /// which another process may race: file systems over a real one
+    /// override it with `mkdir`.
+    fn create_dir(&self, dir: &Path) -> FsResult<()> {
+        if self.exists(dir) {
+            return Err(io::Error::from(io::ErrorKind::AlreadyExists)).at(dir);
+        }
+        self.create_dir_all(dir)
+    }
     /// Removes an empty directory.
     fn remove_dir(&self, dir: &Path) -> FsResult<()>;
     /// fsyncs a directory, making created, renamed and removed entries durable.
@@ -227,6 +239,10 @@ impl FileSystem for RealFs {
 
     fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
         fs::create_dir_all(dir).at(dir)
+    }
+
+    fn create_dir(&self, dir: &Path) -> FsResult<()> {
+        fs::create_dir(dir).at(dir)
     }
 
     fn remove_dir(&self, dir: &Path) -> FsResult<()> {

@@ -79,6 +79,10 @@ impl FileSystem for ReadOnlyFs {
         refused("create directory", dir)
     }
 
+    fn create_dir(&self, dir: &Path) -> FsResult<()> {
+        refused("create directory", dir)
+    }
+
     fn remove_dir(&self, dir: &Path) -> FsResult<()> {
         refused("remove directory", dir)
     }

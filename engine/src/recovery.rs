@@ -462,12 +462,17 @@ fn create_store_dir(dir: &Path, fs: &dyn FileSystem, undo: &mut Undo) -> Result<
         .take_while(|d| !d.as_os_str().is_empty() && !fs.exists(d))
         .map(Path::to_path_buf)
         .collect();
-    // Listed for the undo before any is made (shallowest first: `undo`
-    // removes them deepest first, and skips those never made): a
-    // `create_dir_all` failing part way has made the shallower ones, and
-    // a failed open leaves no directory it made.
-    undo.dirs.extend(missing.iter().rev().cloned());
-    fs.create_dir_all(dir)?;
+    // One at a time, shallowest first, each listed for the undo once this
+    // open made it (`undo` removes them deepest first): a failure part way
+    // leaves none it made, and one another process made meanwhile (found
+    // there by `mkdir`) is that process's, never removed.
+    for d in missing.iter().rev() {
+        match fs.create_dir(d) {
+            Ok(()) => undo.dirs.push(d.clone()),
+            Err(e) if e.source.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     for created in missing.iter().rev() {
         let parent = match created.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,

@@ -24,9 +24,9 @@
 //! - an unlink is undone (the file back with its synced bytes) or kept by
 //!   another seeded choice ([`Revival`]), since a crash may keep any subset;
 //! - a file whose entry was never synced vanishes;
-//! - a directory made by [`FileSystem::create_dir_all`] whose entry was
-//!   never synced (by a fsync of its parent) vanishes with everything in
-//!   it.
+//! - a directory made by [`FileSystem::create_dir_all`] or
+//!   [`FileSystem::create_dir`] whose entry was never synced (by a fsync
+//!   of its parent) vanishes with everything in it.
 //!
 //! Both choices follow the journal's order within a directory: a kept
 //! rename keeps every earlier change there (files created before it keep
@@ -923,24 +923,31 @@ impl FileSystem for FaultFs {
             .map(Path::to_path_buf)
             .collect();
         for d in missing.iter().rev() {
-            let op = self.mutate().at(d)?;
-            match fs::create_dir(d) {
+            match self.create_dir(d) {
                 Ok(()) => {}
                 // Made meanwhile by another caller: not this one's.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => continue,
-                Err(e) => return Err(e).at(d),
+                Err(e) if e.source.kind() == io::ErrorKind::AlreadyExists && d.is_dir() => {}
+                Err(e) => return Err(e),
             }
-            self.state.lock().dirs.insert(
-                d.clone(),
-                DirState {
-                    entry_synced: false,
-                    entry_op: op,
-                },
-            );
         }
         // What `dir` may still lack (a path through a symlink, say), as
         // the real file system makes it.
         RealFs.create_dir_all(dir)
+    }
+
+    /// One operation; a directory it makes vanishes at a power loss
+    /// unless its parent is fsynced first.
+    fn create_dir(&self, dir: &Path) -> FsResult<()> {
+        let op = self.mutate().at(dir)?;
+        fs::create_dir(dir).at(dir)?;
+        self.state.lock().dirs.insert(
+            dir.to_path_buf(),
+            DirState {
+                entry_synced: false,
+                entry_op: op,
+            },
+        );
+        Ok(())
     }
 
     fn remove_dir(&self, dir: &Path) -> FsResult<()> {

@@ -173,3 +173,22 @@ fn file_in(fs: &FaultFs, path: &Path) {
     f.sync().unwrap();
     fs.sync_dir(path.parent().unwrap()).unwrap();
 }
+
+/// `create_dir` is one operation; a directory it finds there (another
+/// caller's) is an `AlreadyExists` error and is not this file system's to
+/// lose at a power loss, where one it made, its parent never fsynced, is.
+#[test]
+fn a_directory_found_there_is_not_made_and_survives_a_power_loss() {
+    let dir = crate::scratch_dirs::scratch_dir();
+    let (theirs, mine) = (dir.path().join("theirs"), dir.path().join("mine"));
+    fs::create_dir(&theirs).unwrap();
+    let fs = FaultFs::new();
+    let before = fs.ops();
+    let e = fs.create_dir(&theirs).unwrap_err();
+    assert_eq!(e.source.kind(), io::ErrorKind::AlreadyExists);
+    fs.create_dir(&mine).unwrap();
+    assert_eq!(fs.ops(), before + 2);
+    fs.simulate_power_loss().unwrap();
+    assert!(theirs.is_dir());
+    assert!(!mine.exists());
+}
