@@ -132,8 +132,20 @@ fn read_only_open_of_a_killed_store_with_frozen_wals_held() {
         // beside the active one; a few writes at a time, so the frozen
         // memtables never reach `max_immutable_memtables` (writes would
         // then wait for the held flush).
+        let settled = wal_files();
         let mut rounds = 0;
         while fs.table_files_waiting() == 0 || wal_files() < 4 {
+            // Once a memtable is frozen, no more writes until its flush
+            // waits: a flush thread not yet run (a loaded machine) would
+            // otherwise let writes freeze `max_immutable_memtables`
+            // memtables, and the next write would stall for a flush held
+            // until after this loop (the test hung so). Rotation schedules
+            // the flush, so the wait ends.
+            if wal_files() > settled {
+                while fs.table_files_waiting() == 0 {
+                    std::thread::yield_now();
+                }
+            }
             write_some(&db, &mut model, &mut rng, 5, &format!("held{rounds}"));
             rounds += 1;
             assert!(rounds < 1_000, "seed {seed}: no frozen WALs");

@@ -249,6 +249,32 @@ fn reseal_frames_decode_for_every_kind() {
     assert_eq!(fuzzing::reseal(&raw), valid);
 }
 
+/// A checksummed blocked filter of one 512-bit block whose header claims
+/// k = 30 and 600 to 900 keys (over-full: the weights of the rate's
+/// Poisson sum rounded to 1 + 3e-13): its rates are still probabilities
+/// (`fuzzing::exercise` checks them).
+#[test]
+fn an_over_full_blocked_header_reports_rates_in_0_to_1() {
+    for items in 600u64..=900 {
+        // Blocked (kind 1), k as given (bit 4): k, m (ignored), items,
+        // the Ribbon fields (unused), one block of set bits.
+        let mut data = vec![1 | 16];
+        data.extend_from_slice(&30u32.to_le_bytes());
+        data.extend_from_slice(&0u64.to_le_bytes());
+        data.extend_from_slice(&items.to_le_bytes());
+        data.extend_from_slice(&[0; 8]);
+        data.extend_from_slice(&[0xff; 64]);
+        let bytes = fuzzing::reseal(&data);
+        let f = BlockedBloomFilter::from_bytes(&bytes).unwrap();
+        assert!(
+            f.theoretical_fpr() <= 1.0,
+            "{items} keys: {}",
+            f.theoretical_fpr()
+        );
+        assert!(fuzzing::exercise(&bytes));
+    }
+}
+
 fn crc32fast_hash(bytes: &[u8]) -> u32 {
     // The same CRC-32 (IEEE) as the codec, computed bitwise so the test
     // does not share code with what it checks.

@@ -22,10 +22,15 @@ use super::{MAX_HASHES, MIN_HASHES, false_positive_rate};
 /// k with the exact rate. (This is the estimate behind RocksDB's
 /// "theoretical best 0.9535%" for 10 bits per key and k = 6.)
 pub fn blocked_false_positive_rate(bits_per_key: f64, k: u32, block_bits: u32) -> f64 {
-    if bits_per_key <= 0.0 {
+    if bits_per_key.is_nan() || bits_per_key <= 0.0 || block_bits == 0 {
         return 1.0;
     }
     let mean = block_bits as f64 / bits_per_key;
+    if mean == 0.0 {
+        // No keys (infinite bits per key): ln P(c = 0) below would be
+        // 0 x ln 0.
+        return 0.0;
+    }
     if mean > 64.0 * f64::from(block_bits) {
         // Every block in the window below holds more than 60 keys per bit:
         // full to f64 precision, as the standard formula at the mean says.
@@ -46,7 +51,8 @@ pub fn blocked_false_positive_rate(bits_per_key: f64, k: u32, block_bits: u32) -
         }
         total += ln_poisson.exp() * false_positive_rate(c, u64::from(block_bits), k);
     }
-    total
+    // The weights sum to 1 only within rounding (1 + 3e-13 seen).
+    total.min(1.0)
 }
 
 /// ln n!, exactly summed to 32 and by Stirling's series past it (relative
@@ -207,6 +213,35 @@ mod tests {
                 "{bits_per_key}: {rate} after {last}"
             );
             last = rate;
+        }
+    }
+
+    /// Whatever the arguments, a rate in 0..=1 (never NaN): infinite bits
+    /// per key (no keys) is 0, as it was before the windowed sum, whose
+    /// ln P(c = 0) was then 0 x ln 0; blocks of no bits are always hit
+    /// (as the exact rate says); and over-full blocks at many probes, where
+    /// the weights' rounding summed past 1, are 1.
+    #[test]
+    fn the_rate_is_a_probability_for_any_arguments() {
+        assert_eq!(blocked_false_positive_rate(f64::INFINITY, 6, 512), 0.0);
+        assert_eq!(blocked_false_positive_rate(f64::NAN, 6, 512), 1.0);
+        assert_eq!(blocked_false_positive_rate(10.0, 6, 0), 1.0);
+        for bits_per_key in [f64::INFINITY, f64::NAN, f64::MAX, 1e-300, 0.7, 10.0] {
+            for k in [0, 1, 6, 30] {
+                for block_bits in [0, 1, 64, 512, 1 << 20] {
+                    let rate = blocked_false_positive_rate(bits_per_key, k, block_bits);
+                    assert!(
+                        (0.0..=1.0).contains(&rate),
+                        "{bits_per_key} bits/key, k {k}, {block_bits}-bit blocks: {rate}"
+                    );
+                }
+            }
+        }
+        // Over-full 512-bit blocks at k = 30 (a header can say so): the
+        // sum came to 1 + 3e-13.
+        for millibits in 600..=900 {
+            let rate = blocked_false_positive_rate(f64::from(millibits) / 1000.0, 30, 512);
+            assert!(rate <= 1.0, "{millibits} millibits/key: {rate}");
         }
     }
 
