@@ -34,6 +34,7 @@ pub mod codec;
 mod counting;
 mod error;
 mod filter_trait;
+#[doc(hidden)]
 pub mod fuzzing;
 mod hash;
 mod kind;

@@ -25,6 +25,7 @@ mod error;
 mod file;
 mod filter_status;
 pub mod format;
+#[doc(hidden)]
 pub mod fuzzing;
 mod index;
 mod index_block;
