@@ -10,6 +10,9 @@
 //! decoders behind the checksum see the random fields. [`exercise`] decodes
 //! such bytes with every decoder and checks what they promise.
 
+mod counting_alloc;
+pub use counting_alloc::CountingAlloc;
+
 use crate::codec::{CHECKSUM_LEN, FILTER_MAGIC, HEADER_LEN, RIBBON_PARAMS_LEN};
 use crate::{
     AnyFilter, BlockedBloomFilter, BloomFilter, CountingBloomFilter, Filter, FilterKind, KeyHash,

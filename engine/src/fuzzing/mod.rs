@@ -3,6 +3,10 @@
 
 use std::path::Path;
 
+/// The filter crate's counting allocator, for the engine's fuzz targets
+/// (which depend on this crate alone).
+pub use bloomlsm_filter::fuzzing::CountingAlloc;
+
 use crate::options::WalRecovery;
 
 /// Replays WAL bytes as a store's only live WAL, with recovery's checks
