@@ -11,7 +11,9 @@
 //! such bytes with every decoder and checks what they promise.
 
 mod counting_alloc;
+mod fields;
 pub use counting_alloc::CountingAlloc;
+pub use fields::Fields;
 
 use crate::codec::{CHECKSUM_LEN, FILTER_MAGIC, HEADER_LEN, RIBBON_PARAMS_LEN};
 use crate::{
@@ -19,26 +21,6 @@ use crate::{
     RibbonFilter,
 };
 use crate::{HASH_ID_XXH3_64, HASH_SEED};
-
-/// Takes little-endian integers from the front of the input, zeros once
-/// it runs out.
-struct Fields<'a>(&'a [u8]);
-
-impl Fields<'_> {
-    fn take<const N: usize>(&mut self) -> [u8; N] {
-        let mut out = [0u8; N];
-        let n = N.min(self.0.len());
-        out[..n].copy_from_slice(&self.0[..n]);
-        self.0 = &self.0[n..];
-        out
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes(self.take())
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from_le_bytes(self.take())
-    }
-}
 
 /// A serialized filter with a valid checksum, from `data`:
 ///

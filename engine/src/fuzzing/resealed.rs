@@ -6,37 +6,10 @@
 
 use std::path::Path;
 
+use bloomlsm_filter::fuzzing::Fields;
+
 use crate::manifest::{MANIFEST_MAGIC, ManifestState, STORE_FORMAT_VERSION};
 use crate::options::WalRecovery;
-
-/// Takes little-endian integers from the front of the input, zeros once
-/// it runs out.
-struct Fields<'a>(&'a [u8]);
-
-impl Fields<'_> {
-    fn take<const N: usize>(&mut self) -> [u8; N] {
-        let mut out = [0u8; N];
-        let n = N.min(self.0.len());
-        out[..n].copy_from_slice(&self.0[..n]);
-        self.0 = &self.0[n..];
-        out
-    }
-    fn u8(&mut self) -> u8 {
-        self.take::<1>()[0]
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes(self.take())
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from_le_bytes(self.take())
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        let n = n.min(self.0.len());
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        head.to_vec()
-    }
-}
 
 /// A manifest file with a valid checksum, from `data`:
 ///
