@@ -11,12 +11,14 @@
 //! `ribbon_from_bytes` without its crc32, `table_open`, `table_open_at`,
 //! `block_decode` from a table's blocks, `wal_replay`, `manifest_decode`)
 //! and as the resealing targets' inputs that rebuild the same bytes
-//! (`filter_resealed`, `manifest_resealed`).
+//! (`filter_resealed`, `manifest_resealed`), and clean logs built by
+//! `clean_wal_input` for `wal_resealed`.
 //!
 //! `cargo run -p bloomlsm --example fuzz_seeds -- ROOT`
 
 use std::path::{Path, PathBuf};
 
+use bloomlsm::fuzzing::resealed::{CleanOp, clean_wal_input, reseal_wal};
 use bloomlsm::{Db, Options};
 use bloomlsm_filter::{AnyFilter, CountingBloomFilter, FilterKind, InsertFilter, KeyHash};
 
@@ -135,6 +137,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             written += 1;
         }
         std::fs::remove_dir_all(&dir)?;
+    }
+    // Clean logs for `wal_resealed`: every header, one WAL and three,
+    // puts and deletes of repeated keys.
+    for header in 0..4u8 {
+        for wals in [1usize, 3] {
+            let batches: Vec<Vec<CleanOp>> = (0..9u8)
+                .map(|b| {
+                    (0..1 + b % 4)
+                        .map(|o| CleanOp {
+                            key: format!("k{}", (b + o) % 5).into_bytes(),
+                            value: (o % 3 != 2).then(|| vec![b'v'; usize::from(b * 3 + o)]),
+                        })
+                        .collect()
+                })
+                .collect();
+            let data = clean_wal_input(header, wals, 41, &batches);
+            let (_, clean) = reseal_wal(&data);
+            assert!(clean || (header == 3 && wals > 1));
+            seed(
+                "engine",
+                "wal_resealed",
+                &format!("clean-{header}-{wals}"),
+                &data,
+            )?;
+            written += 1;
+        }
     }
     println!("{written} seeds under {}", root.display());
     Ok(())

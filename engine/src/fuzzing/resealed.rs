@@ -226,6 +226,59 @@ pub fn reseal_wal(data: &[u8]) -> (Vec<Vec<u8>>, bool) {
     (wals, clean)
 }
 
+/// One op of [`clean_wal_input`]: a put of `value`, or (`None`) a delete.
+#[derive(Clone, Debug)]
+pub struct CleanOp {
+    /// The key; only its first 15 bytes are used.
+    pub key: Vec<u8>,
+    /// The value of a put (its first 255 bytes), `None` for a delete.
+    pub value: Option<Vec<u8>>,
+}
+
+/// An input of [`reseal_wal`] that makes a clean log: `header` (0 to 3,
+/// as bits 0-1 of its byte 0) on each of `wals` WALs (1 to 4), the log
+/// starting after sequence `first_seq`, and `batches` (their first 7 ops
+/// each; an empty batch gets one put) spread over the WALs in order, so
+/// that every WAL holds one at least when there are as many batches as
+/// WALs. The log is clean then, unless a closed log (`header` 3) spans
+/// several WALs: only the newest holds the close marker.
+pub fn clean_wal_input(
+    header: u8,
+    wals: usize,
+    first_seq: u8,
+    batches: &[Vec<CleanOp>],
+) -> Vec<u8> {
+    let wals = wals.clamp(1, 4);
+    let mut data = vec![(header & 3) | ((wals as u8 - 1) << 6), first_seq];
+    let mut wal = 0;
+    let put = CleanOp {
+        key: b"k".to_vec(),
+        value: Some(Vec::new()),
+    };
+    for (i, batch) in batches.iter().enumerate() {
+        let target = i * wals / batches.len();
+        let ops: Vec<&CleanOp> = if batch.is_empty() {
+            vec![&put]
+        } else {
+            batch.iter().take(7).collect()
+        };
+        data.push(ops.len() as u8 | (((target - wal) as u8) << 6));
+        wal = target;
+        for op in ops {
+            let key = &op.key[..op.key.len().min(15)];
+            data.push(u8::from(op.value.is_some()));
+            data.push(key.len() as u8);
+            data.extend_from_slice(key);
+            if let Some(value) = &op.value {
+                let value = &value[..value.len().min(255)];
+                data.push(value.len() as u8);
+                data.extend_from_slice(value);
+            }
+        }
+    }
+    data
+}
+
 fn push_record(wal: &mut Vec<u8>, payload: &[u8]) {
     wal.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     wal.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
@@ -254,6 +307,28 @@ pub fn exercise_wal(wals: &[Vec<u8>], clean: bool) {
                 Err(e) => panic!("a clean log was refused: {e}"),
             }
             assert_eq!(mem.len(), ops, "a clean log lost ops");
+            assert_every_op_replayed(wals, &mem);
+        }
+    }
+}
+
+/// Every op of every intact batch of `wals` is in `mem` at its own
+/// sequence, as written: a put's value, a delete's tombstone.
+fn assert_every_op_replayed(wals: &[Vec<u8>], mem: &crate::memtable::MemTable) {
+    use crate::answer::Answer;
+    use bloomlsm_sstable::EntryKind;
+    for bytes in wals {
+        for record in crate::wal::records(bytes).records {
+            let Ok((first, batch)) = crate::batch::WriteBatch::decode(&record.payload) else {
+                continue;
+            };
+            for (seq, (kind, key, value)) in (first..).zip(batch.ops()) {
+                let want = match kind {
+                    EntryKind::Put => Answer::Value(value.to_vec()),
+                    EntryKind::Delete => Answer::Deleted,
+                };
+                assert_eq!(mem.get(key, seq), want, "key {key:?} at sequence {seq}");
+            }
         }
     }
 }
