@@ -15,6 +15,7 @@ mod concurrent;
 mod direct;
 mod failed_get;
 mod lifecycle;
+mod open_files;
 mod random;
 mod snapshots;
 mod truth;
