@@ -14,6 +14,7 @@ mod read_truth;
 mod concurrent;
 mod direct;
 mod failed_get;
+mod level_figures;
 mod lifecycle;
 mod open_files;
 mod random;
