@@ -128,7 +128,9 @@ pub(crate) fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
-/// A snapshot of the store's counters (`Db::stats`).
+/// A snapshot of the store's counters (`Db::stats`). Every counter starts
+/// from zero at each open (none is persisted); scans and iterators count
+/// nothing (docs/DESIGN.md, "Stats").
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {

@@ -18,5 +18,6 @@ mod level_figures;
 mod lifecycle;
 mod open_files;
 mod random;
+mod scans_and_opens;
 mod snapshots;
 mod truth;
