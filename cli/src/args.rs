@@ -100,7 +100,9 @@ pub enum Command {
     /// `--absent-gets N`, first runs N gets of absent keys, so the reads
     /// saved, observed FPR and data-block reads per get mean something.
     /// Each absent key sorts right after a stored key drawn from every
-    /// table in proportion to its entries, so every level meets them.
+    /// table in proportion to its entries, so every level meets them,
+    /// except tables of one key: no absent key is in their range, so their
+    /// filters are never asked (a level of only such tables shows no probe).
     Stats {
         /// The store directory.
         db: PathBuf,

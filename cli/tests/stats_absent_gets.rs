@@ -86,3 +86,25 @@ fn a_store_of_tombstones_still_meets_absent_keys() {
     assert_eq!(v["gets"], 1000, "{v}");
     assert!(v["table_probes"].as_u64().unwrap() > 0, "{v}");
 }
+
+/// A table of one key has no absent key in its range (its smallest key is
+/// its largest): the fences rule every absent key out before its filter is
+/// asked, so a level of such tables shows no probe however many absent
+/// gets run (as `bloomlsm put DIR a 1`, then `put DIR b 2`, leaves). The
+/// help and README said every level meets them.
+#[test]
+fn one_key_tables_never_meet_absent_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
+    for k in ["a", "b", "c"] {
+        db.put(k.as_bytes(), b"value").unwrap();
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    let v = stats_after_absent_gets(dir.path());
+    assert_eq!(v["gets"], 1000, "{v}");
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels[0]["tables"], 3, "{v}");
+    assert_eq!(v["table_probes"], 0, "{v}");
+    assert_eq!(v["observed_fpr"], 0.0, "{v}");
+}

@@ -48,7 +48,9 @@ pub struct LevelStats {
     pub block_cache_hits: u64,
     /// false positives / (false positives + negatives); 0 when undefined.
     pub observed_fpr: f64,
-    /// The lecture's formula for this level's filters, weighted by keys.
+    /// The lecture's formula for this level's filters, weighted by keys;
+    /// 0 when the level has no usable filter (its probes are then
+    /// `probes_without_filter`, each a block searched, not a rate of 0).
     pub theoretical_fpr: f64,
     /// Tables without a usable filter: a damaged filter block, or one whose
     /// read failed, until a lookup's retry of the read succeeds.
@@ -128,7 +130,9 @@ pub(crate) fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
-/// A snapshot of the store's counters (`Db::stats`).
+/// A snapshot of the store's counters (`Db::stats`). Every counter starts
+/// from zero at each open (none is persisted); scans and iterators count
+/// nothing (docs/DESIGN.md, "Stats").
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {

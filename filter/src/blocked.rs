@@ -196,11 +196,17 @@ impl Filter for BlockedBloomFilter {
         sum / self.blocks.len() as f64
     }
 
+    /// The rate of this filter's blocks for its keys: the mixture over the
+    /// keys in an absent key's block, Binomial(n, 1/blocks)
+    /// ([`math::blocked_false_positive_rate_in_blocks`]; not the Poisson
+    /// mixture at n/blocks, which runs high for filters of few blocks).
     fn theoretical_fpr(&self) -> f64 {
-        if self.items == 0 {
-            return 0.0;
-        }
-        math::blocked_false_positive_rate(self.bits_per_key(), self.num_hashes, BLOCK_BITS)
+        math::blocked_false_positive_rate_in_blocks(
+            self.items,
+            self.blocks.len() as u64,
+            self.num_hashes,
+            BLOCK_BITS,
+        )
     }
 
     fn memory_bytes(&self) -> usize {

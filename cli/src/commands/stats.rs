@@ -81,7 +81,7 @@ fn wal_cut_row(c: &WalCut) -> Fields {
 /// only those holding the store's smallest keys. A table none of whose
 /// keys is live (tombstones, overwritten versions) gives its smallest key.
 /// A store of no table (every write still in the WAL) gives its smallest
-/// keys.
+/// keys. A table of one key meets no absent key (none is in its range).
 fn seed_keys(db: &Db, path: &Path, absent_gets: u64) -> Result<Vec<Vec<u8>>> {
     let wanted = absent_gets.min(MAX_SEED_KEYS);
     // Read under the study open's lock: no writer can change the manifest.

@@ -75,6 +75,7 @@ fn options(rng: &mut Rng) -> Options {
         dynamic_level_bytes: rng.below(2) == 0,
         num_levels: 3 + rng.below(5) as usize,
         background_work: false,
+        max_open_files: [None, None, Some(1), Some(3)][rng.below(4) as usize],
         ..Options::default()
     }
 }

@@ -7,9 +7,10 @@
 #![allow(dead_code)] // Not every test binary uses every helper.
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bloomlsm::filter::{Filter, KeyHash};
 use bloomlsm::fs::{FileSystem, FsResult, RealFs};
@@ -31,16 +32,23 @@ pub struct Read {
     pub len: usize,
     /// Through `read_exact_at_bulk` (a pass over the table), not a point read.
     pub bulk: bool,
-    /// Within the table's data region, as the footer this file handle
-    /// read first says (false for the footer, properties, index and
-    /// filter reads of an open).
+    /// Within the table's data region, as the first footer of this table
+    /// read through any handle says (false for the footer, properties,
+    /// index and filter reads of an open; a file reopened under
+    /// `max_open_files` reads no footer, an earlier handle's says).
     pub in_data: bool,
 }
 
-/// `RealFs` that logs every read of every `.sst` file it opens.
+/// `RealFs` that logs every read of every `.sst` file it opens, and every
+/// open of one.
 #[derive(Debug, Default)]
 pub struct CountingFs {
     log: Arc<Mutex<Vec<Read>>>,
+    opens: Mutex<Vec<u64>>,
+    /// Where each table's data region ends (by number), from the first
+    /// footer read of it: a rebuild in place appends after it, so later
+    /// footers say more.
+    data_ends: Arc<Mutex<HashMap<u64, u64>>>,
 }
 
 impl CountingFs {
@@ -49,14 +57,22 @@ impl CountingFs {
         std::mem::take(&mut *self.log.lock())
     }
 
+    /// The table files (by number) opened since the last call, in order.
+    pub fn take_opens(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.opens.lock())
+    }
+
     fn wrap(&self, path: &Path, inner: Arc<dyn RandomAccessFile>) -> Arc<dyn RandomAccessFile> {
         match table_number(path) {
-            Some(number) => Arc::new(CountingFile {
-                inner,
-                number,
-                log: Arc::clone(&self.log),
-                data_end: OnceLock::new(),
-            }),
+            Some(number) => {
+                self.opens.lock().push(number);
+                Arc::new(CountingFile {
+                    inner,
+                    number,
+                    log: Arc::clone(&self.log),
+                    data_ends: Arc::clone(&self.data_ends),
+                })
+            }
             None => inner,
         }
     }
@@ -72,14 +88,13 @@ struct CountingFile {
     inner: Arc<dyn RandomAccessFile>,
     number: u64,
     log: Arc<Mutex<Vec<Read>>>,
-    /// Where the data region ends, from the first footer read here.
-    data_end: OnceLock<u64>,
+    data_ends: Arc<Mutex<HashMap<u64, u64>>>,
 }
 
 impl CountingFile {
     fn note(&self, buf: &[u8], offset: u64, bulk: bool) {
+        let mut ends = self.data_ends.lock();
         if buf.len() == FOOTER_LEN
-            && self.data_end.get().is_none()
             && let Ok(f) = Footer::decode(buf)
         {
             let end = [f.filter, f.index, f.properties]
@@ -88,12 +103,12 @@ impl CountingFile {
                 .map(|h| h.offset)
                 .min()
                 .unwrap_or(0);
-            let _ = self.data_end.set(end);
+            ends.entry(self.number).or_insert(end);
         }
-        let in_data = self
-            .data_end
-            .get()
+        let in_data = ends
+            .get(&self.number)
             .is_some_and(|&end| offset + buf.len() as u64 <= end);
+        drop(ends);
         self.log.lock().push(Read {
             number: self.number,
             offset,
@@ -389,11 +404,13 @@ pub fn check_get(db: &Db, fs: &CountingFs, tree: &Tree, key: &[u8], at: &At) -> 
     };
     let before = db.stats();
     fs.take();
+    fs.take_opens();
     let (value, trace) = match at {
         At::Latest => db.get_traced(key).unwrap(),
         At::Snapshot(s) => s.get_traced(key).unwrap(),
     };
     let reads = fs.take();
+    let opens = fs.take_opens();
     let after = db.stats();
     let name = String::from_utf8_lossy(key);
     assert_eq!(trace.snapshot_seq, seq, "{name}: the trace's sequence");
@@ -457,6 +474,25 @@ pub fn check_get(db: &Db, fs: &CountingFs, tree: &Tree, key: &[u8], at: &At) -> 
         );
     }
     assert_eq!(trace.blocks_read_from_files(), reads.len());
+
+    // A get opens a table's file only to read a block from it (a file
+    // closed under `max_open_files`; filters and indexes stay in memory),
+    // at most once per block, and `table_file_opens` counts each open.
+    for n in &opens {
+        assert!(
+            from_file.contains(n),
+            "{name}: table {n} opened, but no block of it read from its file: {opens:?} vs {from_file:?}"
+        );
+    }
+    assert!(opens.len() <= from_file.len(), "{name}: {opens:?}");
+    assert_eq!(
+        after.table_file_opens - before.table_file_opens,
+        opens.len() as u64,
+        "{name}: table_file_opens vs the opens logged"
+    );
+    if before.open_table_files.is_none() {
+        assert!(opens.is_empty(), "{name}: an open without a bound");
+    }
 
     // The counters moved by exactly this get's steps.
     assert_eq!(after.gets - before.gets, 1, "{name}: gets");

@@ -10,7 +10,8 @@ mod blocked;
 
 pub use blocked::{
     BLOCKED_K_THRESHOLDS_MILLIBITS, blocked_bits_per_key_for_fpr, blocked_false_positive_rate,
-    blocked_false_positive_rate_exact, blocked_num_hashes, blocked_optimal_num_hashes,
+    blocked_false_positive_rate_exact, blocked_false_positive_rate_in_blocks, blocked_num_hashes,
+    blocked_optimal_num_hashes,
 };
 
 /// Smallest number of hash functions a filter uses.
