@@ -635,10 +635,7 @@ impl FaultFs {
         if s.fail_from_op.is_some_and(|n| op >= n) || s.fail_only_op == Some(op) {
             s.faults_injected += 1;
             let prefix = s.partial_writes.prefix(offset, len, op);
-            return Err((
-                s.fault(format!("injected fault at operation {op}")),
-                prefix,
-            ));
+            return Err((s.fault(format!("injected fault at operation {op}")), prefix));
         }
         Ok(op)
     }

@@ -45,11 +45,7 @@ impl PartialWrite {
             Self::ToPage => {
                 let end = offset + len64;
                 let boundary = (end.saturating_sub(1) / PAGE) * PAGE;
-                if boundary > offset {
-                    boundary - offset
-                } else {
-                    0
-                }
+                boundary.saturating_sub(offset)
             }
             Self::Seeded(seed) if len64 > 0 => mix(seed ^ mix(op ^ PARTIAL_SALT)) % len64,
             Self::Seeded(_) => 0,
