@@ -7,7 +7,7 @@
 //! After the failure the session goes on: every later write is tried,
 //! and the live store must answer exactly the acknowledged writes. Then
 //! the session ends (a close or a drop), and either a power loss comes
-//! (unsynced bytes cut or lost as pages, renames and unlinks kept or
+//! (unsynced bytes cut, or lost as pages or as sectors, renames and unlinks kept or
 //! undone by seed) or the store is reopened on the leftovers as they are,
 //! the prefix still in its file. The reopened store must hold every
 //! acknowledged write (`SyncMode::Always`, or `Never` after a close that
@@ -113,10 +113,10 @@ fn run(sync: SyncMode, n: u64, k: u64, close: bool, power_loss: bool) -> bool {
     let dir = scratch_dir();
     let fs = FaultFs::new();
     fs.set_partial_writes(partial_for(k));
-    fs.set_unsynced_fate(if k.is_multiple_of(2) {
-        UnsyncedFate::Pages(n)
-    } else {
-        UnsyncedFate::Truncated
+    fs.set_unsynced_fate(match (k / 3) % 3 {
+        0 => UnsyncedFate::Pages(n),
+        1 => UnsyncedFate::Sectors(n),
+        _ => UnsyncedFate::Truncated,
     });
     fs.set_rename_fate(RenameFate::Seeded(n));
     fs.set_revival(Revival::Seeded(n + 1));

@@ -3,7 +3,7 @@
 //! session ran, one inside the open that recovers from it, and one inside
 //! the open that recovers from that (its replay flush, manifest, orphan
 //! removal, over whatever the second loss left half done), under out of
-//! order pages, seeded renames and revived unlinks at every loss, in both
+//! order pages or sectors (a page torn inside), seeded renames and revived unlinks at every loss, in both
 //! sync modes.
 //!
 //! Invariants checked:
@@ -51,7 +51,11 @@ fn step() -> u64 {
 /// its fates drawn from `seed`.
 fn crashing_fs(at: u64, seed: u64) -> FaultFs {
     let fs = FaultFs::new();
-    fs.set_unsynced_fate(UnsyncedFate::Pages(seed));
+    fs.set_unsynced_fate(if seed.is_multiple_of(2) {
+        UnsyncedFate::Pages(seed)
+    } else {
+        UnsyncedFate::Sectors(seed)
+    });
     fs.set_rename_fate(RenameFate::Seeded(seed ^ 0x5a));
     fs.set_revival(Revival::Seeded(seed.wrapping_add(1)));
     fs.fail_from_op(at);

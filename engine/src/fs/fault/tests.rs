@@ -491,7 +491,7 @@ fn units_each_keep_their_bytes_or_read_as_zeros(
         }
         for page in synced / 4096..got.len().div_ceil(4096) {
             let bytes = &got[(page * 4096).max(synced)..((page + 1) * 4096).min(got.len())];
-            let zeros = bytes.iter().any(|&b| b == 0);
+            let zeros = bytes.contains(&0);
             torn_pages += usize::from(zeros && bytes.iter().any(|&b| b != 0));
         }
     }
