@@ -101,20 +101,20 @@ impl Log {
     }
 
     /// The model `got` equals: the first `n >= durable` entries over
-    /// `base`, the first failed write with them or not. `None` if none
-    /// (an acknowledged write lost, an older version or a deleted key
-    /// back, a refused write applied).
+    /// `base`, the first failed write with them or not (`true` when only
+    /// with it). `None` if none (an acknowledged write lost, an older
+    /// version or a deleted key back, a refused write applied).
     pub fn matching(
         &self,
         base: &BTreeMap<Vec<u8>, Vec<u8>>,
         got: &BTreeMap<Vec<u8>, Vec<u8>>,
         durable: usize,
-    ) -> Option<BTreeMap<Vec<u8>, Vec<u8>>> {
+    ) -> Option<(BTreeMap<Vec<u8>, Vec<u8>>, bool)> {
         (durable..=self.entries.len())
             .rev()
             .flat_map(|n| [(n, false), (n, true)])
-            .map(|(n, failed)| self.model(base, n, failed))
-            .find(|m| m == got)
+            .map(|(n, failed)| (self.model(base, n, failed), failed))
+            .find(|(m, _)| m == got)
     }
 }
 
