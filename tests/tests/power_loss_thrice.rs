@@ -22,21 +22,18 @@
 
 mod partial;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use bloomlsm::fs::fault::{FaultFs, RenameFate, Revival, UnsyncedFate};
 use bloomlsm::{Db, DbIter, Snapshot, SyncMode};
 use bloomlsm_tests::{close_with_no_orphan_table, copy_store_dir, scratch_dir};
-use partial::{Log, checked_contents, deep_options, writes};
+use partial::{Contents, Log, checked_contents, deep_options, writes};
 
 /// Writes of the session.
 const WRITES: usize = 800;
 /// A snapshot and an iterator are taken every this many writes.
 const HOLD_EVERY: usize = 170;
-
-type Contents = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// First crashes tried: every `step()`-th operation of a clean session
 /// (`CRASHSWEEP_STEP` to choose).

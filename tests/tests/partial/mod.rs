@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 use bloomlsm::{Db, Options, SyncMode};
 use bloomlsm_tests::crash_workload::{Write, small_table_options};
 
+/// A store's contents, or a model of them.
+pub type Contents = BTreeMap<Vec<u8>, Vec<u8>>;
+
 /// Distinct keys of the workload: few, so each is written many times.
 pub const KEYS: u64 = 401;
 
@@ -81,12 +84,7 @@ impl Log {
     /// (a write that failed after its record reached the WAL, at its
     /// fsync, may be recovered; a later one was never logged, since a
     /// failed WAL append or fsync stops writes).
-    pub fn model(
-        &self,
-        base: &BTreeMap<Vec<u8>, Vec<u8>>,
-        n: usize,
-        failed: bool,
-    ) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    pub fn model(&self, base: &Contents, n: usize, failed: bool) -> Contents {
         let mut m = base.clone();
         let first_failed = self.entries.iter().position(|(_, ok)| !*ok);
         for (i, ((k, v), ok)) in self.entries.iter().take(n).enumerate() {
@@ -106,10 +104,10 @@ impl Log {
     /// version or a deleted key back, a refused write applied).
     pub fn matching(
         &self,
-        base: &BTreeMap<Vec<u8>, Vec<u8>>,
-        got: &BTreeMap<Vec<u8>, Vec<u8>>,
+        base: &Contents,
+        got: &Contents,
         durable: usize,
-    ) -> Option<(BTreeMap<Vec<u8>, Vec<u8>>, bool)> {
+    ) -> Option<(Contents, bool)> {
         (durable..=self.entries.len())
             .rev()
             .flat_map(|n| [(n, false), (n, true)])
@@ -121,7 +119,7 @@ impl Log {
 /// The store's contents by a full scan, after checking that a get of
 /// every key the workload writes agrees with it (no filter false
 /// negative, no older version found by a get that the scan hides).
-pub fn checked_contents(db: &Db, what: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
+pub fn checked_contents(db: &Db, what: &str) -> Contents {
     let got = bloomlsm_tests::contents(db);
     for k in 0..KEYS {
         let key = format!("key{k:03}").into_bytes();
