@@ -3,7 +3,8 @@
 //! session ran, one inside the open that recovers from it, and one inside
 //! the open that recovers from that (its replay flush, manifest, orphan
 //! removal, over whatever the second loss left half done), under out of
-//! order pages or sectors (a page torn inside), seeded renames and revived unlinks at every loss, in both
+//! order pages or sectors (a page torn inside), the failing write
+//! leaving a prefix of its bytes or not, seeded renames and revived unlinks at every loss, in both
 //! sync modes.
 //!
 //! Invariants checked:
@@ -25,7 +26,7 @@ mod partial;
 use std::path::Path;
 use std::sync::Arc;
 
-use bloomlsm::fs::fault::{FaultFs, RenameFate, Revival, UnsyncedFate};
+use bloomlsm::fs::fault::{FaultFs, PartialWrite, RenameFate, Revival, UnsyncedFate};
 use bloomlsm::{Db, DbIter, Snapshot, SyncMode};
 use bloomlsm_tests::{close_with_no_orphan_table, copy_store_dir, scratch_dir};
 use partial::{Contents, Log, checked_contents, deep_options, writes};
@@ -44,8 +45,9 @@ fn step() -> u64 {
         .unwrap_or(61)
 }
 
-/// A fault-injecting file system failing every operation from `at` on,
-/// its fates drawn from `seed`.
+/// A fault-injecting file system failing every operation from `at` on
+/// (the first failing write perhaps leaving a prefix of its bytes), its
+/// fates drawn from `seed`.
 fn crashing_fs(at: u64, seed: u64) -> FaultFs {
     let fs = FaultFs::new();
     fs.set_unsynced_fate(if seed.is_multiple_of(2) {
@@ -55,6 +57,12 @@ fn crashing_fs(at: u64, seed: u64) -> FaultFs {
     });
     fs.set_rename_fate(RenameFate::Seeded(seed ^ 0x5a));
     fs.set_revival(Revival::Seeded(seed.wrapping_add(1)));
+    // The failing write leaves a prefix of its bytes, or nothing.
+    fs.set_partial_writes(match seed % 3 {
+        0 => PartialWrite::Nothing,
+        1 => PartialWrite::Seeded(seed),
+        _ => PartialWrite::ToPage,
+    });
     fs.fail_from_op(at);
     fs
 }
