@@ -262,3 +262,68 @@ fn a_third_power_loss_in_the_second_recovery_changes_no_answer() {
          every store answers as a clean open of the first crash's leftovers"
     );
 }
+
+/// A recovering open that fails at any of its operations (once, or from
+/// there on), its failing write leaving a prefix of its bytes, then
+/// retried on the same files with no power loss in between (what it
+/// wrote and did not undo is still there, unsynced), then a power loss:
+/// the retry and the open after the loss answer as a clean open of the
+/// first crash's leftovers.
+#[test]
+fn a_recovering_open_failed_by_a_partial_write_then_retried_changes_no_answer() {
+    let (mut firsts, mut opens) = (0u64, 0u64);
+    for sync in [SyncMode::Always, SyncMode::Never] {
+        let total = session(scratch_dir().path(), sync, u64::MAX).1;
+        for first in (step() / 3..total).step_by(step() as usize) {
+            firsts += 1;
+            let crashed = scratch_dir();
+            session(crashed.path(), sync, first);
+            let what = format!("{sync:?}: first crash at {first} of {total}");
+            let reference = answers(copy_store_dir(crashed.path()).path(), sync, &what);
+            let open_ops = open_ops(crashed.path(), sync);
+            for at in 0..open_ops {
+                opens += 1;
+                let dir = copy_store_dir(crashed.path());
+                let seed = first ^ (at << 24);
+                let fs = crashing_fs(at, seed);
+                let lasting = at % 3 == 1;
+                if !lasting {
+                    fs.heal();
+                    fs.fail_only_op(at);
+                }
+                let what = format!("{what}, open failing at {at} (lasting: {lasting})");
+                drop(Db::open_with_fs(
+                    dir.path(),
+                    deep_options(sync),
+                    Arc::new(fs.clone()),
+                ));
+                fs.heal();
+                let db = Db::open_with_fs(dir.path(), deep_options(sync), Arc::new(fs.clone()))
+                    .unwrap_or_else(|e| panic!("{what}: the retried open failed: {e}"));
+                let got = checked_contents(&db, &what);
+                assert!(
+                    got == reference.0,
+                    "{what}: the retried open answers otherwise than a clean open: {:?}",
+                    bloomlsm_tests::first_differences(&got, &reference.0, "clean open")
+                );
+                drop(db);
+                fs.simulate_power_loss().unwrap();
+                let got = answers(dir.path(), sync, &format!("{what}, then a power loss"));
+                assert!(
+                    got == reference,
+                    "{what}: after a power loss the store answers otherwise than a clean \
+                     open ({} keys, last sequence {}; clean: {} keys, last sequence {}): {:?}",
+                    got.0.len(),
+                    got.1,
+                    reference.0.len(),
+                    reference.1,
+                    bloomlsm_tests::first_differences(&got.0, &reference.0, "clean open")
+                );
+            }
+        }
+    }
+    println!(
+        "{firsts} first crashes, {opens} recovering opens failed at each operation and \
+         retried: every store answers as a clean open of the first crash's leftovers"
+    );
+}
