@@ -36,6 +36,10 @@
 //! pending renames. A rename across directories is ordered with the
 //! changes of the directory it renames into.
 //!
+//! A failing write may first apply a prefix of its bytes, as a short
+//! write before the error does ([`PartialWrite`], `partial.rs`; by
+//! default none).
+//!
 //! An overwrite in place ([`FileSystem::overwrite`]) counts two operations,
 //! its write and its fsync, so a crash can fall between them; a power loss
 //! there leaves each sector of it (each page under `UnsyncedFate::Pages`)
@@ -54,10 +58,12 @@ use super::{AtPath, DirLock, FileSystem, FsResult, RealFs};
 
 mod overwrites;
 mod pages;
+mod partial;
 mod reads;
 pub use overwrites::OverwriteFate;
 use overwrites::PendingOverwrite;
 pub use pages::UnsyncedFate;
+pub use partial::PartialWrite;
 pub use reads::ReadFault;
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -298,6 +304,9 @@ struct State {
     table_files_waiting: usize,
     /// The kind of every injected failure (`None`: `Other`).
     fault_kind: Option<io::ErrorKind>,
+    /// What of a failing write (of a file opened by `create` or
+    /// `append_at`) reaches the file before the error.
+    partial_writes: PartialWrite,
 }
 
 impl State {
@@ -333,6 +342,15 @@ impl FaultFs {
     /// caller's clean-up after the failure reaches the disk).
     pub fn fail_only_op(&self, n: u64) {
         self.state.lock().fail_only_op = Some(n);
+    }
+
+    /// What a write that fails (as armed by [`Self::fail_from_op`] or
+    /// [`Self::fail_only_op`]) of a file made by [`FileSystem::create`] or
+    /// [`FileSystem::append_at`] applies first (by default
+    /// `PartialWrite::Nothing`). Overwrites in place, creates, syncs and
+    /// directory changes still change nothing when they fail.
+    pub fn set_partial_writes(&self, partial: PartialWrite) {
+        self.state.lock().partial_writes = partial;
     }
 
     /// Which unlinks never made durable come back at a power loss
@@ -604,12 +622,20 @@ impl FaultFs {
     /// Counts a mutating operation and returns its number, or fails it
     /// as armed.
     fn mutate(&self) -> io::Result<u64> {
+        self.mutate_write(0, 0).map_err(|(e, _)| e)
+    }
+
+    /// [`Self::mutate`] for a write of `len` bytes at file offset
+    /// `offset`: a failure comes with how many of them to apply first
+    /// ([`PartialWrite`]).
+    fn mutate_write(&self, offset: u64, len: usize) -> Result<u64, (io::Error, usize)> {
         let mut s = self.state.lock();
         let op = s.ops;
         s.ops += 1;
         if s.fail_from_op.is_some_and(|n| op >= n) || s.fail_only_op == Some(op) {
             s.faults_injected += 1;
-            return Err(s.fault(format!("injected fault at operation {op}")));
+            let prefix = s.partial_writes.prefix(offset, len, op);
+            return Err((s.fault(format!("injected fault at operation {op}")), prefix));
         }
         Ok(op)
     }
@@ -625,7 +651,13 @@ struct FaultFile {
 
 impl Write for FaultFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.fs.mutate()?;
+        if let Err((e, prefix)) = self.fs.mutate_write(self.len, buf.len()) {
+            // A short write, then the failure of the call that would
+            // have written the rest.
+            self.file.write_all(&buf[..prefix])?;
+            self.len += prefix as u64;
+            return Err(e);
+        }
         let n = self.file.write(buf)?;
         self.len += n as u64;
         Ok(n)
@@ -994,6 +1026,8 @@ impl FileSystem for FaultFs {
 mod dirs_tests;
 #[cfg(test)]
 mod overwrite_tests;
+#[cfg(test)]
+mod partial_tests;
 #[cfg(test)]
 mod reads_tests;
 #[cfg(test)]

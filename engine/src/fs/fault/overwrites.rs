@@ -18,10 +18,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::mix;
-use super::pages::{PAGE, UnsyncedFate, name_hash};
-
-/// Bytes a device writes whole: the unit of a torn overwrite.
-pub(super) const SECTOR: u64 = 512;
+use super::pages::{PAGE, SECTOR, UnsyncedFate, name_hash};
 
 /// Which units of the overwrites not yet fsynced a power loss applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +104,7 @@ pub(super) fn settle(
 ) -> io::Result<()> {
     let unit = match unsynced {
         UnsyncedFate::Pages(_) => PAGE,
-        UnsyncedFate::Truncated => SECTOR,
+        UnsyncedFate::Truncated | UnsyncedFate::Sectors(_) => SECTOR,
     };
     let mut decided: HashSet<(&Path, u64)> = HashSet::new();
     for p in pending.iter().rev() {

@@ -1,6 +1,7 @@
 //! What a power loss leaves of the bytes written to a file after its last
-//! fsync: a clean cut at the synced length, or pages persisted out of
-//! order, as a page cache's write-back and a disk's volatile cache allow.
+//! fsync: a clean cut at the synced length, or pages (or sectors)
+//! persisted out of order, as a page cache's write-back and a disk's
+//! volatile cache allow.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -11,6 +12,9 @@ use super::mix;
 
 /// The page size of the model: pages are aligned to file offsets.
 pub(super) const PAGE: u64 = 4096;
+/// Bytes a device writes whole: the unit of `UnsyncedFate::Sectors`, and
+/// of a torn overwrite but under `UnsyncedFate::Pages`.
+pub(super) const SECTOR: u64 = 512;
 
 /// What a power loss leaves of each surviving file's unsynced bytes (those
 /// past its last fsynced length). Its synced bytes are never touched.
@@ -28,6 +32,12 @@ pub enum UnsyncedFate {
     /// from the end of the last persisted page (or the synced length) to
     /// the written length, zeros past what persisted.
     Pages(u64),
+    /// As `Pages`, in 512-byte sectors rather than 4 KiB pages: a power
+    /// loss in the middle of a page's write-back (a device writes a
+    /// sector whole, not a page), so part of a page of the last unsynced
+    /// write persists and the rest reads as zeros or is cut off, at any
+    /// sector boundary.
+    Sectors(u64),
 }
 
 /// Makes a page's coin independent of the directory changes' coins.
@@ -49,23 +59,24 @@ pub(super) fn name_hash(path: &Path) -> u64 {
 
 /// The ranges `[start, end)` that persist of the unsynced bytes
 /// `[synced, written)` of the file named by `file` (a [`name_hash`]),
-/// and the file's length after the power loss at `at` operations.
-/// Invariants: the ranges are whole pages cut to `[synced, written)`, in
+/// and the file's length after the power loss at `at` operations, in
+/// units of `unit` bytes (a page or a sector).
+/// Invariants: the ranges are whole units cut to `[synced, written)`, in
 /// order; the length lies in `[end of the last range (or synced), written]`
 /// and is `written` when the last page persisted.
 fn fate_of_pages(
     seed: u64,
     file: u64,
     at: u64,
-    synced: u64,
-    written: u64,
+    (synced, written): (u64, u64),
+    unit: u64,
 ) -> (Vec<(u64, u64)>, u64) {
     let coin = |x: u64| mix(seed ^ mix(file ^ mix(x ^ mix(at ^ PAGE_SALT))));
     let mut kept = Vec::new();
     let mut start = synced;
     while start < written {
-        let page = start / PAGE;
-        let end = ((page + 1) * PAGE).min(written);
+        let page = start / unit;
+        let end = ((page + 1) * unit).min(written);
         if coin(page) & 1 == 1 {
             kept.push((start, end));
         }
@@ -87,11 +98,12 @@ impl UnsyncedFate {
     pub(super) fn settle(self, path: &Path, synced: u64, at: u64) -> io::Result<()> {
         let file = OpenOptions::new().write(true).open(path)?;
         let written = file.metadata()?.len();
-        let seed = match self {
-            Self::Pages(seed) if written > synced => seed,
+        let (seed, unit) = match self {
+            Self::Pages(seed) if written > synced => (seed, PAGE),
+            Self::Sectors(seed) if written > synced => (seed, SECTOR),
             _ => return file.set_len(synced),
         };
-        let (kept, len) = fate_of_pages(seed, name_hash(path), at, synced, written);
+        let (kept, len) = fate_of_pages(seed, name_hash(path), at, (synced, written), unit);
         zero_all_but(&file, synced, written.min(len), &kept)?;
         file.set_len(len)
     }

@@ -424,13 +424,32 @@ fn after_power_loss(fate: UnsyncedFate, synced: usize, written: usize) -> Vec<u8
 
 #[test]
 fn unsynced_pages_each_keep_their_bytes_or_read_as_zeros() {
-    // Unsynced from mid-page: the first page counts from 5,000 on, the
+    units_each_keep_their_bytes_or_read_as_zeros(UnsyncedFate::Pages, 4096);
+}
+
+#[test]
+fn unsynced_sectors_each_keep_their_bytes_or_read_as_zeros() {
+    let torn_pages = units_each_keep_their_bytes_or_read_as_zeros(UnsyncedFate::Sectors, 512);
+    assert!(torn_pages > 0, "no page was torn between its sectors");
+}
+
+/// Checks a power loss under `fate(seed)` for 64 seeds: each `unit` of
+/// the unsynced bytes keeps its bytes or reads as zeros, both occur, the
+/// length is cut or not, a kept unit is never cut, the same seed makes the
+/// same choices. Returns how many 4 KiB pages held both kept and zeroed
+/// bytes (a page torn inside).
+fn units_each_keep_their_bytes_or_read_as_zeros(
+    fate: fn(u64) -> UnsyncedFate,
+    unit: usize,
+) -> usize {
+    // Unsynced from mid-unit: the first unit counts from 5,000 on, the
     // last is cut at 23,000.
     let (synced, written) = (5_000, 23_000);
     let whole = nonzero_bytes(0, written);
     let (mut kept, mut zeroed, mut cut, mut uncut) = (0, 0, 0, 0);
+    let mut torn_pages = 0;
     for seed in 0..64 {
-        let got = after_power_loss(UnsyncedFate::Pages(seed), synced, written);
+        let got = after_power_loss(fate(seed), synced, written);
         assert!(
             (synced..=written).contains(&got.len()),
             "seed {seed}: {} bytes",
@@ -444,7 +463,7 @@ fn unsynced_pages_each_keep_their_bytes_or_read_as_zeros() {
         let mut start = synced;
         let mut last_kept = false;
         while start < got.len() {
-            let end = ((start / 4096 + 1) * 4096).min(got.len());
+            let end = ((start / unit + 1) * unit).min(got.len());
             let page = &got[start..end];
             last_kept = page == &whole[start..end];
             assert!(
@@ -458,32 +477,38 @@ fn unsynced_pages_each_keep_their_bytes_or_read_as_zeros() {
             }
             start = end;
         }
-        // Past the last persisted page the file may run on in zeros, but
-        // it ends where it was written when its last page persisted.
+        // Past the last persisted unit the file may run on in zeros, but
+        // it ends where it was written when its last unit persisted.
         if got.len() == written {
             uncut += 1;
         } else {
             cut += 1;
             assert!(
-                !last_kept || got.len().is_multiple_of(4096),
-                "seed {seed}: cut at {} inside a persisted page",
+                !last_kept || got.len().is_multiple_of(unit),
+                "seed {seed}: cut at {} inside a persisted unit",
                 got.len()
             );
+        }
+        for page in synced / 4096..got.len().div_ceil(4096) {
+            let bytes = &got[(page * 4096).max(synced)..((page + 1) * 4096).min(got.len())];
+            let zeros = bytes.contains(&0);
+            torn_pages += usize::from(zeros && bytes.iter().any(|&b| b != 0));
         }
     }
     assert!(
         kept > 0 && zeroed > 0,
-        "both fates occur: {kept} pages kept, {zeroed} zeroed"
+        "both fates occur: {kept} units kept, {zeroed} zeroed"
     );
     assert!(
         cut > 0 && uncut > 0,
         "both lengths occur: {cut} cut, {uncut} at the written length"
     );
     assert_eq!(
-        after_power_loss(UnsyncedFate::Pages(3), synced, written),
-        after_power_loss(UnsyncedFate::Pages(3), synced, written),
-        "the same seed, the same pages"
+        after_power_loss(fate(3), synced, written),
+        after_power_loss(fate(3), synced, written),
+        "the same seed, the same units"
     );
+    torn_pages
 }
 
 #[test]
