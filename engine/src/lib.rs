@@ -90,6 +90,8 @@ mod rebalance_starvation_tests;
 #[cfg(test)]
 mod rebalance_tests;
 mod rebuild;
+#[cfg(test)]
+mod rebuild_budget_tests;
 mod recovery;
 mod replay;
 #[cfg(test)]
