@@ -246,7 +246,8 @@ impl RunSize {
 }
 
 /// Monkey's bits per key for `runs` at average `bits_per_key`, less
-/// [`HEADROOM_BITS`], with every L0 run at least `bits_per_key`: Monkey
+/// [`HEADROOM_BITS`], with every L0 run at least `bits_per_key`, and
+/// none over [`MAX_BITS_PER_KEY`]: Monkey
 /// gives a run the fewer bits the larger it is, and L0 runs are the
 /// smallest but where a slow flush took several memtables at once or
 /// nothing lies below L0 yet. The runs not floored share their own keys'
@@ -275,10 +276,19 @@ fn optimum(kind: FilterKind, runs: &[RunSize], bits_per_key: f64) -> Vec<f64> {
             }
         }
         if !more {
+            for b in &mut bits {
+                *b = b.min(MAX_BITS_PER_KEY);
+            }
             return bits;
         }
     }
 }
+
+/// The most bits per key a policy accepts (`FilterPolicy::validate`):
+/// no budget goes past it. Monkey prices a run ln(N / n) / s bits above
+/// the largest, so at an average near 100 a one-key run over 20,000 keys
+/// was priced at 196 bits per key (`target_range_tests.rs`).
+const MAX_BITS_PER_KEY: f64 = 100.0;
 
 /// Below the smallest filter worth building: none.
 fn floor_to_filter(bits: f64) -> f64 {
@@ -340,7 +350,7 @@ pub(crate) fn plan_write(
     // filter without one.
     let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0;
     let cap = free_bits / write.keys.max(1) as f64;
-    let bits = target.min(cap).clamp(0.0, 100.0);
+    let bits = target.min(cap).clamp(0.0, MAX_BITS_PER_KEY);
     // The removed tables' uniform share their filters leave unused: writes
     // planned meanwhile see those tables live and count it as free, so this
     // write spends it only through its claim.

@@ -108,6 +108,8 @@ mod stop_inflight_tests;
 mod store_files;
 mod table_files;
 #[cfg(test)]
+mod target_range_tests;
+#[cfg(test)]
 mod test_hooks;
 #[cfg(test)]
 mod test_model;
