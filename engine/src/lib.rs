@@ -92,6 +92,8 @@ mod rebalance_tests;
 mod rebuild;
 #[cfg(test)]
 mod rebuild_budget_tests;
+#[cfg(test)]
+mod rebuild_load_tests;
 mod recovery;
 mod replay;
 #[cfg(test)]
