@@ -99,7 +99,7 @@ fn check(db: &Db, model: &Model, snapshots: &[(Snapshot, Model)], what: &str) {
     }
 }
 
-fn run(seed: u64, kinds: &[FilterKind]) {
+fn run(seed: u64, kinds: &[FilterKind], background_work: bool) {
     let dir = scratch_dir();
     let over = Arc::new(Mutex::new(Vec::new()));
     let mut model = Model::new();
@@ -110,7 +110,7 @@ fn run(seed: u64, kinds: &[FilterKind]) {
     };
     let mut written = 0u64;
     for (phase, &kind) in kinds.iter().enumerate() {
-        let db = Db::open(dir.path(), narrow_options(kind, BITS, false)).unwrap();
+        let db = Db::open(dir.path(), narrow_options(kind, BITS, background_work)).unwrap();
         let what = format!("seed {seed:x}, phase {phase} ({kind:?})");
         watch(&db, &over, what.clone());
         let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
@@ -163,7 +163,16 @@ fn run(seed: u64, kinds: &[FilterKind]) {
 #[test]
 fn rebuilds_between_writes_keep_memory_and_answers() {
     use FilterKind::{Blocked, Ribbon, Standard};
-    run(1, &[Blocked, Standard, Blocked]);
-    run(2, &[Standard, Ribbon, Standard]);
-    run(3, &[Ribbon, Blocked, Ribbon]);
+    run(1, &[Blocked, Standard, Blocked], false);
+    run(2, &[Standard, Ribbon, Standard], false);
+    run(3, &[Ribbon, Blocked, Ribbon], false);
+}
+
+/// The same on the background threads: flushes and compactions plan and
+/// install beside the rebuilds.
+#[test]
+fn rebuilds_between_writes_on_background_threads() {
+    use FilterKind::{Blocked, Ribbon, Standard};
+    run(4, &[Blocked, Ribbon, Standard], true);
+    run(5, &[Ribbon, Standard, Blocked], true);
 }
