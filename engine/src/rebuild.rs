@@ -76,6 +76,12 @@ impl DbInner {
         policy: &FilterPolicy,
         select: impl Fn(&TableHandle) -> bool,
     ) -> Result<Vec<Arc<TableHandle>>> {
+        // Most calls (the damaged-filter check of each background cycle)
+        // pick no table: they plan nothing and leave the claims alone.
+        let live = self.current.load_full();
+        if !live.version.levels.iter().flatten().any(|t| select(t)) {
+            return Ok(Vec::new());
+        }
         let kind = self.options.filter_kind;
         let mut jobs = Vec::new();
         // The claim is held until the install: writes planned meanwhile
