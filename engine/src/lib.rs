@@ -115,6 +115,8 @@ mod target_range_tests;
 mod test_hooks;
 #[cfg(test)]
 mod test_model;
+#[cfg(test)]
+mod tiny_rebuild_tests;
 mod trace;
 mod version;
 mod wal;
