@@ -246,7 +246,8 @@ impl RunSize {
 }
 
 /// Monkey's bits per key for `runs` at average `bits_per_key`, less
-/// [`HEADROOM_BITS`], with every L0 run at least `bits_per_key`: Monkey
+/// [`HEADROOM_BITS`], with every L0 run at least `bits_per_key`, and
+/// none over [`MAX_BITS_PER_KEY`]: Monkey
 /// gives a run the fewer bits the larger it is, and L0 runs are the
 /// smallest but where a slow flush took several memtables at once or
 /// nothing lies below L0 yet. The runs not floored share their own keys'
@@ -275,10 +276,19 @@ fn optimum(kind: FilterKind, runs: &[RunSize], bits_per_key: f64) -> Vec<f64> {
             }
         }
         if !more {
+            for b in &mut bits {
+                *b = b.min(MAX_BITS_PER_KEY);
+            }
             return bits;
         }
     }
 }
+
+/// The most bits per key a policy accepts (`FilterPolicy::validate`):
+/// no budget goes past it. Monkey prices a run ln(N / n) / s bits above
+/// the largest, so at an average near 100 a one-key run over 20,000 keys
+/// was priced at 196 bits per key (`target_range_tests.rs`).
+const MAX_BITS_PER_KEY: f64 = 100.0;
 
 /// Below the smallest filter worth building: none.
 fn floor_to_filter(bits: f64) -> f64 {
@@ -340,7 +350,7 @@ pub(crate) fn plan_write(
     // filter without one.
     let free_bits = budget as f64 * 8.0 - (spent + claimed) as f64 * 8.0;
     let cap = free_bits / write.keys.max(1) as f64;
-    let bits = target.min(cap).clamp(0.0, 100.0);
+    let bits = target.min(cap).clamp(0.0, MAX_BITS_PER_KEY);
     // The removed tables' uniform share their filters leave unused: writes
     // planned meanwhile see those tables live and count it as free, so this
     // write spends it only through its claim.
@@ -440,6 +450,64 @@ pub(crate) fn table_targets(
                 .map(move |t| (Arc::clone(t), floor_to_filter(b)))
         })
         .collect()
+}
+
+/// The bits per key of the live tables `select` picks, each rebuilt in
+/// `kind` under `policy` (`Db::rebuild_filters`, the repair of damaged
+/// filters), and what installing them adds to the tree's excess over
+/// uniform's bytes (to claim until the install; `claimed` is what writes
+/// in flight hold). Under `Optimized` each table gets its run's target
+/// ([`table_targets`]) as far as the budget pays for it: targets price
+/// bits, but filters take whole blocks, so at the targets a tree of
+/// narrow tables takes more than uniform's bytes (the small runs' tables
+/// above b cross a block boundary, the deep run's under b free nothing:
+/// a Blocked tree at uniform went to 1.031 x). The tables are fitted
+/// lowest target first, each into what is left once the uniform shares
+/// of the tables after it are set aside, so each can at least have the
+/// lesser of its target and b within its own share (as a write's plan
+/// never gives less, `plan_write`): the ones squeezed are the high
+/// targets, which rebalancing raises once the budget frees.
+pub(crate) fn rebuild_targets(
+    policy: &FilterPolicy,
+    kind: FilterKind,
+    levels: &[Vec<Arc<TableHandle>>],
+    select: impl Fn(&TableHandle) -> bool,
+    claimed: u64,
+) -> (Vec<(Arc<TableHandle>, f64)>, u64) {
+    let (mut picked, stay): (Vec<_>, Vec<_>) = table_targets(policy, kind, levels)
+        .into_iter()
+        .partition(|(t, _)| select(t));
+    let FilterPolicy::Optimized { bits_per_key } = *policy else {
+        return (picked, 0);
+    };
+    // A rebuilt table's share moves to `kind`, the kind it is rebuilt in.
+    let share_after = |t: &TableHandle| uniform_bytes(kind, table_keys(t), bits_per_key);
+    let (stay_shares, stay_filters) =
+        shares_and_filters(kind, stay.iter().map(|(t, _)| t.as_ref()), bits_per_key);
+    picked.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut later_shares: u64 = picked.iter().map(|(t, _)| share_after(t)).sum();
+    // Uniform's bytes for the tree after the install, less the filters
+    // that stay, the claims, and the filters planned so far.
+    let mut free = (stay_shares + later_shares) as f64 - (stay_filters + claimed) as f64;
+    let mut adds = 0i64;
+    for (t, bits) in &mut picked {
+        let keys = table_keys(t);
+        let own_share = share_after(t);
+        later_shares -= own_share;
+        let own_bits =
+            planning::fit_bits_per_key(kind, keys, bits.min(bits_per_key), own_share as f64);
+        let fitted = planning::fit_bits_per_key(kind, keys, *bits, free - later_shares as f64);
+        *bits = floor_to_filter(fitted.max(own_bits));
+        let planned = if *bits > 0.0 {
+            planning::planned_memory_bytes(kind, keys, *bits)
+        } else {
+            0
+        };
+        free -= planned as f64;
+        let share_now = table_uniform_bytes(kind, t, bits_per_key);
+        adds += (planned + share_now) as i64 - (table_filter_bytes(t) + own_share) as i64;
+    }
+    (picked, u64::try_from(adds).unwrap_or(0))
 }
 
 /// A rebalancing rebuild: the live table, the kind its new filter is

@@ -90,6 +90,10 @@ mod rebalance_starvation_tests;
 #[cfg(test)]
 mod rebalance_tests;
 mod rebuild;
+#[cfg(test)]
+mod rebuild_budget_tests;
+#[cfg(test)]
+mod rebuild_load_tests;
 mod recovery;
 mod replay;
 #[cfg(test)]
@@ -106,9 +110,13 @@ mod stop_inflight_tests;
 mod store_files;
 mod table_files;
 #[cfg(test)]
+mod target_range_tests;
+#[cfg(test)]
 mod test_hooks;
 #[cfg(test)]
 mod test_model;
+#[cfg(test)]
+mod tiny_rebuild_tests;
 mod trace;
 mod version;
 mod wal;

@@ -10,7 +10,7 @@ use bloomlsm_sstable::FilterStatus;
 
 use crate::FilterKind;
 use crate::error::Result;
-use crate::filter_budget::table_targets;
+use crate::filter_budget::{Plan, rebuild_targets};
 use crate::inner::DbInner;
 use crate::install::VersionEdit;
 use crate::options::FilterPolicy;
@@ -68,24 +68,42 @@ impl DbInner {
     }
 
     /// Rebuilds the live tables `select` picks at `policy` (under
-    /// `Optimized`, each at its run's share of the tree as it is); returns
-    /// the new tables. REQUIRES: the compaction lock is held.
+    /// `Optimized`, each at its run's share of the tree as it is, as far
+    /// as uniform's bytes pay for it, `rebuild_targets`); returns the new
+    /// tables. REQUIRES: the compaction lock is held.
     fn rebuild_locked(
         &self,
         policy: &FilterPolicy,
         select: impl Fn(&TableHandle) -> bool,
     ) -> Result<Vec<Arc<TableHandle>>> {
-        let sv = self.current.load_full();
+        // Most calls (the damaged-filter check of each background cycle)
+        // pick no table: they plan nothing and leave the claims alone.
+        let live = self.current.load_full();
+        if !live.version.levels.iter().flatten().any(|t| select(t)) {
+            return Ok(Vec::new());
+        }
         let kind = self.options.filter_kind;
-        let jobs: Vec<RebuildJob> = table_targets(policy, kind, &sv.version.levels)
-            .into_iter()
-            .filter(|(t, _)| select(t))
-            .map(|(table, bits_per_key)| RebuildJob {
-                table,
-                bits_per_key,
-                kind,
-            })
-            .collect();
+        let mut jobs = Vec::new();
+        // The claim is held until the install: writes planned meanwhile
+        // see the rebuilt tables' old filters, and must not spend the
+        // bytes the new ones will take.
+        let (_, _claim) = self.filter_claims.plan(|claimed| {
+            let sv = self.current.load_full();
+            let (targets, claim_bytes) =
+                rebuild_targets(policy, kind, &sv.version.levels, &select, claimed);
+            jobs = targets
+                .into_iter()
+                .map(|(table, bits_per_key)| RebuildJob {
+                    table,
+                    bits_per_key,
+                    kind,
+                })
+                .collect();
+            Plan {
+                claim_bytes,
+                ..Plan::unbounded(0.0)
+            }
+        });
         self.rebuild_tables_locked(&jobs)
     }
 
