@@ -212,11 +212,15 @@ impl DbInner {
         // all tables: bits per distinct key, and the formula's FPR weighted
         // by the keys of the filters that exist (tables without a filter
         // have no formula; they are counted in `probes_without_filter`).
-        let (mut all_distinct, mut all_filtered, mut all_weighted) = (0u64, 0u64, 0.0);
+        // The keys weighting the FPR are summed as f64: a filter's `len()`
+        // is its header's claim (up to 2^64 - 1 in crafted bytes), and a
+        // u64 sum of two overflowed (a panic, or a wrapped weight and a
+        // "rate" of 10^19).
+        let (mut all_distinct, mut all_filtered, mut all_weighted) = (0u64, 0.0, 0.0);
         for (level, tables) in sv.version.levels.iter().enumerate() {
             let mut s = LevelStats::default();
             let mut weighted_fpr = 0.0;
-            let mut filtered_keys = 0u64;
+            let mut filtered_keys = 0.0;
             for t in tables {
                 s.tables += 1;
                 s.entries += t.meta.entries;
@@ -230,7 +234,7 @@ impl DbInner {
                 if let Some(f) = t.table.filter() {
                     s.filter_bytes += f.memory_bytes() as u64;
                     weighted_fpr += f.theoretical_fpr() * f.len() as f64;
-                    filtered_keys += f.len();
+                    filtered_keys += f.len() as f64;
                 }
             }
             let distinct: u64 = tables
@@ -242,8 +246,8 @@ impl DbInner {
             } else {
                 0.0
             };
-            s.theoretical_fpr = if filtered_keys > 0 {
-                weighted_fpr / filtered_keys as f64
+            s.theoretical_fpr = if filtered_keys > 0.0 {
+                (weighted_fpr / filtered_keys).min(1.0)
             } else {
                 0.0
             };
@@ -258,8 +262,8 @@ impl DbInner {
             levels.push(s);
         }
         total.bits_per_key = ratio(total.filter_bytes * 8, all_distinct);
-        total.theoretical_fpr = if all_filtered > 0 {
-            all_weighted / all_filtered as f64
+        total.theoretical_fpr = if all_filtered > 0.0 {
+            (all_weighted / all_filtered).min(1.0)
         } else {
             0.0
         };

@@ -354,10 +354,13 @@ mod tests {
     fn a_filter_s_rate_is_a_probability_for_any_arguments() {
         assert_eq!(blocked_false_positive_rate_in_blocks(0, 0, 6, 512), 0.0);
         assert_eq!(blocked_false_positive_rate_in_blocks(5, 0, 6, 512), 1.0);
+        // k past i32::MAX and blocks of u32::MAX bits too: the one-block
+        // and full-block answers returned 1.58 and inf there (the standard
+        // formula's powi(k as i32) raised to a negative power).
         for items in [0, 1, 7, 1000, 1 << 40, u64::MAX] {
             for blocks in [0, 1, 2, 3, 1000, 1 << 50, u64::MAX] {
-                for k in [0, 1, 6, 30] {
-                    for block_bits in [0, 1, 512] {
+                for k in [0, 1, 6, 30, 1 << 31, u32::MAX] {
+                    for block_bits in [0, 1, 512, u32::MAX] {
                         let rate =
                             blocked_false_positive_rate_in_blocks(items, blocks, k, block_bits);
                         assert!(

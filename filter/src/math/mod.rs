@@ -51,7 +51,9 @@ pub fn false_positive_rate(n: u64, m: u64, k: u32) -> f64 {
     if n == 0 {
         return 0.0;
     }
-    expected_fill(n, m, k).powi(k as i32)
+    // `k as i32` wrapped past i32::MAX to a negative power (a rate of
+    // 1.58 or inf); a fill in 0..=1 to a positive power stays in 0..=1.
+    expected_fill(n, m, k).powi(i32::try_from(k).unwrap_or(i32::MAX))
 }
 
 /// The false positive rate as a function of bits per key and k:
