@@ -98,6 +98,17 @@ impl TableProperties {
         let data_bytes = u64_at(4, "data bytes")?;
         let smallest_seq = u64_at(5, "smallest sequence")?;
         let largest_seq = u64_at(6, "largest sequence")?;
+        // Every entry takes bytes of data, and the table's open checks the
+        // data bytes against the index: so no count can claim more than the
+        // file holds, and sums of them over a store stay in a u64.
+        if distinct_keys > entries || tombstones > entries || entries > data_bytes {
+            return Err(PropertiesError::Counts {
+                entries,
+                distinct_keys,
+                tombstones,
+                data_bytes,
+            });
+        }
         let mut at = 4 + 7 * 8;
         let kind_tag = *bytes.get(at).ok_or(short("filter kind"))?;
         let filter_kind = match kind_tag {
@@ -169,6 +180,21 @@ pub enum PropertiesError {
     /// The filter kind tag is neither 0 (none) nor a known kind.
     #[error("unknown filter kind tag {0}")]
     FilterKind(u8),
+    /// The counts cannot describe one table: more distinct keys or
+    /// tombstones than entries, or more entries than data bytes.
+    #[error(
+        "properties claim {entries} entries ({distinct_keys} distinct keys, {tombstones} tombstones) in {data_bytes} data bytes"
+    )]
+    Counts {
+        /// Entries claimed.
+        entries: u64,
+        /// Distinct user keys claimed.
+        distinct_keys: u64,
+        /// Tombstones claimed.
+        tombstones: u64,
+        /// Data bytes claimed.
+        data_bytes: u64,
+    },
     /// Bytes follow the largest key.
     #[error("{0} unexpected bytes after the properties")]
     TrailingBytes(usize),
@@ -268,6 +294,41 @@ mod tests {
             .to_string(),
             "properties of 4 bytes end inside the entries"
         );
+    }
+
+    /// Counts no table can hold are refused (so sums of them over a
+    /// store's tables, bounded by its files' sizes, fit a u64); counts at
+    /// their limits decode.
+    #[test]
+    fn counts_no_table_can_hold_are_refused() {
+        let counts = |entries, distinct_keys, tombstones, data_bytes| TableProperties {
+            entries,
+            distinct_keys,
+            tombstones,
+            data_bytes,
+            ..sample()
+        };
+        for p in [
+            counts(10, 11, 2, 300),
+            counts(10, 8, 11, 300),
+            counts(301, 8, 2, 300),
+            counts(1 << 63, 1 << 63, 1 << 63, 300),
+            counts(u64::MAX, 0, u64::MAX, 300),
+        ] {
+            assert_eq!(
+                TableProperties::decode(&p.encode()),
+                Err(PropertiesError::Counts {
+                    entries: p.entries,
+                    distinct_keys: p.distinct_keys,
+                    tombstones: p.tombstones,
+                    data_bytes: p.data_bytes,
+                }),
+                "{p:?}"
+            );
+        }
+        for p in [counts(300, 300, 300, 300), counts(0, 0, 0, 0)] {
+            assert_eq!(TableProperties::decode(&p.encode()), Ok(p.clone()));
+        }
     }
 
     proptest! {

@@ -60,7 +60,7 @@ fn properties() -> TableProperties {
         distinct_keys: 1,
         tombstones: 0,
         data_blocks: 1,
-        data_bytes: 0,
+        data_bytes: 1,
         smallest_seq: 1,
         largest_seq: 1,
         filter_kind: None,
@@ -387,6 +387,19 @@ fn properties_errors() {
             PropertiesError::Truncated {
                 field: "format version",
                 len: 3,
+            },
+        ),
+        (
+            TableProperties {
+                tombstones: 2,
+                ..properties()
+            }
+            .encode(),
+            PropertiesError::Counts {
+                entries: 1,
+                distinct_keys: 1,
+                tombstones: 2,
+                data_bytes: 1,
             },
         ),
     ];
