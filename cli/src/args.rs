@@ -80,7 +80,8 @@ impl From<WalRecoveryArg> for bloomlsm::WalRecovery {
 pub enum Command {
     /// One table file: its filter's FPR three ways, properties and footer.
     ///
-    /// The false positive rate by the lecture's formula, estimated from the
+    /// The false positive rate by the filter's formula (the lecture's for a
+    /// standard filter), estimated from the
     /// fraction of bits set, and measured by probing keys not in the table.
     Inspect {
         /// A `.sst` file.

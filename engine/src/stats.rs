@@ -48,7 +48,9 @@ pub struct LevelStats {
     pub block_cache_hits: u64,
     /// false positives / (false positives + negatives); 0 when undefined.
     pub observed_fpr: f64,
-    /// The lecture's formula for this level's filters, weighted by keys;
+    /// Each filter's expected rate for its kind (the lecture's formula for
+    /// a standard filter; docs/DESIGN.md, "theoretical FPR"), weighted by
+    /// the filters' keys;
     /// 0 when the level has no usable filter (its probes are then
     /// `probes_without_filter`, each a block searched, not a rate of 0).
     pub theoretical_fpr: f64,

@@ -20,7 +20,10 @@ pub trait Filter {
     fn len(&self) -> u64;
     /// Fraction of bits (counters) that are non-zero.
     fn fill_ratio(&self) -> f64;
-    /// The lecture's formula for this filter's layout, m, k and `len()`.
+    /// The expected false positive rate for this filter's layout, m, k and
+    /// `len()`: the lecture's formula for a standard filter, its mixture
+    /// over the keys per block for a blocked one, 2^-r for Ribbon's r
+    /// result bits.
     fn theoretical_fpr(&self) -> f64;
     /// Bytes of memory the filter's bit array occupies.
     fn memory_bytes(&self) -> usize;
