@@ -494,17 +494,40 @@ pub(crate) fn rebuild_targets(
         let keys = table_keys(t);
         let own_share = share_after(t);
         later_shares -= own_share;
-        let own_bits =
-            planning::fit_bits_per_key(kind, keys, bits.min(bits_per_key), own_share as f64);
+        let share_now = table_uniform_bytes(kind, t, bits_per_key);
+        // As a write's removed tables (`plan_write`): the share the old
+        // filter leaves unused is free to writes planned meanwhile, which
+        // may have claimed it (a flush beside a filter far under its
+        // share, a damaged filter), so the floor is the table's own only
+        // less that: up to there the rebuild adds no excess, whatever
+        // was claimed. Before, the floor was the whole share, and a
+        // flush's claim on it took the tree to 1.04 x uniform
+        // (`rebuild_budget_tests.rs`).
+        let unused = share_now.saturating_sub(table_filter_bytes(t));
+        let own_bits = planning::fit_bits_per_key(
+            kind,
+            keys,
+            bits.min(bits_per_key),
+            own_share.saturating_sub(unused) as f64,
+        );
         let fitted = planning::fit_bits_per_key(kind, keys, *bits, free - later_shares as f64);
+        let target = *bits;
         *bits = floor_to_filter(fitted.max(own_bits));
+        // No narrow table loses its filter to the budget (as `plan_write`):
+        // at most one block past it.
+        if *bits == 0.0
+            && target >= MIN_FILTER_BITS_PER_KEY
+            && planning::planned_memory_bytes(kind, keys, MIN_FILTER_BITS_PER_KEY)
+                <= FLOOR_MAX_BYTES
+        {
+            *bits = MIN_FILTER_BITS_PER_KEY;
+        }
         let planned = if *bits > 0.0 {
             planning::planned_memory_bytes(kind, keys, *bits)
         } else {
             0
         };
         free -= planned as f64;
-        let share_now = table_uniform_bytes(kind, t, bits_per_key);
         adds += (planned + share_now) as i64 - (table_filter_bytes(t) + own_share) as i64;
     }
     (picked, u64::try_from(adds).unwrap_or(0))

@@ -171,3 +171,83 @@ fn a_flush_during_a_raising_rebuild_leaves_the_tree_within_uniform_memory() {
         }
     }
 }
+
+/// A flush planned before a rebuild and installed after it plans: the
+/// flush's claim is paid from the share a filter far under it leaves
+/// unused (a deep table at 4 bits per key in a store at 10, as after a
+/// reopen from `Uniform { 4 }`), so the rebuild's floor for that table
+/// (the lesser of its target and b) is its own only as far as its old
+/// filter went: the rest of its share is what the flush claimed. Before,
+/// the rebuild gave the deep table its whole share whatever was claimed,
+/// and its install took the tree to 1.038 x uniform. Every install stays
+/// within uniform's bytes, and every key is found.
+#[test]
+fn a_flush_claim_on_a_filter_under_its_share_holds_against_a_rebuild() {
+    let dir = scratch_dir();
+    let db =
+        Arc::new(Db::open(dir.path(), static_budget_options(FilterKind::Blocked, BITS)).unwrap());
+    let deep: Vec<_> = (0..9000).map(|i| prefixed_key("d", i)).collect();
+    place(&db, 2, &deep, 1, 4.0);
+    advance_sequence(&db, 10_000);
+    // 1,000 keys frozen in a memtable (the flush's L0 run is priced well
+    // above b beside the 9,000-key level, and the deep filter leaves
+    // room for it).
+    {
+        let mut w = db.inner.write.lock();
+        let mem = Arc::clone(&db.inner.current.load().mem);
+        for i in 0..1000 {
+            mem.insert(&prefixed_key("f", i), w.next_seq, EntryKind::Put, b"v");
+            w.next_seq += 1;
+        }
+        db.inner
+            .last_visible
+            .store(w.next_seq - 1, Ordering::Release);
+        db.inner.rotate_memtable(&mut w).unwrap();
+    }
+    let samples = watch(&db);
+
+    // The flush plans, claims and writes its table, and stops just
+    // before its install.
+    let (flush_paused, resume_flush) = db.inner.before_manifest_pause.arm_once();
+    let flusher = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || db.inner.flush_all_immutable())
+    };
+    flush_paused.recv().unwrap();
+    assert!(
+        db.inner.filter_claims.held() > 0,
+        "the flush claimed nothing"
+    );
+    // The rebuild plans (seeing the flush's claim) and writes its filter.
+    let (rebuild_paused, resume_rebuild) = db.inner.rebuild_pause.arm_once();
+    let rebuilder = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || {
+            db.rebuild_filters(FilterPolicy::Optimized { bits_per_key: BITS })
+        })
+    };
+    rebuild_paused.recv().unwrap();
+    resume_flush.send(()).unwrap();
+    flusher.join().unwrap().unwrap();
+    resume_rebuild.send(()).unwrap();
+    rebuilder.join().unwrap().unwrap();
+
+    let samples = samples.lock().clone();
+    // The flush, the rebuild, and its second pass (the flushed table).
+    assert!(samples.len() >= 2, "{} installs", samples.len());
+    for (i, &(filters, uniform)) in samples.iter().enumerate() {
+        assert!(
+            filters <= uniform,
+            "install {i}: {filters} filter bytes over uniform's {uniform} (x{:.4})",
+            filters as f64 / uniform as f64
+        );
+    }
+    for (prefix, n) in [("d", 9000), ("f", 1000)] {
+        for i in 0..n {
+            assert!(
+                db.get(&prefixed_key(prefix, i)).unwrap().is_some(),
+                "{prefix}{i}"
+            );
+        }
+    }
+}
