@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use crate::budget_test_shapes::{
     advance_sequence, narrow_options, place, prefixed_key, spread_key as key, static_budget_options,
 };
-use crate::filter_budget::{table_filter_bytes, table_keys};
+use crate::filter_budget::{rebuild_targets, table_filter_bytes, table_keys};
 use crate::inner::DbInner;
 use crate::scratch_dirs::scratch_dir;
 use crate::{Db, FilterKind, FilterPolicy, Stats};
@@ -250,4 +250,43 @@ fn a_flush_claim_on_a_filter_under_its_share_holds_against_a_rebuild() {
             );
         }
     }
+}
+
+/// The repair of a filter that is gone (damaged, or never built) plans
+/// within what the writes in flight leave: such a table's whole share is
+/// free to a flush planned beside it, and one that claimed it must not
+/// find the repair spending it again. With 1,000 bytes claimed, a
+/// 9,000-key table without a filter (its share 11,264 bytes at 10 bits)
+/// was planned at 9.95 bits (11,200 bytes, its floor), 1.09 x what the
+/// claims left; now within it.
+#[test]
+fn a_repair_plans_within_what_the_claims_leave_of_its_share() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), static_budget_options(FilterKind::Blocked, BITS)).unwrap();
+    let deep: Vec<_> = (0..9000).map(|i| prefixed_key("d", i)).collect();
+    let gone = place(&db, 2, &deep, 1, 0.0);
+    assert_eq!(table_filter_bytes(&gone), 0);
+    let claimed = 1000;
+    let sv = db.inner.current.load_full();
+    let (targets, claim) = rebuild_targets(
+        &FilterPolicy::Optimized { bits_per_key: BITS },
+        FilterKind::Blocked,
+        &sv.version.levels,
+        |t| t.meta.number == gone.meta.number,
+        claimed,
+    );
+    assert_eq!(targets.len(), 1);
+    let bits = targets[0].1;
+    let planned = if bits > 0.0 {
+        planned_memory_bytes(FilterKind::Blocked, 9000, bits)
+    } else {
+        0
+    };
+    let uniform = planned_memory_bytes(FilterKind::Blocked, 9000, BITS);
+    assert!(
+        planned + claimed <= uniform,
+        "planned at {bits:.2} bits: {planned} bytes and {claimed} claimed over uniform's {uniform}"
+    );
+    // What the install adds: the whole filter (the table had none).
+    assert_eq!(claim, planned);
 }
