@@ -464,9 +464,11 @@ pub(crate) fn table_targets(
 /// a Blocked tree at uniform went to 1.031 x). The tables are fitted
 /// lowest target first, each into what is left once the uniform shares
 /// of the tables after it are set aside, so each can at least have the
-/// lesser of its target and b within its own share (as a write's plan
-/// never gives less, `plan_write`): the ones squeezed are the high
-/// targets, which rebalancing raises once the budget frees.
+/// lesser of its target and b within its own share less the share its
+/// old filter left unused (as a write's plan never gives less,
+/// `plan_write`, whose removed tables' unused share is the same): the
+/// ones squeezed are the high targets, which rebalancing raises once the
+/// budget frees.
 pub(crate) fn rebuild_targets(
     policy: &FilterPolicy,
     kind: FilterKind,
