@@ -118,6 +118,26 @@ fn rebuild_filters_optimized_keeps_narrow_trees_within_uniform_memory() {
 /// install stays within uniform's bytes, and every key is found.
 #[test]
 fn a_flush_during_a_raising_rebuild_leaves_the_tree_within_uniform_memory() {
+    flush_during_raising_rebuild(FilterPolicy::Optimized { bits_per_key: BITS });
+}
+
+/// The same with `rebuild_filters(Uniform { b })` at the store's b: its
+/// tables get b, nothing fitted, but until its second pass the store is
+/// under `Optimized` and flushes plan against the claims, so the rebuild
+/// still claims what its install adds. Before, a rebuild to another
+/// policy than `Optimized` claimed nothing: the flush took the bytes the
+/// deep filter's raise to b was about to take, and the install went to
+/// 1.045 x uniform.
+#[test]
+fn a_flush_during_a_raising_rebuild_to_uniform_leaves_the_tree_within_uniform_memory() {
+    flush_during_raising_rebuild(FilterPolicy::Uniform { bits_per_key: BITS });
+}
+
+/// A deep table at 4 bits per key in a store at `Optimized` 10, a rebuild
+/// to `policy` planned and written, a flush of 500 keys planned and
+/// installed, then the rebuild's install: every install within uniform's
+/// bytes, every key found.
+fn flush_during_raising_rebuild(policy: FilterPolicy) {
     let dir = scratch_dir();
     let db =
         Arc::new(Db::open(dir.path(), static_budget_options(FilterKind::Blocked, BITS)).unwrap());
@@ -129,9 +149,7 @@ fn a_flush_during_a_raising_rebuild_leaves_the_tree_within_uniform_memory() {
     let (paused, resume) = db.inner.rebuild_pause.arm_once();
     let rebuilder = {
         let db = Arc::clone(&db);
-        std::thread::spawn(move || {
-            db.rebuild_filters(FilterPolicy::Optimized { bits_per_key: BITS })
-        })
+        std::thread::spawn(move || db.rebuild_filters(policy))
     };
     paused.recv().unwrap();
     // A flush of 500 keys (into the memtable directly, then flushed: the
@@ -268,8 +286,10 @@ fn a_repair_plans_within_what_the_claims_leave_of_its_share() {
     assert_eq!(table_filter_bytes(&gone), 0);
     let claimed = 1000;
     let sv = db.inner.current.load_full();
+    let policy = FilterPolicy::Optimized { bits_per_key: BITS };
     let (targets, claim) = rebuild_targets(
-        &FilterPolicy::Optimized { bits_per_key: BITS },
+        &policy,
+        &policy,
         FilterKind::Blocked,
         &sv.version.levels,
         |t| t.meta.number == gone.meta.number,
