@@ -310,3 +310,40 @@ fn a_repair_plans_within_what_the_claims_leave_of_its_share() {
     // What the install adds: the whole filter (the table had none).
     assert_eq!(claim, planned);
 }
+
+/// A rebuild that claimed bytes (a deep filter raised from 4 bits to the
+/// store's 10) and panics before its install (a bug) releases its claim
+/// as it unwinds: no later write is planned against bytes nobody will
+/// spend.
+#[test]
+fn a_rebuild_that_panics_before_its_install_releases_its_claim() {
+    let dir = scratch_dir();
+    let db =
+        Arc::new(Db::open(dir.path(), static_budget_options(FilterKind::Blocked, BITS)).unwrap());
+    let deep: Vec<_> = (0..4000).map(|i| prefixed_key("d", i)).collect();
+    place(&db, 2, &deep, 1, 4.0);
+    advance_sequence(&db, 10_000);
+    let held_then = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    {
+        let inner: Weak<DbInner> = Arc::downgrade(&db.inner);
+        let held_then = Arc::clone(&held_then);
+        db.inner.rebuild_pause.set(Some(Arc::new(move || {
+            if let Some(inner) = inner.upgrade() {
+                held_then.store(inner.filter_claims.held(), Ordering::SeqCst);
+            }
+            panic!("injected panic before the rebuild's install");
+        })));
+    }
+    let rebuilt = {
+        let db = Arc::clone(&db);
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            db.rebuild_filters(FilterPolicy::Optimized { bits_per_key: BITS })
+        }))
+    };
+    assert!(rebuilt.is_err(), "the rebuild did not panic");
+    assert!(
+        held_then.load(Ordering::SeqCst) > 0,
+        "the rebuild claimed nothing"
+    );
+    assert_eq!(db.inner.filter_claims.held(), 0, "a claim left held");
+}
