@@ -464,11 +464,22 @@ pub(crate) fn table_targets(
 /// a Blocked tree at uniform went to 1.031 x). The tables are fitted
 /// lowest target first, each into what is left once the uniform shares
 /// of the tables after it are set aside, so each can at least have the
-/// lesser of its target and b within its own share (as a write's plan
-/// never gives less, `plan_write`): the ones squeezed are the high
-/// targets, which rebalancing raises once the budget frees.
+/// lesser of its target and b within its own share less the share its
+/// old filter left unused (as a write's plan never gives less,
+/// `plan_write`, whose removed tables' unused share is the same): the
+/// ones squeezed are the high targets, which rebalancing raises once the
+/// budget frees.
+///
+/// `live` is the policy writes are planned with meanwhile (the old one
+/// during `rebuild_filters`' first pass): under another policy than
+/// `Optimized` the tables get its bits, nothing fitted, but while `live`
+/// is `Optimized` the install's additions are still claimed, or a flush
+/// planned meanwhile spends them too (one beside a rebuild to `Uniform`
+/// at the store's b that raised a deep filter: 1.045 x,
+/// `rebuild_budget_tests.rs`).
 pub(crate) fn rebuild_targets(
     policy: &FilterPolicy,
+    live: &FilterPolicy,
     kind: FilterKind,
     levels: &[Vec<Arc<TableHandle>>],
     select: impl Fn(&TableHandle) -> bool,
@@ -478,7 +489,14 @@ pub(crate) fn rebuild_targets(
         .into_iter()
         .partition(|(t, _)| select(t));
     let FilterPolicy::Optimized { bits_per_key } = *policy else {
-        return (picked, 0);
+        let adds = match *live {
+            FilterPolicy::Optimized { bits_per_key } => picked
+                .iter()
+                .map(|(t, bits)| rebuild_adds(kind, t, *bits, bits_per_key))
+                .sum(),
+            _ => 0,
+        };
+        return (picked, u64::try_from(adds).unwrap_or(0));
     };
     // A rebuilt table's share moves to `kind`, the kind it is rebuilt in.
     let share_after = |t: &TableHandle| uniform_bytes(kind, table_keys(t), bits_per_key);
@@ -494,20 +512,59 @@ pub(crate) fn rebuild_targets(
         let keys = table_keys(t);
         let own_share = share_after(t);
         later_shares -= own_share;
-        let own_bits =
-            planning::fit_bits_per_key(kind, keys, bits.min(bits_per_key), own_share as f64);
-        let fitted = planning::fit_bits_per_key(kind, keys, *bits, free - later_shares as f64);
-        *bits = floor_to_filter(fitted.max(own_bits));
-        let planned = if *bits > 0.0 {
-            planning::planned_memory_bytes(kind, keys, *bits)
-        } else {
-            0
-        };
-        free -= planned as f64;
         let share_now = table_uniform_bytes(kind, t, bits_per_key);
-        adds += (planned + share_now) as i64 - (table_filter_bytes(t) + own_share) as i64;
+        // As a write's removed tables (`plan_write`): the share the old
+        // filter leaves unused is free to writes planned meanwhile, which
+        // may have claimed it (a flush beside a filter far under its
+        // share, a damaged filter), so the floor is the table's own only
+        // less that: up to there the rebuild adds no excess, whatever
+        // was claimed. Before, the floor was the whole share, and a
+        // flush's claim on it took the tree to 1.04 x uniform
+        // (`rebuild_budget_tests.rs`).
+        let unused = share_now.saturating_sub(table_filter_bytes(t));
+        let own_bits = planning::fit_bits_per_key(
+            kind,
+            keys,
+            bits.min(bits_per_key),
+            own_share.saturating_sub(unused) as f64,
+        );
+        let fitted = planning::fit_bits_per_key(kind, keys, *bits, free - later_shares as f64);
+        let target = *bits;
+        *bits = floor_to_filter(fitted.max(own_bits));
+        // No narrow table loses its filter to the budget (as `plan_write`):
+        // at most one block past it.
+        if *bits == 0.0
+            && target >= MIN_FILTER_BITS_PER_KEY
+            && planning::planned_memory_bytes(kind, keys, MIN_FILTER_BITS_PER_KEY)
+                <= FLOOR_MAX_BYTES
+        {
+            *bits = MIN_FILTER_BITS_PER_KEY;
+        }
+        free -= rebuilt_bytes(kind, keys, *bits) as f64;
+        adds += rebuild_adds(kind, t, *bits, bits_per_key);
     }
     (picked, u64::try_from(adds).unwrap_or(0))
+}
+
+/// Bytes of a filter of `kind` at `bits` per key over `keys` keys, as a
+/// rebuild builds it (none below the smallest filter).
+fn rebuilt_bytes(kind: FilterKind, keys: u64, bits: f64) -> u64 {
+    if floor_to_filter(bits) > 0.0 {
+        planning::planned_memory_bytes(kind, keys, bits)
+    } else {
+        0
+    }
+}
+
+/// What rebuilding `t`'s filter in `kind` at `bits` per key adds to the
+/// tree's excess over uniform's bytes at `bits_per_key` (negative when it
+/// frees bytes): the new filter less the old, and the move of the table's
+/// share into `kind`.
+fn rebuild_adds(kind: FilterKind, t: &TableHandle, bits: f64, bits_per_key: f64) -> i64 {
+    let planned = rebuilt_bytes(kind, table_keys(t), bits);
+    let share_now = table_uniform_bytes(kind, t, bits_per_key);
+    let share_after = uniform_bytes(kind, table_keys(t), bits_per_key);
+    (planned + share_now) as i64 - (table_filter_bytes(t) + share_after) as i64
 }
 
 /// A rebalancing rebuild: the live table, the kind its new filter is

@@ -83,14 +83,23 @@ impl DbInner {
             return Ok(Vec::new());
         }
         let kind = self.options.filter_kind;
+        // The policy flushes are planned with meanwhile (the compaction
+        // lock, held, is the one under which it changes).
+        let live_policy = self.filter_policy.read().clone();
         let mut jobs = Vec::new();
         // The claim is held until the install: writes planned meanwhile
         // see the rebuilt tables' old filters, and must not spend the
         // bytes the new ones will take.
         let (_, _claim) = self.filter_claims.plan(|claimed| {
             let sv = self.current.load_full();
-            let (targets, claim_bytes) =
-                rebuild_targets(policy, kind, &sv.version.levels, &select, claimed);
+            let (targets, claim_bytes) = rebuild_targets(
+                policy,
+                &live_policy,
+                kind,
+                &sv.version.levels,
+                &select,
+                claimed,
+            );
             jobs = targets
                 .into_iter()
                 .map(|(table, bits_per_key)| RebuildJob {

@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use crate::budget_test_shapes::{
     advance_sequence, narrow_options, place, prefixed_key, spread_key as key, static_budget_options,
 };
-use crate::filter_budget::{table_filter_bytes, table_keys};
+use crate::filter_budget::{rebuild_targets, table_filter_bytes, table_keys};
 use crate::inner::DbInner;
 use crate::scratch_dirs::scratch_dir;
 use crate::{Db, FilterKind, FilterPolicy, Stats};
@@ -118,6 +118,26 @@ fn rebuild_filters_optimized_keeps_narrow_trees_within_uniform_memory() {
 /// install stays within uniform's bytes, and every key is found.
 #[test]
 fn a_flush_during_a_raising_rebuild_leaves_the_tree_within_uniform_memory() {
+    flush_during_raising_rebuild(FilterPolicy::Optimized { bits_per_key: BITS });
+}
+
+/// The same with `rebuild_filters(Uniform { b })` at the store's b: its
+/// tables get b, nothing fitted, but until its second pass the store is
+/// under `Optimized` and flushes plan against the claims, so the rebuild
+/// still claims what its install adds. Before, a rebuild to another
+/// policy than `Optimized` claimed nothing: the flush took the bytes the
+/// deep filter's raise to b was about to take, and the install went to
+/// 1.045 x uniform.
+#[test]
+fn a_flush_during_a_raising_rebuild_to_uniform_leaves_the_tree_within_uniform_memory() {
+    flush_during_raising_rebuild(FilterPolicy::Uniform { bits_per_key: BITS });
+}
+
+/// A deep table at 4 bits per key in a store at `Optimized` 10, a rebuild
+/// to `policy` planned and written, a flush of 500 keys planned and
+/// installed, then the rebuild's install: every install within uniform's
+/// bytes, every key found.
+fn flush_during_raising_rebuild(policy: FilterPolicy) {
     let dir = scratch_dir();
     let db =
         Arc::new(Db::open(dir.path(), static_budget_options(FilterKind::Blocked, BITS)).unwrap());
@@ -129,9 +149,7 @@ fn a_flush_during_a_raising_rebuild_leaves_the_tree_within_uniform_memory() {
     let (paused, resume) = db.inner.rebuild_pause.arm_once();
     let rebuilder = {
         let db = Arc::clone(&db);
-        std::thread::spawn(move || {
-            db.rebuild_filters(FilterPolicy::Optimized { bits_per_key: BITS })
-        })
+        std::thread::spawn(move || db.rebuild_filters(policy))
     };
     paused.recv().unwrap();
     // A flush of 500 keys (into the memtable directly, then flushed: the
@@ -170,4 +188,162 @@ fn a_flush_during_a_raising_rebuild_leaves_the_tree_within_uniform_memory() {
             );
         }
     }
+}
+
+/// A flush planned before a rebuild and installed after it plans: the
+/// flush's claim is paid from the share a filter far under it leaves
+/// unused (a deep table at 4 bits per key in a store at 10, as after a
+/// reopen from `Uniform { 4 }`), so the rebuild's floor for that table
+/// (the lesser of its target and b) is its own only as far as its old
+/// filter went: the rest of its share is what the flush claimed. Before,
+/// the rebuild gave the deep table its whole share whatever was claimed,
+/// and its install took the tree to 1.038 x uniform. Every install stays
+/// within uniform's bytes, and every key is found.
+#[test]
+fn a_flush_claim_on_a_filter_under_its_share_holds_against_a_rebuild() {
+    let dir = scratch_dir();
+    let db =
+        Arc::new(Db::open(dir.path(), static_budget_options(FilterKind::Blocked, BITS)).unwrap());
+    let deep: Vec<_> = (0..9000).map(|i| prefixed_key("d", i)).collect();
+    place(&db, 2, &deep, 1, 4.0);
+    advance_sequence(&db, 10_000);
+    // 1,000 keys frozen in a memtable (the flush's L0 run is priced well
+    // above b beside the 9,000-key level, and the deep filter leaves
+    // room for it).
+    {
+        let mut w = db.inner.write.lock();
+        let mem = Arc::clone(&db.inner.current.load().mem);
+        for i in 0..1000 {
+            mem.insert(&prefixed_key("f", i), w.next_seq, EntryKind::Put, b"v");
+            w.next_seq += 1;
+        }
+        db.inner
+            .last_visible
+            .store(w.next_seq - 1, Ordering::Release);
+        db.inner.rotate_memtable(&mut w).unwrap();
+    }
+    let samples = watch(&db);
+
+    // The flush plans, claims and writes its table, and stops just
+    // before its install.
+    let (flush_paused, resume_flush) = db.inner.before_manifest_pause.arm_once();
+    let flusher = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || db.inner.flush_all_immutable())
+    };
+    flush_paused.recv().unwrap();
+    assert!(
+        db.inner.filter_claims.held() > 0,
+        "the flush claimed nothing"
+    );
+    // The rebuild plans (seeing the flush's claim) and writes its filter.
+    let (rebuild_paused, resume_rebuild) = db.inner.rebuild_pause.arm_once();
+    let rebuilder = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || {
+            db.rebuild_filters(FilterPolicy::Optimized { bits_per_key: BITS })
+        })
+    };
+    rebuild_paused.recv().unwrap();
+    resume_flush.send(()).unwrap();
+    flusher.join().unwrap().unwrap();
+    resume_rebuild.send(()).unwrap();
+    rebuilder.join().unwrap().unwrap();
+
+    let samples = samples.lock().clone();
+    // The flush, the rebuild, and its second pass (the flushed table).
+    assert!(samples.len() >= 2, "{} installs", samples.len());
+    for (i, &(filters, uniform)) in samples.iter().enumerate() {
+        assert!(
+            filters <= uniform,
+            "install {i}: {filters} filter bytes over uniform's {uniform} (x{:.4})",
+            filters as f64 / uniform as f64
+        );
+    }
+    for (prefix, n) in [("d", 9000), ("f", 1000)] {
+        for i in 0..n {
+            assert!(
+                db.get(&prefixed_key(prefix, i)).unwrap().is_some(),
+                "{prefix}{i}"
+            );
+        }
+    }
+}
+
+/// The repair of a filter that is gone (damaged, or never built) plans
+/// within what the writes in flight leave: such a table's whole share is
+/// free to a flush planned beside it, and one that claimed it must not
+/// find the repair spending it again. With 1,000 bytes claimed, a
+/// 9,000-key table without a filter (its share 11,264 bytes at 10 bits)
+/// was planned at 9.95 bits (11,200 bytes, its floor), 1.09 x what the
+/// claims left; now within it.
+#[test]
+fn a_repair_plans_within_what_the_claims_leave_of_its_share() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), static_budget_options(FilterKind::Blocked, BITS)).unwrap();
+    let deep: Vec<_> = (0..9000).map(|i| prefixed_key("d", i)).collect();
+    let gone = place(&db, 2, &deep, 1, 0.0);
+    assert_eq!(table_filter_bytes(&gone), 0);
+    let claimed = 1000;
+    let sv = db.inner.current.load_full();
+    let policy = FilterPolicy::Optimized { bits_per_key: BITS };
+    let (targets, claim) = rebuild_targets(
+        &policy,
+        &policy,
+        FilterKind::Blocked,
+        &sv.version.levels,
+        |t| t.meta.number == gone.meta.number,
+        claimed,
+    );
+    assert_eq!(targets.len(), 1);
+    let bits = targets[0].1;
+    let planned = if bits > 0.0 {
+        planned_memory_bytes(FilterKind::Blocked, 9000, bits)
+    } else {
+        0
+    };
+    let uniform = planned_memory_bytes(FilterKind::Blocked, 9000, BITS);
+    assert!(
+        planned + claimed <= uniform,
+        "planned at {bits:.2} bits: {planned} bytes and {claimed} claimed over uniform's {uniform}"
+    );
+    // What the install adds: the whole filter (the table had none).
+    assert_eq!(claim, planned);
+}
+
+/// A rebuild that claimed bytes (a deep filter raised from 4 bits to the
+/// store's 10) and panics before its install (a bug) releases its claim
+/// as it unwinds: no later write is planned against bytes nobody will
+/// spend.
+#[test]
+fn a_rebuild_that_panics_before_its_install_releases_its_claim() {
+    let dir = scratch_dir();
+    let db =
+        Arc::new(Db::open(dir.path(), static_budget_options(FilterKind::Blocked, BITS)).unwrap());
+    let deep: Vec<_> = (0..4000).map(|i| prefixed_key("d", i)).collect();
+    place(&db, 2, &deep, 1, 4.0);
+    advance_sequence(&db, 10_000);
+    let held_then = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    {
+        let inner: Weak<DbInner> = Arc::downgrade(&db.inner);
+        let held_then = Arc::clone(&held_then);
+        db.inner.rebuild_pause.set(Some(Arc::new(move || {
+            if let Some(inner) = inner.upgrade() {
+                held_then.store(inner.filter_claims.held(), Ordering::SeqCst);
+            }
+            panic!("injected panic before the rebuild's install");
+        })));
+    }
+    let rebuilt = {
+        let db = Arc::clone(&db);
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            db.rebuild_filters(FilterPolicy::Optimized { bits_per_key: BITS })
+        }))
+    };
+    assert!(rebuilt.is_err(), "the rebuild did not panic");
+    assert!(
+        held_then.load(Ordering::SeqCst) > 0,
+        "the rebuild claimed nothing"
+    );
+    assert_eq!(db.inner.filter_claims.held(), 0, "a claim left held");
 }
