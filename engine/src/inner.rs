@@ -138,6 +138,10 @@ pub(crate) struct DbInner {
     /// and synced) and their install (see `rebuild.rs`).
     #[cfg(test)]
     pub(crate) rebuild_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point before a filter rebuild waits for the flush
+    /// in flight and plans (see `rebuild.rs`).
+    #[cfg(test)]
+    pub(crate) rebuild_plan_pause: crate::test_hooks::ReadPause,
     /// Test-only pause point between a compaction's reading of the live
     /// snapshots and its merge (see `compaction/mod.rs`).
     #[cfg(test)]
@@ -235,6 +239,8 @@ impl DbInner {
             read_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             rebuild_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            rebuild_plan_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             merge_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]

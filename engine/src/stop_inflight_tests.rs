@@ -333,8 +333,10 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
         write_until(&case, &db, &mut ops, &mut model, &held.0);
         held
     });
-    // A flush held past its check, before it writes anything.
-    let flush_held = (failing != Failing::Flush).then(|| {
+    // A flush held past its check, before it writes anything (for a
+    // rebuild, below: a rebuild plans once the flushes in flight have
+    // installed, so the held flush starts after the rebuild's plan).
+    let mut flush_held = (failing != Failing::Flush && failing != Failing::Rebuild).then(|| {
         let held = arm(&inner.flush_pause, FLUSH, || true);
         write_until(&case, &db, &mut ops, &mut model, &held.0);
         held
@@ -374,6 +376,9 @@ fn run_as(failing: Failing, op: u64, fate: Option<RenameFate>, sync: SyncMode, e
                     .unwrap(),
             );
             wait(&case, &paused);
+            let held = arm(&inner.flush_pause, FLUSH, || true);
+            write_until(&case, &db, &mut ops, &mut model, &held.0);
+            flush_held = Some(held);
             // Rebuilt in place: files past the sizes the view (and the
             // manifest on disk) record, which the failed manifest names.
             assert!(
