@@ -90,6 +90,18 @@ pub(crate) fn place_planned(
     first_seq: u64,
     plan: &Plan,
 ) -> Arc<TableHandle> {
+    place_entries(db, level, keys, first_seq, plan, EntryKind::Put)
+}
+
+/// [`place_planned`], every entry of `kind` (a put's value is "v").
+pub(crate) fn place_entries(
+    db: &Db,
+    level: usize,
+    keys: &[Vec<u8>],
+    first_seq: u64,
+    plan: &Plan,
+    kind: EntryKind,
+) -> Arc<TableHandle> {
     let inner = &db.inner;
     let tables = inner
         .tables
@@ -99,8 +111,9 @@ pub(crate) fn place_planned(
             plan,
             &inner.counters,
             &mut |out| {
+                let value: &[u8] = if kind == EntryKind::Put { b"v" } else { b"" };
                 for (i, k) in keys.iter().enumerate() {
-                    out.add(k, first_seq + i as u64, EntryKind::Put, b"v")?;
+                    out.add(k, first_seq + i as u64, kind, value)?;
                 }
                 Ok(())
             },
@@ -113,6 +126,39 @@ pub(crate) fn place_planned(
         })
         .unwrap();
     Arc::clone(&tables[0])
+}
+
+/// Filter bytes of the live tables, and uniform's bytes at `bits` per key
+/// for them, each in the kind of its own filter.
+pub(crate) fn filters_and_uniform(inner: &crate::inner::DbInner, bits: f64) -> (u64, u64) {
+    let kind = inner.options.filter_kind;
+    let sv = inner.current.load_full();
+    sv.version
+        .levels
+        .iter()
+        .flatten()
+        .fold((0, 0), |(f, u), t| {
+            let own = t.table.filter().map_or(kind, |x| x.kind());
+            (
+                f + table_filter_bytes(t),
+                u + bloomlsm_filter::planning::planned_memory_bytes(own, table_keys(t), bits),
+            )
+        })
+}
+
+/// Puts `n` keys `prefix` and six digits (value "v") into the memtable
+/// and freezes it, as writes would (no WAL): a flush to come.
+pub(crate) fn freeze_keys(db: &Db, prefix: &str, n: u64) {
+    let mut w = db.inner.write.lock();
+    let mem = Arc::clone(&db.inner.current.load().mem);
+    for i in 0..n {
+        mem.insert(&prefixed_key(prefix, i), w.next_seq, EntryKind::Put, b"v");
+        w.next_seq += 1;
+    }
+    db.inner
+        .last_visible
+        .store(w.next_seq - 1, Ordering::Release);
+    db.inner.rotate_memtable(&mut w).unwrap();
 }
 
 /// Makes sequences up to `seq` visible, and new writes start after it.

@@ -15,36 +15,18 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use bloomlsm_filter::planning::planned_memory_bytes;
-use bloomlsm_sstable::EntryKind;
 use parking_lot::Mutex;
 
 use crate::budget_test_shapes::{
-    advance_sequence, narrow_options, place, prefixed_key, spread_key as key, static_budget_options,
+    advance_sequence, filters_and_uniform, freeze_keys, narrow_options, place, prefixed_key,
+    spread_key as key, static_budget_options,
 };
-use crate::filter_budget::{rebuild_targets, table_filter_bytes, table_keys};
+use crate::filter_budget::{rebuild_targets, table_filter_bytes};
 use crate::inner::DbInner;
 use crate::scratch_dirs::scratch_dir;
 use crate::{Db, FilterKind, FilterPolicy, Stats};
 
 const BITS: f64 = 10.0;
-
-/// Filter bytes of the live tables, and uniform's bytes at `BITS` for
-/// them, each in the kind of its own filter.
-fn filters_and_uniform(inner: &DbInner) -> (u64, u64) {
-    let kind = inner.options.filter_kind;
-    let sv = inner.current.load_full();
-    sv.version
-        .levels
-        .iter()
-        .flatten()
-        .fold((0, 0), |(f, u), t| {
-            let own = t.table.filter().map_or(kind, |x| x.kind());
-            (
-                f + table_filter_bytes(t),
-                u + planned_memory_bytes(own, table_keys(t), BITS),
-            )
-        })
-}
 
 /// Every install's (filter bytes, uniform bytes) from now on.
 fn watch(db: &Db) -> Arc<Mutex<Vec<(u64, u64)>>> {
@@ -55,7 +37,7 @@ fn watch(db: &Db) -> Arc<Mutex<Vec<(u64, u64)>>> {
         .install_hook
         .set(Some(Arc::new(move |_: &Stats, _: &[Vec<u64>]| {
             if let Some(inner) = inner.upgrade() {
-                into.lock().push(filters_and_uniform(&inner));
+                into.lock().push(filters_and_uniform(&inner, BITS));
             }
         })));
     samples
@@ -77,7 +59,7 @@ fn rebuild_filters_optimized_keeps_narrow_trees_within_uniform_memory() {
         for i in 0..3000 {
             db.put(&key(i), b"value-value").unwrap();
         }
-        let (before, uniform) = filters_and_uniform(&db.inner);
+        let (before, uniform) = filters_and_uniform(&db.inner, BITS);
         assert!(
             before <= uniform,
             "{kind:?}: {before} over {uniform} before"
@@ -154,18 +136,7 @@ fn flush_during_raising_rebuild(policy: FilterPolicy) {
     paused.recv().unwrap();
     // A flush of 500 keys (into the memtable directly, then flushed: the
     // rebuild holds the compaction lock, not the flush lock).
-    {
-        let mut w = db.inner.write.lock();
-        let mem = Arc::clone(&db.inner.current.load().mem);
-        for i in 0..500 {
-            mem.insert(&prefixed_key("f", i), w.next_seq, EntryKind::Put, b"v");
-            w.next_seq += 1;
-        }
-        db.inner
-            .last_visible
-            .store(w.next_seq - 1, Ordering::Release);
-        db.inner.rotate_memtable(&mut w).unwrap();
-    }
+    freeze_keys(&db, "f", 500);
     db.inner.flush_all_immutable().unwrap();
     resume.send(()).unwrap();
     rebuilder.join().unwrap().unwrap();
@@ -223,18 +194,7 @@ fn flush_claim_then_rebuild(policy: FilterPolicy) {
     // 1,000 keys frozen in a memtable (the flush's L0 run is priced well
     // above b beside the 9,000-key level, and the deep filter leaves
     // room for it).
-    {
-        let mut w = db.inner.write.lock();
-        let mem = Arc::clone(&db.inner.current.load().mem);
-        for i in 0..1000 {
-            mem.insert(&prefixed_key("f", i), w.next_seq, EntryKind::Put, b"v");
-            w.next_seq += 1;
-        }
-        db.inner
-            .last_visible
-            .store(w.next_seq - 1, Ordering::Release);
-        db.inner.rotate_memtable(&mut w).unwrap();
-    }
+    freeze_keys(&db, "f", 1000);
     let samples = watch(&db);
 
     let (rebuild_paused, resume_rebuild) = db.inner.rebuild_plan_pause.arm_once();

@@ -10,11 +10,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
-use bloomlsm_filter::planning::planned_memory_bytes;
 use parking_lot::Mutex;
 
-use crate::budget_test_shapes::{mix, narrow_options};
-use crate::filter_budget::{table_filter_bytes, table_keys};
+use crate::budget_test_shapes::{filters_and_uniform, mix, narrow_options};
 use crate::inner::DbInner;
 use crate::scratch_dirs::scratch_dir;
 use crate::{Db, FilterKind, FilterPolicy, Snapshot, Stats};
@@ -22,23 +20,6 @@ use crate::{Db, FilterKind, FilterPolicy, Snapshot, Stats};
 const BITS: f64 = 10.0;
 
 type Model = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
-
-/// (filter bytes, uniform's bytes at `BITS` in each table's own kind).
-fn memory(inner: &DbInner) -> (u64, u64) {
-    let kind = inner.options.filter_kind;
-    let sv = inner.current.load_full();
-    sv.version
-        .levels
-        .iter()
-        .flatten()
-        .fold((0, 0), |(f, u), t| {
-            let own = t.table.filter().map_or(kind, |x| x.kind());
-            (
-                f + table_filter_bytes(t),
-                u + planned_memory_bytes(own, table_keys(t), BITS),
-            )
-        })
-}
 
 /// Records every install past 1.02 x uniform.
 fn watch(db: &Db, over: &Arc<Mutex<Vec<String>>>, what: String) {
@@ -48,7 +29,7 @@ fn watch(db: &Db, over: &Arc<Mutex<Vec<String>>>, what: String) {
         .install_hook
         .set(Some(Arc::new(move |_: &Stats, _: &[Vec<u64>]| {
             if let Some(inner) = inner.upgrade() {
-                let (f, u) = memory(&inner);
+                let (f, u) = filters_and_uniform(&inner, BITS);
                 if f as f64 > 1.02 * u as f64 {
                     over.lock().push(format!(
                         "{what}: {f} over {u} (x{:.4})",

@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use bloomlsm_sstable::EntryKind;
 
-use crate::budget_test_shapes::{advance_sequence, place, prefixed_key, static_budget_options};
-use crate::filter_budget::{PlannedWrite, plan_write, rebalance_pick, table_targets};
-use crate::install::VersionEdit;
+use crate::budget_test_shapes::{
+    advance_sequence, place, place_entries, prefixed_key, static_budget_options,
+};
+use crate::filter_budget::{Plan, PlannedWrite, plan_write, rebalance_pick, table_targets};
 use crate::rebalance::SETTLED_TOLERANCE;
 use crate::scratch_dirs::scratch_dir;
-use crate::table_files::OutputCuts;
 use crate::version::TableHandle;
 use crate::{Db, FilterKind, FilterPolicy, Options};
 
@@ -75,29 +75,14 @@ fn a_one_key_run_over_a_large_one_at_100_bits_stays_in_range() {
 /// Writes `keys` (ascending) as one table of tombstones at `level`,
 /// sequences from `first_seq`, with a filter at 10 bits, and installs it.
 fn place_tombstones(db: &Db, level: usize, keys: &[Vec<u8>], first_seq: u64) -> Arc<TableHandle> {
-    let inner = &db.inner;
-    let tables = inner
-        .tables
-        .write(
-            level,
-            OutputCuts::one_table(),
-            &crate::filter_budget::Plan::unbounded(10.0),
-            &inner.counters,
-            &mut |out| {
-                for (i, k) in keys.iter().enumerate() {
-                    out.add(k, first_seq + i as u64, EntryKind::Delete, b"")?;
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
-    inner
-        .install(VersionEdit {
-            added: &tables,
-            ..Default::default()
-        })
-        .unwrap();
-    Arc::clone(&tables[0])
+    place_entries(
+        db,
+        level,
+        keys,
+        first_seq,
+        &Plan::unbounded(10.0),
+        EntryKind::Delete,
+    )
 }
 
 fn in_range(bits: f64) -> bool {
