@@ -105,8 +105,11 @@ impl LevelStats {
         self.tables += o.tables;
         self.entries += o.entries;
         self.tombstones += o.tombstones;
-        self.file_bytes += o.file_bytes;
-        self.unused_bytes += o.unused_bytes;
+        // Sizes as the manifest records them: each at most its file's,
+        // but a sparse file may hold 2^63 - 1 bytes, so a crafted store's
+        // sum saturates (`stats_crafted_file_sizes.rs`).
+        self.file_bytes = self.file_bytes.saturating_add(o.file_bytes);
+        self.unused_bytes = self.unused_bytes.saturating_add(o.unused_bytes);
         self.filter_bytes += o.filter_bytes;
         self.table_probes += o.table_probes;
         self.filter_negatives += o.filter_negatives;
@@ -227,8 +230,10 @@ impl DbInner {
                 s.tables += 1;
                 s.entries += t.meta.entries;
                 s.tombstones += t.table.properties().tombstones;
-                s.file_bytes += t.meta.file_size;
-                s.unused_bytes += t.meta.file_size.saturating_sub(t.table.live_bytes());
+                s.file_bytes = s.file_bytes.saturating_add(t.meta.file_size);
+                s.unused_bytes = s
+                    .unused_bytes
+                    .saturating_add(t.meta.file_size.saturating_sub(t.table.live_bytes()));
                 if let FilterStatus::Unusable(_) = t.table.filter_status() {
                     s.tables_without_usable_filter += 1;
                 }
