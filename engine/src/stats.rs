@@ -103,10 +103,14 @@ impl LevelStats {
     /// uses (distinct keys; the filters' keys).
     pub(crate) fn accumulate(&mut self, o: &LevelStats) {
         self.tables += o.tables;
-        self.entries += o.entries;
-        self.tombstones += o.tombstones;
-        self.file_bytes += o.file_bytes;
-        self.unused_bytes += o.unused_bytes;
+        // Sizes as the manifest records them, each at most its file's,
+        // and counts, each at most its table's data bytes: a sparse file
+        // may hold 2^63 - 1 bytes, so a crafted store's sums saturate
+        // (`stats_crafted_file_sizes.rs`, `stats_crafted_sparse_counts.rs`).
+        self.entries = self.entries.saturating_add(o.entries);
+        self.tombstones = self.tombstones.saturating_add(o.tombstones);
+        self.file_bytes = self.file_bytes.saturating_add(o.file_bytes);
+        self.unused_bytes = self.unused_bytes.saturating_add(o.unused_bytes);
         self.filter_bytes += o.filter_bytes;
         self.table_probes += o.table_probes;
         self.filter_negatives += o.filter_negatives;
@@ -225,10 +229,12 @@ impl DbInner {
             let mut filtered_keys = 0.0;
             for t in tables {
                 s.tables += 1;
-                s.entries += t.meta.entries;
-                s.tombstones += t.table.properties().tombstones;
-                s.file_bytes += t.meta.file_size;
-                s.unused_bytes += t.meta.file_size.saturating_sub(t.table.live_bytes());
+                s.entries = s.entries.saturating_add(t.meta.entries);
+                s.tombstones = s.tombstones.saturating_add(t.table.properties().tombstones);
+                s.file_bytes = s.file_bytes.saturating_add(t.meta.file_size);
+                s.unused_bytes = s
+                    .unused_bytes
+                    .saturating_add(t.meta.file_size.saturating_sub(t.table.live_bytes()));
                 if let FilterStatus::Unusable(_) = t.table.filter_status() {
                     s.tables_without_usable_filter += 1;
                 }
@@ -239,10 +245,9 @@ impl DbInner {
                     filtered_keys += f.len() as f64;
                 }
             }
-            let distinct: u64 = tables
-                .iter()
-                .map(|t| t.table.properties().distinct_keys)
-                .sum();
+            let distinct: u64 = tables.iter().fold(0, |sum: u64, t| {
+                sum.saturating_add(t.table.properties().distinct_keys)
+            });
             s.bits_per_key = if distinct > 0 {
                 s.filter_bytes as f64 * 8.0 / distinct as f64
             } else {
@@ -258,7 +263,7 @@ impl DbInner {
                 &self.counters.levels[level],
             );
             total.accumulate(&s);
-            all_distinct += distinct;
+            all_distinct = all_distinct.saturating_add(distinct);
             all_filtered += filtered_keys;
             all_weighted += weighted_fpr;
             levels.push(s);

@@ -261,8 +261,13 @@ fn scores(l0_tables: usize, bytes: &[u64], targets: &LevelTargets, options: &Opt
     scores
 }
 
+/// Saturating: a crafted store's recorded sizes (each at most its file's,
+/// up to 2^63 - 1 for a sparse file) may sum past a u64
+/// (`stats_crafted_file_sizes.rs`).
 pub(super) fn level_bytes<T: TableRef>(tables: &[T]) -> u64 {
-    tables.iter().map(|t| t.meta().file_size).sum()
+    tables
+        .iter()
+        .fold(0u64, |sum, t| sum.saturating_add(t.meta().file_size))
 }
 
 /// The index in `tables` (a sorted level) of the table whose overlapping

@@ -1,0 +1,189 @@
+//! Crafted counts within the properties' rule (every checksum valid):
+//! entries, distinct keys and tombstones at most the data bytes, as the
+//! open checks (`PropertiesError::Counts`), but the data bytes themselves
+//! near 2^63. A version 2 index names each block by its size alone, and
+//! its last block may end anywhere before the footer; a sparse file
+//! (tmpfs, XFS, btrfs) puts the footer at 2^63 - 1 for a few pages. Each
+//! table below is a flushed table whose index gains one block of 2^63 -
+//! 2^20 bytes (past every key, never read), its properties claiming that
+//! many entries, tombstones and distinct keys, the manifest its entries
+//! and size. Three such tables claim more than 2^64 in sum: `stats` must
+//! not panic (debug) or wrap (release) on the sums; nor should the
+//! compactions' plans and the filter budget (open, ignored below).
+#![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
+
+mod common;
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+
+use bloomlsm::sstable::TableProperties;
+use bloomlsm::sstable::format::{BlockHandle, BlockKind, Footer, TRAILER_LEN};
+use bloomlsm::sstable::fuzzing::reseal;
+use bloomlsm::{Db, Options};
+use common::scratch_dir;
+
+/// The largest size a sparse file may have on Linux (`MAX_LFS_FILESIZE`).
+const HUGE: u64 = i64::MAX as u64;
+const FOOTER_LEN: usize = 64;
+const MANIFEST_HEADER_LEN: usize = 20;
+const FAKE_BLOCK: u64 = (1 << 63) - (1 << 20);
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Rewrites the table at `path` as described above; returns its claimed
+/// entries; `None` if the file system refuses so large a file.
+fn inflate(path: &Path) -> Option<u64> {
+    let table = std::fs::read(path).unwrap();
+    let footer_at = table.len() - FOOTER_LEN;
+    let mut footer = Footer::decode(&table[footer_at..]).unwrap();
+    assert_eq!(footer.version, 2);
+    let at = |h: BlockHandle| h.offset as usize..(h.offset + h.size) as usize;
+    let mut index = table[at(footer.index)].to_vec();
+    let mut props = TableProperties::decode(&table[at(footer.properties)]).unwrap();
+    // One more block, past every key: shared 0, "zzzz", sequence 0, size.
+    index.extend_from_slice(&[0, 4]);
+    index.extend_from_slice(b"zzzz");
+    index.push(0);
+    varint(FAKE_BLOCK, &mut index);
+    let data_bytes = props.data_bytes + FAKE_BLOCK + TRAILER_LEN as u64;
+    props.data_blocks += 1;
+    props.data_bytes = data_bytes;
+    props.entries = data_bytes;
+    props.distinct_keys = data_bytes;
+    props.tombstones = data_bytes;
+    let props = props.encode();
+
+    // The table as written, then the new index and properties blocks.
+    let mut buf = table[..footer_at].to_vec();
+    footer.index = BlockHandle {
+        offset: buf.len() as u64,
+        size: index.len() as u64,
+    };
+    buf.extend_from_slice(&index);
+    buf.extend_from_slice(&[0; TRAILER_LEN]);
+    footer.properties = BlockHandle {
+        offset: buf.len() as u64,
+        size: props.len() as u64,
+    };
+    buf.extend_from_slice(&props);
+    buf.extend_from_slice(&[0; TRAILER_LEN]);
+    let body = buf.len();
+    buf.extend_from_slice(&footer.encode());
+    reseal(
+        &mut buf,
+        &[
+            (BlockKind::Index, footer.index),
+            (BlockKind::Properties, footer.properties),
+        ],
+        &[],
+    );
+    let mut file = std::fs::File::create(path).unwrap();
+    file.write_all(&buf[..body]).unwrap();
+    file.seek(SeekFrom::Start(HUGE - FOOTER_LEN as u64))
+        .unwrap();
+    file.write_all(&buf[body..]).ok()?;
+    Some(data_bytes)
+}
+
+/// Rewrites every table record's size and entries in the manifest of
+/// `dir` (layout: engine/src/manifest.rs), resealed with its checksum.
+fn record(dir: &Path, size: u64, entries: u64) {
+    let path = dir.join("MANIFEST");
+    let bytes = std::fs::read(&path).unwrap();
+    let mut payload = bytes[MANIFEST_HEADER_LEN..].to_vec();
+    let u32_at = |p: &[u8], at: usize| u32::from_le_bytes(p[at..at + 4].try_into().unwrap());
+    let count = u32_at(&payload, 24);
+    let mut at = 28;
+    for _ in 0..count {
+        // level u32, number u64, size u64, entries u64.
+        payload[at + 12..at + 20].copy_from_slice(&size.to_le_bytes());
+        payload[at + 20..at + 28].copy_from_slice(&entries.to_le_bytes());
+        at += 4 + 5 * 8;
+        for _ in 0..2 {
+            at += 4 + u32_at(&payload, at) as usize;
+        }
+    }
+    assert_eq!(at, payload.len());
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+    // Control byte: the store format version, payload given as is.
+    let mut data = vec![version as u8 | 8];
+    data.extend_from_slice(&payload);
+    std::fs::write(&path, bloomlsm::fuzzing::resealed::reseal_manifest(&data)).unwrap();
+}
+
+/// Three flushed tables inflated as above, the manifest naming them;
+/// the store opened.
+fn inflated_store(dir: &Path, options: &Options) -> Option<Db> {
+    {
+        let db = Db::open(dir, options.clone()).unwrap();
+        for t in 0..3u32 {
+            for i in 0..100u32 {
+                db.put(format!("k{t}-{i:03}").as_bytes(), b"v").unwrap();
+            }
+            db.flush().unwrap();
+        }
+        db.close().unwrap();
+    }
+    let mut claimed = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "sst") {
+            let Some(entries) = inflate(&path) else {
+                eprintln!("skipped: the file system refuses a file of {HUGE} bytes");
+                return None;
+            };
+            claimed.push(entries);
+        }
+    }
+    assert_eq!(claimed.len(), 3);
+    // Same-sized tables: every table claims the same count.
+    assert!(claimed.iter().all(|&c| c == claimed[0]), "{claimed:?}");
+    record(dir, HUGE, claimed[0]);
+    let db = Db::open(dir, options.clone()).unwrap();
+    assert_eq!(db.get(b"k1-007").unwrap(), Some(b"v".to_vec()));
+    Some(db)
+}
+
+fn options() -> Options {
+    Options {
+        background_work: false,
+        ..Options::default()
+    }
+}
+
+/// `stats` summed the entries in a u64 and panicked (stats.rs).
+#[test]
+fn counts_within_sparse_data_bytes_saturate_in_stats() {
+    let dir = scratch_dir();
+    let Some(db) = inflated_store(dir.path(), &options()) else {
+        return;
+    };
+    let stats = db.stats();
+    assert_eq!(stats.total.tables, 3);
+    assert_eq!(stats.total.entries, u64::MAX, "{:?}", stats.total);
+    assert_eq!(stats.total.tombstones, u64::MAX, "{:?}", stats.total);
+}
+
+/// Open defect: the first write's compaction (L0's recorded bytes are past
+/// `l1_bytes`) sums its inputs' distinct keys in a u64
+/// (`compaction/mod.rs`, `PlannedWrite::keys`) and panics; the filter
+/// budget sums key counts and shares in many more places.
+#[test]
+#[ignore = "open defect: key-count sums in the compaction's plan and the filter budget overflow"]
+fn counts_within_sparse_data_bytes_do_not_overflow_the_compactions_plan() {
+    let dir = scratch_dir();
+    let Some(db) = inflated_store(dir.path(), &options()) else {
+        return;
+    };
+    db.put(b"k9", b"v").unwrap();
+    db.wait_for_background_work().unwrap();
+    db.put(b"k9", b"w").unwrap();
+    db.close().unwrap();
+}
