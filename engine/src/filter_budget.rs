@@ -52,10 +52,20 @@ const ROUNDING_BITS: f64 = 512.0;
 /// filter of a narrow write, never a large write's.
 const FLOOR_MAX_BYTES: u64 = 64;
 
-/// Distinct keys of a table: what its filter is built from.
+/// Distinct keys of a table: what its filter is built from, at most
+/// [`MAX_PLANNED_KEYS`].
 pub(crate) fn table_keys(t: &TableHandle) -> u64 {
-    t.table.properties().distinct_keys
+    t.table.properties().distinct_keys.min(MAX_PLANNED_KEYS)
 }
+
+/// The most keys the budget counts for one table: 2^36, far past any
+/// table a write makes (a terabyte of 16-byte keys). A table's count is
+/// bounded only by its data bytes, which a crafted index over a sparse
+/// file can put near 2^63; capped, a table's keys and its share (at
+/// most 100 bits a key) stay under 2^40, so the budget's and the
+/// compactions' sums over up to 2^23 tables fit a u64
+/// (`engine/tests/stats_crafted_sparse_counts.rs`).
+pub(crate) const MAX_PLANNED_KEYS: u64 = 1 << 36;
 
 /// Distinct keys of every table, level by level, in each level's order.
 #[cfg(test)]

@@ -44,8 +44,15 @@ impl DbInner {
     /// waiting when it starts, and writers freezing more meanwhile cannot
     /// keep the loop going (`settle_background_work`).
     pub(crate) fn flush_immutable_while(&self, go_on: impl Fn() -> bool) -> Result<()> {
-        let _flush = self.flush_lock.lock();
+        let mut flush = self.flush_lock.lock();
         loop {
+            // Between rounds the lock goes to a thread waiting for it (a
+            // filter rebuild waits for the flushes in flight before it
+            // plans, holding the compaction lock): while writers keep
+            // freezing memtables this loop would otherwise hold it round
+            // after round, and compactions would wait until L0 stopped
+            // writes. Each round reads the tree afresh.
+            parking_lot::MutexGuard::bump(&mut flush);
             self.check_writable()?;
             let sv = self.current.load_full();
             // Newest first; a rotation meanwhile only adds newer ones,

@@ -169,8 +169,10 @@ fn flush_during_raising_rebuild(policy: FilterPolicy) {
 /// took the tree to 1.04 x uniform); a rebuild to `Uniform` at the
 /// store's b gives every table b and cannot give way at all (1.046 x,
 /// until its second pass rebuilt the flushed table). A rebuild now plans
-/// only once the flushes in flight have installed. Every install stays
-/// within uniform's bytes, and every key is found.
+/// only once the flushes in flight have installed, so it plans with no
+/// claim in flight (the floor that leaves a claim alone is checked with
+/// a claim given by hand: `a_repair_plans_within_what_the_claims_leave_of_its_share`).
+/// Every install stays within uniform's bytes, and every key is found.
 #[test]
 fn a_flush_claim_on_a_filter_under_its_share_holds_against_a_rebuild() {
     flush_claim_then_rebuild(FilterPolicy::Optimized { bits_per_key: BITS });

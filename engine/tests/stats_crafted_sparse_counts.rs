@@ -8,8 +8,8 @@
 //! 2^20 bytes (past every key, never read), its properties claiming that
 //! many entries, tombstones and distinct keys, the manifest its entries
 //! and size. Three such tables claim more than 2^64 in sum: `stats` must
-//! not panic (debug) or wrap (release) on the sums; nor should the
-//! compactions' plans and the filter budget (open, ignored below).
+//! not panic (debug) or wrap (release) on the sums; nor may the
+//! compactions' plans and the filter budget.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 mod common;
@@ -171,12 +171,17 @@ fn counts_within_sparse_data_bytes_saturate_in_stats() {
     assert_eq!(stats.total.tombstones, u64::MAX, "{:?}", stats.total);
 }
 
-/// Open defect: the first write's compaction (L0's recorded bytes are past
-/// `l1_bytes`) sums its inputs' distinct keys in a u64
-/// (`compaction/mod.rs`, `PlannedWrite::keys`) and panics; the filter
-/// budget sums key counts and shares in many more places.
+/// The first write's compaction (L0's recorded bytes are past
+/// `l1_bytes`) summed its inputs' distinct keys in a u64
+/// (`compaction/mod.rs`, `PlannedWrite::keys`) and panicked; the filter
+/// budget sums key counts and shares in many more places. The budget now
+/// counts at most `MAX_PLANNED_KEYS` (2^36) keys a table, and the plan
+/// passes. Open defect: the compaction then reads the crafted block of
+/// 2^63 - 2^20 bytes, and the table reader's read-ahead allocates it
+/// whole (an allocation failure aborts the process); a get that reads
+/// such a block would too. A reader's bound on a block's size is missing.
 #[test]
-#[ignore = "open defect: key-count sums in the compaction's plan and the filter budget overflow"]
+#[ignore = "open defect: a data block's read allocates its recorded size whole (2^63 bytes in a crafted sparse table)"]
 fn counts_within_sparse_data_bytes_do_not_overflow_the_compactions_plan() {
     let dir = scratch_dir();
     let Some(db) = inflated_store(dir.path(), &options()) else {

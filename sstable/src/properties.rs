@@ -99,8 +99,9 @@ impl TableProperties {
         let smallest_seq = u64_at(5, "smallest sequence")?;
         let largest_seq = u64_at(6, "largest sequence")?;
         // Every entry takes bytes of data, and the table's open checks the
-        // data bytes against the index: so no count can claim more than the
-        // file holds, and sums of them over a store stay in a u64.
+        // data bytes against the index: no count claims more than the
+        // table's data (which a crafted index over a sparse file can still
+        // put near 2^63: readers sum counts saturating).
         if distinct_keys > entries || tombstones > entries || entries > data_bytes {
             return Err(PropertiesError::Counts {
                 entries,
@@ -296,9 +297,8 @@ mod tests {
         );
     }
 
-    /// Counts no table can hold are refused (so sums of them over a
-    /// store's tables, bounded by its files' sizes, fit a u64); counts at
-    /// their limits decode.
+    /// Counts no table can hold are refused; counts at their limits
+    /// decode.
     #[test]
     fn counts_no_table_can_hold_are_refused() {
         let counts = |entries, distinct_keys, tombstones, data_bytes| TableProperties {

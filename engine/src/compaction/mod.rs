@@ -186,8 +186,13 @@ impl DbInner {
         Counters::add(&self.counters.levels[c.output_level].writes_into, 1);
         if c.bottom_cleanup {
             Counters::add(&self.counters.bottom_cleanups, 1);
-            let kept: u64 = outputs.iter().map(|t| t.meta.entries).sum();
-            let read: u64 = inputs.iter().map(|t| t.meta.entries).sum();
+            // Recorded counts, each bounded only by its table's data bytes
+            // (a crafted store's may be near 2^63): summed saturating.
+            let entries = |ts: &[Arc<TableHandle>]| {
+                ts.iter()
+                    .fold(0u64, |sum, t| sum.saturating_add(t.meta.entries))
+            };
+            let (kept, read) = (entries(&outputs), entries(&inputs));
             if kept >= read {
                 // Dropped nothing (the picker's rule says it cannot happen):
                 // not again while the snapshots stay, or it would loop.
