@@ -72,9 +72,12 @@ impl TableFile {
             let len = need
                 .max(READAHEAD_BYTES)
                 .min((limit - handle.offset) as usize);
-            if ra.buf.len() < len {
-                ra.buf.resize(len, 0);
-            }
+            // A crafted handle may claim nearly 2^63 bytes: a failed
+            // allocation fails this read.
+            super::grow_zeroed(&mut ra.buf, len).map_err(|source| Error::Io {
+                path: self.path.clone(),
+                source: BlockReadError::wrap(kind, handle.offset, source),
+            })?;
             // Forget the old window first: after a failed read it is gone.
             ra.len = 0;
             self.file
