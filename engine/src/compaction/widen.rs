@@ -42,7 +42,7 @@ pub(crate) fn widen<'a, T: TableRef>(
     let end = last.max(pick.largest_key.as_slice());
     let limit = max_compaction_bytes.saturating_mul(2);
     let below_bytes = level_bytes(below);
-    let fits = |run: &[T]| run.len() > 1 && below_bytes + level_bytes(run) < limit;
+    let fits = |run: &[T]| run.len() > 1 && below_bytes.saturating_add(level_bytes(run)) < limit;
     // Every table meeting the span, if together they still meet only
     // `below` (they may reach past it on either side).
     let meeting = overlapping_slice(tables, start, end);
@@ -73,7 +73,7 @@ fn trivial_run<'a, T: TableRef>(
     let mut bytes = tables[at].meta().file_size;
     let extend = |from: usize, to: usize, added: usize, bytes: &mut u64| {
         let (s, l) = run_range(&tables[from..=to]);
-        let size = *bytes + tables[added].meta().file_size;
+        let size = bytes.saturating_add(tables[added].meta().file_size);
         let ok = to - from < MAX_TRIVIAL_MOVE
             && overlapping_slice(next, s, l).is_empty()
             && size <= max_compaction_bytes;

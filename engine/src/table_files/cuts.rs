@@ -140,7 +140,7 @@ impl OutputCuts {
                 }
                 if self.seen_key {
                     crossed += 1;
-                    self.overlapped += span.file_size;
+                    self.overlapped = self.overlapped.saturating_add(span.file_size);
                 }
                 self.in_gap = false;
             } else {
