@@ -50,14 +50,12 @@ impl BitArray {
 
     /// REQUIRES: `bytes.len() == ceil(num_bits / 64) * 8` (checked by the codec).
     pub(crate) fn from_le_bytes(num_bits: u64, bytes: &[u8]) -> Result<Self> {
-        let words: Vec<u64> = bytes
-            .chunks_exact(8)
-            .map(|c| {
-                let mut w = [0u8; 8];
-                w.copy_from_slice(c);
-                u64::from_le_bytes(w)
-            })
-            .collect();
+        let mut words: Vec<u64> = crate::error::try_vec(bytes.len() / 8)?;
+        words.extend(bytes.chunks_exact(8).map(|c| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            u64::from_le_bytes(w)
+        }));
         let tail = num_bits % 64;
         if tail != 0
             && let Some(last) = words.last()

@@ -112,18 +112,16 @@ impl BlockedBloomFilter {
                 "blocked filter bits are not whole 512-bit blocks",
             ));
         }
-        let blocks = payload
-            .chunks_exact(WORDS_PER_BLOCK * 8)
-            .map(|chunk| {
-                let mut block = Block::default();
-                for (word, bytes) in block.0.iter_mut().zip(chunk.chunks_exact(8)) {
-                    let mut w = [0u8; 8];
-                    w.copy_from_slice(bytes);
-                    *word = u64::from_le_bytes(w);
-                }
-                block
-            })
-            .collect();
+        let mut blocks = crate::error::try_vec(payload.len() / (WORDS_PER_BLOCK * 8))?;
+        blocks.extend(payload.chunks_exact(WORDS_PER_BLOCK * 8).map(|chunk| {
+            let mut block = Block::default();
+            for (word, bytes) in block.0.iter_mut().zip(chunk.chunks_exact(8)) {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(bytes);
+                *word = u64::from_le_bytes(w);
+            }
+            block
+        }));
         Ok(Self {
             blocks,
             num_hashes: header.num_hashes,

@@ -53,6 +53,13 @@ pub enum FilterError {
     /// The header bytes did not decode.
     #[error("filter header does not decode: {0}")]
     Header(String),
+    /// The allocator refused the memory a decoded filter takes (its size
+    /// is the serialized one's, a recorded field).
+    #[error("a filter of {bytes} bytes does not fit in memory")]
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: u64,
+    },
     /// The filter was decoded as one kind but holds another.
     #[error("expected a {expected} filter, found a {found} filter")]
     WrongKind {
@@ -61,6 +68,19 @@ pub enum FilterError {
         /// The kind found in the header.
         found: &'static str,
     },
+}
+
+/// An empty vector with room for `len` items, or `OutOfMemory` when the
+/// allocator refuses: a decoder's buffer is as large as a serialized
+/// filter, whose size is a recorded field, and a refusal must fail the
+/// decode, not abort the process.
+pub(crate) fn try_vec<T>(len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| FilterError::OutOfMemory {
+            bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+        })?;
+    Ok(v)
 }
 
 /// Result alias of this crate.

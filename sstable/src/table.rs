@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bloomlsm_filter::{AnyFilter, Filter, FilterKind, KeyHash};
+use bloomlsm_filter::{AnyFilter, Filter, FilterError, FilterKind, KeyHash};
 
 use crate::block::{Block, BlockIter};
 use crate::block_error::BlockError;
@@ -502,8 +502,17 @@ impl TableFile {
     fn load_filter(&self, handle: BlockHandle) -> std::result::Result<AnyFilter, FilterLoadError> {
         let offset = handle.offset;
         match self.read_block(handle, BlockKind::Filter, false) {
-            Ok(Ok(bytes)) => AnyFilter::from_bytes(&bytes)
-                .map_err(|source| FilterLoadError::Decode { offset, source }),
+            Ok(Ok(bytes)) => AnyFilter::from_bytes(&bytes).map_err(|source| match source {
+                // Memory refused, not damage: a failed read, retried.
+                FilterError::OutOfMemory { .. } => FilterLoadError::Read {
+                    offset,
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::OutOfMemory,
+                        source.to_string(),
+                    ),
+                },
+                source => FilterLoadError::Decode { offset, source },
+            }),
             Ok(Err(source)) => Err(FilterLoadError::Block { offset, source }),
             Err(source) => Err(FilterLoadError::Read { offset, source }),
         }

@@ -252,7 +252,7 @@ impl RibbonFilter {
         }
         // The codec checked solution.len() == num_segments * 16.
         let v1 = header.version < codec::RIBBON_FORMAT_VERSION;
-        let solution = Solution::read(solution, &layout, v1);
+        let solution = Solution::read(solution, &layout, v1)?;
         Ok(Self::assemble(layout, params.seed, solution, header.items))
     }
 }

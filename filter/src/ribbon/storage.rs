@@ -100,8 +100,11 @@ impl Solution {
     /// Reads `bytes` (16 per segment, little-endian) laid out in version 2
     /// order, or in version 1 order when `v1` (then reordered). REQUIRES:
     /// `bytes.len() == 16 * layout.num_segments()` (checked by the codec).
-    pub(crate) fn read(bytes: &[u8], layout: &Layout, v1: bool) -> Self {
-        let mut solution = Self::zeroed(layout.num_segments() as usize);
+    pub(crate) fn read(bytes: &[u8], layout: &Layout, v1: bool) -> crate::error::Result<Self> {
+        let len = layout.num_segments() as usize;
+        let mut lines = crate::error::try_vec(len.div_ceil(PER_LINE))?;
+        lines.resize(len.div_ceil(PER_LINE), Line::default());
+        let mut solution = Self { lines, len };
         let mut values = bytes.chunks_exact(16).map(|c| {
             let mut w = [0u8; 16];
             w.copy_from_slice(c);
@@ -123,6 +126,6 @@ impl Solution {
                 solution.set(i, value);
             }
         }
-        solution
+        Ok(solution)
     }
 }

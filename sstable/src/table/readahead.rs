@@ -66,6 +66,14 @@ impl TableFile {
         }
         // Fits before `limit`, so these do not overflow.
         let need = handle.size as usize + TRAILER_LEN;
+        if need > READAHEAD_BYTES {
+            // Larger than a window: read on its own into one buffer,
+            // reserved fallibly (its size is a recorded field), instead of
+            // a window of it and then a copy of the same size (a second
+            // allocation, which aborted where memory admitted the first).
+            // The window is kept for the blocks after it.
+            return self.read_verified_bulk(handle, kind);
+        }
         let end = handle.offset + need as u64;
         let inside = handle.offset >= ra.start && end <= ra.start + ra.len as u64;
         if !inside {
