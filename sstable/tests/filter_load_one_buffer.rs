@@ -11,55 +11,15 @@
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 mod common;
+mod one_large;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use bloomlsm_filter::FilterKind;
 use bloomlsm_sstable::{FilterLoadError, FilterStatus, Table, TableOptions};
 use common::{simple_model, write_table};
+use one_large::{ARMED, LIVE_LARGE};
 use std::io::ErrorKind;
-
-/// Allocations at least this large count as block-sized.
-const LARGE: usize = 1 << 20;
-
-static ARMED: AtomicBool = AtomicBool::new(false);
-/// Block-sized allocations live now (counted armed or not).
-static LIVE_LARGE: AtomicUsize = AtomicUsize::new(0);
-
-struct OneLargeAtATime;
-
-// SAFETY: delegates every allocation it grants to the system allocator
-// unchanged; a refusal returns null, as the contract allows.
-unsafe impl GlobalAlloc for OneLargeAtATime {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= LARGE {
-            if LIVE_LARGE.fetch_add(1, Ordering::SeqCst) > 0 && ARMED.load(Ordering::SeqCst) {
-                LIVE_LARGE.fetch_sub(1, Ordering::SeqCst);
-                return std::ptr::null_mut();
-            }
-            // SAFETY: same contract as the caller's.
-            let p = unsafe { System.alloc(layout) };
-            if p.is_null() {
-                LIVE_LARGE.fetch_sub(1, Ordering::SeqCst);
-            }
-            return p;
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if layout.size() >= LARGE {
-            LIVE_LARGE.fetch_sub(1, Ordering::SeqCst);
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: OneLargeAtATime = OneLargeAtATime;
 
 #[test]
 fn a_filter_larger_than_memory_admits_twice_does_not_abort_the_open() {
