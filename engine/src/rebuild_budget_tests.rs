@@ -141,8 +141,18 @@ fn flush_during_raising_rebuild(policy: FilterPolicy) {
     resume.send(()).unwrap();
     rebuilder.join().unwrap().unwrap();
 
-    let samples = samples.lock().clone();
     // The flush, the rebuild, and its second pass (the flushed table).
+    assert_installs_within_uniform_and_keys_found(&db, &samples, &[("d", 4000), ("f", 500)]);
+}
+
+/// At least two installs were sampled, each within uniform's bytes, and
+/// every key `prefix` 0..n of `keys` is found.
+fn assert_installs_within_uniform_and_keys_found(
+    db: &Db,
+    samples: &Mutex<Vec<(u64, u64)>>,
+    keys: &[(&str, u64)],
+) {
+    let samples = samples.lock().clone();
     assert!(samples.len() >= 2, "{} installs", samples.len());
     for (i, &(filters, uniform)) in samples.iter().enumerate() {
         assert!(
@@ -151,7 +161,7 @@ fn flush_during_raising_rebuild(policy: FilterPolicy) {
             filters as f64 / uniform as f64
         );
     }
-    for (prefix, n) in [("d", 4000), ("f", 500)] {
+    for &(prefix, n) in keys {
         for i in 0..n {
             assert!(
                 db.get(&prefixed_key(prefix, i)).unwrap().is_some(),
@@ -220,25 +230,9 @@ fn flush_claim_then_rebuild(policy: FilterPolicy) {
     flusher.join().unwrap().unwrap();
     rebuilder.join().unwrap().unwrap();
 
-    let samples = samples.lock().clone();
     // The flush and the rebuild (and a second pass, if the flush's table
     // came after the first).
-    assert!(samples.len() >= 2, "{} installs", samples.len());
-    for (i, &(filters, uniform)) in samples.iter().enumerate() {
-        assert!(
-            filters <= uniform,
-            "install {i}: {filters} filter bytes over uniform's {uniform} (x{:.4})",
-            filters as f64 / uniform as f64
-        );
-    }
-    for (prefix, n) in [("d", 9000), ("f", 1000)] {
-        for i in 0..n {
-            assert!(
-                db.get(&prefixed_key(prefix, i)).unwrap().is_some(),
-                "{prefix}{i}"
-            );
-        }
-    }
+    assert_installs_within_uniform_and_keys_found(&db, &samples, &[("d", 9000), ("f", 1000)]);
 }
 
 /// The repair of a filter that is gone (damaged, or never built) plans

@@ -15,12 +15,12 @@ use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 use bloomlsm::{Db, Options};
+use common::crafted_manifest::record_tables;
 use common::scratch_dir;
 
 /// The largest size a sparse file may have on Linux (`MAX_LFS_FILESIZE`).
 const HUGE: u64 = i64::MAX as u64;
 const FOOTER_LEN: u64 = 64;
-const MANIFEST_HEADER_LEN: usize = 20;
 
 /// `n` flushed tables of 100 keys each, closed.
 fn tables(dir: &Path, options: &Options, n: u32) {
@@ -45,31 +45,6 @@ fn stretch(path: &Path, size: u64) -> bool {
     file.write_all(footer).is_ok()
 }
 
-/// Rewrites every table record's size in the manifest of `dir` to `size`
-/// (layout: engine/src/manifest.rs), resealed with its checksum.
-fn record_sizes(dir: &Path, size: u64) {
-    let path = dir.join("MANIFEST");
-    let bytes = std::fs::read(&path).unwrap();
-    let mut payload = bytes[MANIFEST_HEADER_LEN..].to_vec();
-    let u32_at = |p: &[u8], at: usize| u32::from_le_bytes(p[at..at + 4].try_into().unwrap());
-    let count = u32_at(&payload, 24);
-    let mut at = 28;
-    for _ in 0..count {
-        // level u32, number u64, then the size.
-        payload[at + 12..at + 20].copy_from_slice(&size.to_le_bytes());
-        at += 4 + 5 * 8;
-        for _ in 0..2 {
-            at += 4 + u32_at(&payload, at) as usize;
-        }
-    }
-    assert_eq!(at, payload.len());
-    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-    // Control byte: the store format version, payload given as is.
-    let mut data = vec![version as u8 | 8];
-    data.extend_from_slice(&payload);
-    std::fs::write(&path, bloomlsm::fuzzing::resealed::reseal_manifest(&data)).unwrap();
-}
-
 #[test]
 fn table_sizes_past_u64_in_sum_do_not_overflow_stats() {
     let dir = scratch_dir();
@@ -90,7 +65,7 @@ fn table_sizes_past_u64_in_sum_do_not_overflow_stats() {
         }
     }
     assert_eq!(stretched, 3);
-    record_sizes(dir.path(), HUGE);
+    record_tables(dir.path(), HUGE, None);
     let db = Db::open(dir.path(), options).unwrap();
     assert_eq!(db.get(b"k1-007").unwrap(), Some(b"v".to_vec()));
     let stats = db.stats();

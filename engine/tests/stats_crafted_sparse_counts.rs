@@ -21,12 +21,12 @@ use bloomlsm::sstable::TableProperties;
 use bloomlsm::sstable::format::{BlockHandle, BlockKind, Footer, TRAILER_LEN};
 use bloomlsm::sstable::fuzzing::reseal;
 use bloomlsm::{Db, Error, Options};
+use common::crafted_manifest::record_tables;
 use common::scratch_dir;
 
 /// The largest size a sparse file may have on Linux (`MAX_LFS_FILESIZE`).
 const HUGE: u64 = i64::MAX as u64;
 const FOOTER_LEN: usize = 64;
-const MANIFEST_HEADER_LEN: usize = 20;
 const FAKE_BLOCK: u64 = (1 << 63) - (1 << 20);
 
 fn varint(mut v: u64, out: &mut Vec<u8>) {
@@ -92,32 +92,6 @@ fn inflate(path: &Path) -> Option<u64> {
     Some(data_bytes)
 }
 
-/// Rewrites every table record's size and entries in the manifest of
-/// `dir` (layout: engine/src/manifest.rs), resealed with its checksum.
-fn record(dir: &Path, size: u64, entries: u64) {
-    let path = dir.join("MANIFEST");
-    let bytes = std::fs::read(&path).unwrap();
-    let mut payload = bytes[MANIFEST_HEADER_LEN..].to_vec();
-    let u32_at = |p: &[u8], at: usize| u32::from_le_bytes(p[at..at + 4].try_into().unwrap());
-    let count = u32_at(&payload, 24);
-    let mut at = 28;
-    for _ in 0..count {
-        // level u32, number u64, size u64, entries u64.
-        payload[at + 12..at + 20].copy_from_slice(&size.to_le_bytes());
-        payload[at + 20..at + 28].copy_from_slice(&entries.to_le_bytes());
-        at += 4 + 5 * 8;
-        for _ in 0..2 {
-            at += 4 + u32_at(&payload, at) as usize;
-        }
-    }
-    assert_eq!(at, payload.len());
-    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-    // Control byte: the store format version, payload given as is.
-    let mut data = vec![version as u8 | 8];
-    data.extend_from_slice(&payload);
-    std::fs::write(&path, bloomlsm::fuzzing::resealed::reseal_manifest(&data)).unwrap();
-}
-
 /// Three flushed tables inflated as above, the manifest naming them;
 /// the store opened.
 fn inflated_store(dir: &Path, options: &Options) -> Option<Db> {
@@ -145,7 +119,7 @@ fn inflated_store(dir: &Path, options: &Options) -> Option<Db> {
     assert_eq!(claimed.len(), 3);
     // Same-sized tables: every table claims the same count.
     assert!(claimed.iter().all(|&c| c == claimed[0]), "{claimed:?}");
-    record(dir, HUGE, claimed[0]);
+    record_tables(dir, HUGE, Some(claimed[0]));
     let db = Db::open(dir, options.clone()).unwrap();
     assert_eq!(db.get(b"k1-007").unwrap(), Some(b"v".to_vec()));
     Some(db)

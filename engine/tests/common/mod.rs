@@ -4,6 +4,7 @@
 #![allow(dead_code)] // Not every test binary uses every helper.
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
+pub mod crafted_manifest;
 pub mod format_v1;
 pub mod held_iter;
 pub mod live_tables;
