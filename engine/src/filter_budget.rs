@@ -294,11 +294,11 @@ fn optimum(kind: FilterKind, runs: &[RunSize], bits_per_key: f64) -> Vec<f64> {
     }
 }
 
-/// The most bits per key a policy accepts (`FilterPolicy::validate`):
-/// no budget goes past it. Monkey prices a run ln(N / n) / s bits above
-/// the largest, so at an average near 100 a one-key run over 20,000 keys
-/// was priced at 196 bits per key (`target_range_tests.rs`).
-const MAX_BITS_PER_KEY: f64 = 100.0;
+/// No budget goes past what a policy accepts: Monkey prices a run
+/// ln(N / n) / s bits above the largest, so at an average near 100 a
+/// one-key run over 20,000 keys was priced at 196 bits per key
+/// (`target_range_tests.rs`).
+const MAX_BITS_PER_KEY: f64 = crate::options::MAX_FILTER_BITS_PER_KEY;
 
 /// Below the smallest filter worth building: none.
 fn floor_to_filter(bits: f64) -> f64 {

@@ -143,8 +143,8 @@ pub use error::{Error, Result};
 pub use iter::DbIter;
 pub use manifest::{STORE_FORMAT_VERSION, TableMeta, table_records};
 pub use options::{
-    CorruptFilterPolicy, FilterPolicy, MAX_BLOCK_SIZE, MAX_LEVELS, MIN_FILTER_BITS_PER_KEY,
-    Options, SyncMode, WalRecovery,
+    CorruptFilterPolicy, FilterPolicy, MAX_BLOCK_SIZE, MAX_FILTER_BITS_PER_KEY, MAX_LEVELS,
+    MIN_FILTER_BITS_PER_KEY, Options, SyncMode, WalRecovery,
 };
 pub use stats::{LevelStats, Stats};
 pub use table_files::MAX_OPEN_FILE_NUMBER;

@@ -170,3 +170,24 @@ fn corrupt_filter_policies() {
     );
     assert!((0..2000).all(|i| db.get(&key(i)).unwrap().is_some()));
 }
+
+/// `FilterPolicy::bits_per_key` answers what the engine builds: no level
+/// past `MAX_FILTER_BITS_PER_KEY`, even where Monkey prices a one-key
+/// level far above a large one at an average near the cap.
+#[test]
+fn optimized_bits_per_key_never_passes_the_cap() {
+    let policy = FilterPolicy::Optimized { bits_per_key: 99.0 };
+    let shape = [1, 10, 100, 1_000, 10_000, 100_000];
+    let actual = [1, 0, 0, 0, 0, 100_000];
+    let bits: Vec<f64> = (0..shape.len())
+        .map(|level| policy.bits_per_key(level, &shape, &actual))
+        .collect();
+    assert!(
+        bits.iter().all(|&b| b <= bloomlsm::MAX_FILTER_BITS_PER_KEY),
+        "{bits:?}"
+    );
+    assert!(
+        bits[5] >= 90.0,
+        "the large level keeps about the average: {bits:?}"
+    );
+}

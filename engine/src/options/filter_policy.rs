@@ -9,6 +9,11 @@ use crate::error::{Error, Result};
 /// a filter instead (every key "maybe", read from its block).
 pub const MIN_FILTER_BITS_PER_KEY: f64 = 1.0;
 
+/// The most bits per key a policy accepts, and the most any level's
+/// filters get: `Optimized` prices a small run ln(N / n) / s bits above the
+/// largest, which near an average of 100 passed 190 bits per key.
+pub const MAX_FILTER_BITS_PER_KEY: f64 = 100.0;
+
 /// How many bits per key each level's filters get.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FilterPolicy {
@@ -36,12 +41,15 @@ impl FilterPolicy {
     /// Bits per key for tables written to `level`. `shape` is the relative
     /// size of each level in the tree's steady shape and `actual` the keys
     /// each level holds now (both used by `Optimized` only).
-    /// Values below [`MIN_FILTER_BITS_PER_KEY`] mean "no filter".
+    /// Values below [`MIN_FILTER_BITS_PER_KEY`] mean "no filter"; none is
+    /// above [`MAX_FILTER_BITS_PER_KEY`].
     pub fn bits_per_key(&self, level: usize, shape: &[u64], actual: &[u64]) -> f64 {
         let bits = match self {
             Self::Uniform { bits_per_key } => *bits_per_key,
             Self::PerLevel(v) => v.get(level).or(v.last()).copied().unwrap_or(0.0),
-            Self::Optimized { bits_per_key } => optimized_bits(level, shape, actual, *bits_per_key),
+            Self::Optimized { bits_per_key } => {
+                optimized_bits(level, shape, actual, *bits_per_key).min(MAX_FILTER_BITS_PER_KEY)
+            }
         };
         if bits >= MIN_FILTER_BITS_PER_KEY {
             bits
@@ -50,9 +58,10 @@ impl FilterPolicy {
         }
     }
 
-    /// Every bits-per-key setting must be finite and in 0..=100.
+    /// Every bits-per-key setting must be finite and in
+    /// 0..=[`MAX_FILTER_BITS_PER_KEY`].
     pub(crate) fn validate(&self) -> Result<()> {
-        let ok = |b: f64| b.is_finite() && (0.0..=100.0).contains(&b);
+        let ok = |b: f64| b.is_finite() && (0.0..=MAX_FILTER_BITS_PER_KEY).contains(&b);
         let valid = match self {
             Self::Uniform { bits_per_key } | Self::Optimized { bits_per_key } => ok(*bits_per_key),
             Self::PerLevel(v) => !v.is_empty() && v.iter().all(|b| ok(*b)),

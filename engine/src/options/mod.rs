@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 
 mod filter_policy;
 
-pub use filter_policy::{FilterPolicy, MIN_FILTER_BITS_PER_KEY};
+pub use filter_policy::{FilterPolicy, MAX_FILTER_BITS_PER_KEY, MIN_FILTER_BITS_PER_KEY};
 
 /// When the WAL is fsynced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
