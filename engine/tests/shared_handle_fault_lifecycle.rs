@@ -30,7 +30,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bloomlsm::fs::fault::FaultFs;
+use bloomlsm::fs::fault::{FaultFs, PartialWrite};
 use bloomlsm::{Db, Error, FilterPolicy, Options, Snapshot, SyncMode, WriteBatch};
 use common::{Rng, scratch_dir};
 
@@ -348,6 +348,13 @@ fn run(seed: u64) {
     };
     let transient = seed % 3 == 2;
     let heal_before_close = seed.is_multiple_of(2);
+    // A failing write of a file may leave a prefix of its bytes behind.
+    if seed % 5 < 2 {
+        fs.set_partial_writes(PartialWrite::Seeded(seed));
+    }
+    // Where the close's own fsyncs work, every acknowledged write is
+    // durable after it: a power loss then must not lose one.
+    let power_loss = heal_before_close && seed.is_multiple_of(4);
     match arm {
         Some(n) if transient => fs.fail_only_op(n),
         Some(n) => fs.fail_from_op(n),
@@ -364,7 +371,7 @@ fn run(seed: u64) {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     let at = format!(
-        "seed {seed} ({opts:?}), armed at {arm:?} (transient {transient}, healed before close {heal_before_close})"
+        "seed {seed} ({opts:?}), armed at {arm:?} (transient {transient}, healed before close {heal_before_close}, power loss {power_loss})"
     );
     // Reads go on whatever stopped: every thread's keys as acknowledged.
     for (t, out) in outcomes.iter().enumerate() {
@@ -421,10 +428,14 @@ fn run(seed: u64) {
         "{at}: a snapshot read after close"
     );
     fs.heal();
-    // Reopen at once, in this process, with the snapshot still alive.
+    if power_loss {
+        drop(held);
+        fs.simulate_power_loss().unwrap();
+    }
+    // Reopen at once, in this process (with the snapshot of the closed
+    // store still alive unless power was lost).
     let db = Db::open_with_fs(dir.path(), opts.clone(), Arc::new(fs.clone()))
         .unwrap_or_else(|e| panic!("{at}: reopen: {e}"));
-    drop(held);
     let mut model = check_recovered(&db, &outcomes, &format!("{at}: reopen"));
     // The recovered store works: more writes, settle, close, reopen with
     // another shape.
