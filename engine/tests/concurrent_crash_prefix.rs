@@ -121,7 +121,7 @@ fn state_after(h: &History, n: usize) -> Model {
 
 fn run(seed: u64) {
     let mut rng = Rng(seed);
-    let sync = if seed % 3 == 0 {
+    let sync = if seed.is_multiple_of(3) {
         SyncMode::Always
     } else {
         SyncMode::Never
