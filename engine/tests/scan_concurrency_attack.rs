@@ -31,7 +31,7 @@
 //! Never a full `compact()`; `wait_for_background_work` is not called.
 //! `BLOOMLSM_SCAN_ATTACK_SEEDS` sets the number of seeds (default 12),
 //! `BLOOMLSM_SCAN_ATTACK_FIRST` the first, `BLOOMLSM_SCAN_ATTACK_WRITES`
-//! the writer's operations per phase (default 2000).
+//! the writer's operations per phase (default 1500).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 mod common;
@@ -108,8 +108,9 @@ impl History {
 
 /// Keys in groups of eight sharing their first eight bytes ("g0000012"),
 /// each group: the bare prefix, then with "\0", "\0\0", "a", "a\xff\xff",
-/// "\xff", twenty "\xff" and a long tail; plus single bytes 0x00, 0x01
-/// and runs of 0xFF at the very ends of the key space.
+/// "\xff", twenty "\xff" and a long tail (every third group also two keys
+/// longer than a block); plus single bytes 0x00, 0x01 and runs of 0xFF at
+/// the very ends of the key space.
 fn universe(groups: u64) -> Vec<Vec<u8>> {
     let mut keys = vec![vec![0u8], vec![1u8], vec![0xff], vec![0xff; 3]];
     for g in 0..groups {
@@ -127,14 +128,20 @@ fn universe(groups: u64) -> Vec<Vec<u8>> {
         for t in tails {
             keys.push([p.as_slice(), t].concat());
         }
+        if g % 3 == 0 {
+            // Keys longer than a block: a block, and an index entry, each.
+            keys.push([p.as_slice(), &[b'm'; 300]].concat());
+            keys.push([p.as_slice(), b"a", &[0; 150]].concat());
+        }
     }
     keys.sort();
     keys
 }
 
 /// A bound near the keys the store holds: a written key, one beside it
-/// (with a 0x00 added, its last byte dropped, the empty key), a table's smallest or
-/// largest key from the last reopen, or none.
+/// (with a 0x00 added, its last byte dropped, the empty key, cut anywhere
+/// and a byte added), a table's smallest or largest key from the last
+/// reopen, or none.
 fn bound(rng: &mut Rng, keys: &[Vec<u8>], fences: &[Vec<u8>]) -> Bound<Vec<u8>> {
     let mut k = if !fences.is_empty() && rng.below(3) == 0 {
         rng.pick(fences).clone()
@@ -146,6 +153,12 @@ fn bound(rng: &mut Rng, keys: &[Vec<u8>], fences: &[Vec<u8>]) -> Bound<Vec<u8>> 
         // Down to the empty key (no key is empty: a bound may be).
         1 => {
             k.pop();
+        }
+        // Anywhere between keys (where index separators fall): cut, then
+        // one byte.
+        2 => {
+            k.truncate(rng.below(k.len() as u64 + 1) as usize);
+            k.push(*rng.pick(&[0, b'a', b'n', 0xfe, 0xff]));
         }
         _ => {}
     }
@@ -585,7 +598,7 @@ fn env(name: &str, default: u64) -> u64 {
 fn scans_agree_with_the_history_while_the_tree_changes() {
     let first = env("BLOOMLSM_SCAN_ATTACK_FIRST", 0);
     let seeds = env("BLOOMLSM_SCAN_ATTACK_SEEDS", 12);
-    let ops = env("BLOOMLSM_SCAN_ATTACK_WRITES", 2000);
+    let ops = env("BLOOMLSM_SCAN_ATTACK_WRITES", 1500);
     for seed in first..first + seeds {
         run(seed, 3, ops);
     }
