@@ -89,8 +89,9 @@ pub enum Command {
         /// Absent keys to probe for the measured FPR (at least 1).
         #[arg(long, default_value_t = 100_000, value_parser = at_least_one())]
         probes: u64,
-        /// Also read every entry back: each data block's checksum, the
-        /// order of the entries, the properties' counts and ranges, and
+        /// Also read every entry back: each data block's checksum (and a
+        /// filter block that is damaged, which plain `inspect` shows as
+        /// `unusable`, is an error), the order of the entries, the properties' counts and ranges, and
         /// every key against the filter (false negatives counted).
         #[arg(long)]
         verify: bool,

@@ -7,17 +7,26 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use bloomlsm_filter::{Filter, KeyHash};
-use bloomlsm_sstable::{EntryKind, Table, TableIter};
+use bloomlsm_sstable::{EntryKind, FilterLoadError, FilterStatus, Table, TableIter};
 
 use crate::output::Fields;
 
 /// Reads the whole table. A damaged block is an error naming the file, the
-/// block and its offset; entries out of order, or counts, key or sequence
+/// block and its offset, the filter block too (the store reads around a
+/// filter it cannot use, but a table whose filter block is damaged is not
+/// sound); entries out of order, or counts, key or sequence
 /// ranges that disagree with the properties, are errors naming what
 /// disagrees. Keys the filter says are absent (false negatives, which a
 /// usable filter never gives) are counted, not refused, so the figure is
 /// seen.
 pub(super) fn verify(table: Arc<Table>) -> Result<Fields> {
+    if let FilterStatus::Unusable(reason) = table.filter_status() {
+        let path = table.path().display();
+        match reason {
+            FilterLoadError::Read { .. } => bail!("{path}: {reason}"),
+            _ => bail!("corrupt table {path}: {reason}"),
+        }
+    }
     let p = table.properties();
     let filter = table.filter();
     let mut entries = 0u64;
