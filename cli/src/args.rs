@@ -91,8 +91,10 @@ pub enum Command {
         probes: u64,
         /// Also read every entry back: each data block's checksum (and a
         /// filter block that is damaged, which plain `inspect` shows as
-        /// `unusable`, is an error), the order of the entries, the properties' counts and ranges, and
-        /// every key against the filter (false negatives counted).
+        /// `unusable`, is an error), the order of the entries, the
+        /// properties' counts and ranges, and every key against the filter
+        /// (false negatives counted; any is damage: the report is printed,
+        /// then an error line, exit status 2).
         #[arg(long)]
         verify: bool,
     },

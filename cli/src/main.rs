@@ -44,6 +44,10 @@ fn main() -> ExitCode {
     match printed {
         Ok(Status::Success) => ExitCode::SUCCESS,
         Ok(Status::NotFound) => ExitCode::from(EXIT_NOT_FOUND),
+        Ok(Status::Damaged(damage)) => {
+            eprintln!("error: {}", damage.replace(['\n', '\r'], " "));
+            ExitCode::from(EXIT_ERROR)
+        }
         Err(e) => {
             let hint = if wal_damage(&e) && cli.wal_recovery != WalRecoveryArg::PointInTime {
                 " (--wal-recovery point-in-time opens the store with the writes before the damage)"

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use bloomlsm_filter::{Filter, KeyHash};
 use bloomlsm_sstable::{BlockHandle, FilterStatus, Table};
 
-use super::Outcome;
+use super::{Outcome, Status};
 use crate::output::{Fields, Value, text};
 
 /// Above this fraction of bits set, k is too high for the bits per key
@@ -93,12 +93,14 @@ pub fn run(path: &Path, probes: u64, verify: bool) -> Result<Outcome> {
         .with("filter", filter(&table, probes))
         .with("properties", properties)
         .with("footer", footer);
-    let fields = if verify {
-        fields.with("verify", super::verify::verify(Arc::new(table))?)
-    } else {
-        fields
-    };
-    Ok(Value::from(fields).into())
+    if !verify {
+        return Ok(Value::from(fields).into());
+    }
+    let (read_back, damage) = super::verify::verify(Arc::new(table))?;
+    Ok(Outcome {
+        value: fields.with("verify", read_back).into(),
+        status: damage.map_or(Status::Success, Status::Damaged),
+    })
 }
 
 fn handle(h: &BlockHandle) -> Fields {

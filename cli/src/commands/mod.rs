@@ -21,12 +21,16 @@ use crate::args::{Cli, Command};
 use crate::output::{Fields, Value};
 
 /// How the command ended, when it did not fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Status {
     /// The command did what was asked.
     Success,
     /// `get` asked for a key that has no value (exit status 1).
     NotFound,
+    /// What was asked about is damaged (`inspect --verify` of a filter
+    /// that rules out keys its table holds): the report is printed, so its
+    /// figures are seen, then this error line, and the exit status is 2.
+    Damaged(String),
 }
 
 /// What a command prints and how it exits.
