@@ -118,9 +118,42 @@ impl StoreFlags {
     }
 }
 
-/// Opens a store for writing (`put`), creating it when missing.
+/// Opens a store for writing (`put`), creating it when missing; says on
+/// stderr when the open dropped writes its WAL replay could not reach.
 fn open_for_writing(path: &Path, store: StoreFlags) -> Result<Db> {
-    Ok(Db::open(path, store.options())?)
+    let db = Db::open(path, store.options())?;
+    note_wal_cut(&db, true);
+    Ok(db)
+}
+
+/// A note on stderr (stdout stays the answer) when opening `db` stopped
+/// its WAL replay short of WAL bytes (`Stats::wal_replay_cut`): which WAL,
+/// from where, how many bytes, why, and whether they are gone on disk
+/// (`dropped`: a read-write open) or only unread (a read-only open). A
+/// cut of no bytes (at a clean close's marker) lost nothing and is not
+/// noted.
+fn note_wal_cut(db: &Db, dropped: bool) {
+    use std::io::Write;
+    let Some(cut) = db.stats().wal_replay_cut else {
+        return;
+    };
+    if cut.bytes_not_replayed == 0 {
+        return;
+    }
+    let fate = if dropped {
+        "this open dropped them for good"
+    } else {
+        "unread, not dropped: the next put or delete drops them for good"
+    };
+    // A closed stderr is no reason to fail the command.
+    let _ = writeln!(
+        std::io::stderr(),
+        "note: WAL replay stopped at offset {} of {} ({}): {} bytes not replayed, {fate}",
+        cut.offset,
+        cut.path.display(),
+        stats::cut_cause(cut.cause),
+        cut.bytes_not_replayed,
+    );
 }
 
 /// Closes `db` after its batch was written: a failure then says what

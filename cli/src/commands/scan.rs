@@ -17,6 +17,7 @@ pub fn run(
     limit: usize,
 ) -> Result<Outcome> {
     let db = open_to_study(db, store)?;
+    super::note_wal_cut(&db, false);
     let from = from.unwrap_or_default().as_bytes().to_vec();
     let mut iter = match to {
         Some(to) => db.scan(from..to.as_bytes().to_vec()),

@@ -62,17 +62,21 @@ pub fn run(path: &Path, store: StoreFlags, absent_gets: u64) -> Result<Outcome> 
 /// Where the open's WAL replay stopped short, and why (null when it
 /// replayed every WAL whole).
 fn wal_cut_row(c: &WalCut) -> Fields {
-    let cause = match c.cause {
-        WalCutCause::TornTail => "torn tail",
-        WalCutCause::UnsyncedWal => "damage in a WAL written without fsync",
-        WalCutCause::PointInTime => "damage, point-in-time recovery",
-        _ => "other",
-    };
     Fields::new()
         .with("wal", c.path.display().to_string())
         .with("offset", c.offset)
         .with("bytes_not_replayed", c.bytes_not_replayed)
-        .with("cause", cause)
+        .with("cause", cut_cause(c.cause))
+}
+
+/// Why a WAL replay stopped short, in words.
+pub(super) fn cut_cause(cause: WalCutCause) -> &'static str {
+    match cause {
+        WalCutCause::TornTail => "torn tail",
+        WalCutCause::UnsyncedWal => "damage in a WAL written without fsync",
+        WalCutCause::PointInTime => "damage, point-in-time recovery",
+        _ => "other",
+    }
 }
 
 /// Stored keys spread over every table: each table of the manifest gives a
