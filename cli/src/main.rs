@@ -45,7 +45,7 @@ fn main() -> ExitCode {
         Ok(Status::Success) => ExitCode::SUCCESS,
         Ok(Status::NotFound) => ExitCode::from(EXIT_NOT_FOUND),
         Ok(Status::Damaged(damage)) => {
-            eprintln!("error: {}", damage.replace(['\n', '\r'], " "));
+            commands::to_stderr(&format!("error: {}", damage.replace(['\n', '\r'], " ")));
             ExitCode::from(EXIT_ERROR)
         }
         Err(e) => {
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
             } else {
                 ""
             };
-            eprintln!("error: {}{hint}", one_line(&e));
+            commands::to_stderr(&format!("error: {}{hint}", one_line(&e)));
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -133,7 +133,6 @@ fn open_for_writing(path: &Path, store: StoreFlags) -> Result<Db> {
 /// cut of no bytes (at a clean close's marker) lost nothing and is not
 /// noted.
 fn note_wal_cut(db: &Db, dropped: bool) {
-    use std::io::Write;
     let Some(cut) = db.stats().wal_replay_cut else {
         return;
     };
@@ -145,15 +144,21 @@ fn note_wal_cut(db: &Db, dropped: bool) {
     } else {
         "unread, not dropped: the next put or delete drops them for good"
     };
-    // A closed stderr is no reason to fail the command.
-    let _ = writeln!(
-        std::io::stderr(),
+    to_stderr(&format!(
         "note: WAL replay stopped at offset {} of {} ({}): {} bytes not replayed, {fate}",
         cut.offset,
         cut.path.display(),
         stats::cut_cause(cut.cause),
         cut.bytes_not_replayed,
-    );
+    ));
+}
+
+/// `line` and a newline on stderr. A stderr no one reads (a closed pipe)
+/// is no reason to fail or panic (`eprintln!` would): the command keeps
+/// its exit status.
+pub fn to_stderr(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Closes `db` after its batch was written: a failure then says what

@@ -34,7 +34,9 @@ pub fn run(
     }
     // Said on stderr, so stdout stays the pairs alone (text or JSON).
     if pairs.len() == limit && matches!(iter.next(), Some(Ok(_))) {
-        eprintln!("note: --limit {limit} reached; the range holds more pairs");
+        super::to_stderr(&format!(
+            "note: --limit {limit} reached; the range holds more pairs"
+        ));
     }
     drop(iter);
     db.close()?;
