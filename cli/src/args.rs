@@ -89,9 +89,12 @@ pub enum Command {
         /// Absent keys to probe for the measured FPR (at least 1).
         #[arg(long, default_value_t = 100_000, value_parser = at_least_one())]
         probes: u64,
-        /// Also read every entry back: each data block's checksum, the
-        /// order of the entries, the properties' counts and ranges, and
-        /// every key against the filter (false negatives counted).
+        /// Also read every entry back: each data block's checksum (and a
+        /// filter block that is damaged, which plain `inspect` shows as
+        /// `unusable`, is an error), the order of the entries, the
+        /// properties' counts and ranges, and every key against the filter
+        /// (false negatives counted; any is damage: the report is printed,
+        /// then an error line, exit status 2).
         #[arg(long)]
         verify: bool,
     },

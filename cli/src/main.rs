@@ -4,7 +4,8 @@
 //! with the same fields in the same order with `--json`.
 //!
 //! Exit status: 0 success, 1 `get` of a key that is not found, 2 an error
-//! (one line on stderr) or bad arguments.
+//! (one line on stderr) or bad arguments. A reader that closes stdout
+//! early (`| head`) is no error: the status is the answer's.
 
 mod args;
 mod commands;
@@ -32,19 +33,28 @@ fn main() -> ExitCode {
         } else {
             render::render(&outcome.value)
         };
-        std::io::stdout().lock().write_all(text.as_bytes())?;
+        match std::io::stdout().lock().write_all(text.as_bytes()) {
+            // The reader stopped early (`bloomlsm scan DB | head`): not an
+            // error, and the answer's status stands.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            written => written?,
+        }
         Ok(outcome.status)
     });
     match printed {
         Ok(Status::Success) => ExitCode::SUCCESS,
         Ok(Status::NotFound) => ExitCode::from(EXIT_NOT_FOUND),
+        Ok(Status::Damaged(damage)) => {
+            commands::to_stderr(&format!("error: {}", damage.replace(['\n', '\r'], " ")));
+            ExitCode::from(EXIT_ERROR)
+        }
         Err(e) => {
             let hint = if wal_damage(&e) && cli.wal_recovery != WalRecoveryArg::PointInTime {
                 " (--wal-recovery point-in-time opens the store with the writes before the damage)"
             } else {
                 ""
             };
-            eprintln!("error: {}{hint}", one_line(&e));
+            commands::to_stderr(&format!("error: {}{hint}", one_line(&e)));
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -2,7 +2,8 @@
 //! reads the filter, index and properties blocks only, so a damaged data
 //! block passes it; `--verify` refuses it naming the file, the block and
 //! its offset, and on a sound table reports every entry read and no key
-//! its filter rules out.
+//! its filter rules out (a filter that rules out stored keys is reported,
+//! then refused).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use std::process::{Command, Output};
@@ -128,12 +129,36 @@ fn a_filter_that_rules_out_stored_keys_is_counted() {
         assert_eq!(wrong.len(), size);
         bytes[offset..offset + size].copy_from_slice(&wrong);
     });
+    // The report is printed (the figures are seen), then the damage is
+    // an error: a get of a key the filter rules out answers not found.
+    // (Before, verify said status ok and exited 0.)
     let out = inspect(&[table.to_str().unwrap(), "--verify"]);
-    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let misses = v["verify"]["filter_false_negatives"].as_u64().unwrap();
     assert!(misses > 1400 && misses <= 1500, "{v}");
     assert_eq!(v["verify"]["keys_checked_against_filter"], 3000, "{v}");
+    assert_eq!(v["verify"]["status"], "filter false negatives", "{v}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    let name = table.file_name().unwrap().to_str().unwrap();
+    assert!(
+        err.starts_with("error: corrupt table ") && err.contains(name),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("its filter rules out {misses} of its 3000 keys")),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // In text too: the report on stdout, the same line on stderr.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+        .args(["inspect", table.to_str().unwrap(), "--verify"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("filter false negatives"), "{text}");
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), err);
 }
 
 #[test]

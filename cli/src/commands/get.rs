@@ -10,6 +10,7 @@ use crate::output::{Fields, Value, text};
 /// Prints `key`, then its value or `not found`.
 pub fn run(db: &Path, store: StoreFlags, key: &str) -> Result<Outcome> {
     let db = open_to_study(db, store)?;
+    super::note_wal_cut(&db, false);
     let value = db.get(key.as_bytes())?;
     db.close()?;
     let status = if value.is_some() {

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use bloomlsm_filter::{Filter, KeyHash};
 use bloomlsm_sstable::{BlockHandle, FilterStatus, Table};
 
-use super::Outcome;
+use super::{Outcome, Status};
 use crate::output::{Fields, Value, text};
 
 /// Above this fraction of bits set, k is too high for the bits per key
@@ -18,7 +18,8 @@ const OVERFULL_FILL: f64 = 0.6;
 /// The table in `path`, and where its size came from: in a store directory
 /// whose manifest names it, the table its record's size says (a filter
 /// rebuilt in place leaves bytes past it when its install never became
-/// durable); otherwise the whole file, also when the manifest cannot be
+/// durable; a file shorter than that is refused, naming both sizes, as the
+/// store refuses it); otherwise the whole file, also when the manifest cannot be
 /// read (a damaged store is what one inspects tables of).
 fn open(path: &Path) -> Result<(Table, String)> {
     let number = path
@@ -44,6 +45,16 @@ fn open(path: &Path) -> Result<(Table, String)> {
         return Ok((table, format!("file length ({whole_because})")));
     };
     let file = std::fs::File::open(path)?;
+    // A table whose tail was lost, as the store names it (it would read
+    // past the end of the file for its footer: an I/O error saying only
+    // that a buffer could not be filled).
+    let length = file.metadata()?.len();
+    if length < size {
+        bail!(
+            "corrupt {} at offset {length}: table is {length} bytes; the manifest recorded {size}",
+            path.display()
+        );
+    }
     let table = Table::open_at(Arc::new(file), path, size, 0, None)?;
     Ok((table, "manifest record".to_string()))
 }
@@ -82,12 +93,14 @@ pub fn run(path: &Path, probes: u64, verify: bool) -> Result<Outcome> {
         .with("filter", filter(&table, probes))
         .with("properties", properties)
         .with("footer", footer);
-    let fields = if verify {
-        fields.with("verify", super::verify::verify(Arc::new(table))?)
-    } else {
-        fields
-    };
-    Ok(Value::from(fields).into())
+    if !verify {
+        return Ok(Value::from(fields).into());
+    }
+    let (read_back, damage) = super::verify::verify(Arc::new(table))?;
+    Ok(Outcome {
+        value: fields.with("verify", read_back).into(),
+        status: damage.map_or(Status::Success, Status::Damaged),
+    })
 }
 
 fn handle(h: &BlockHandle) -> Fields {

@@ -21,12 +21,16 @@ use crate::args::{Cli, Command};
 use crate::output::{Fields, Value};
 
 /// How the command ended, when it did not fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Status {
     /// The command did what was asked.
     Success,
     /// `get` asked for a key that has no value (exit status 1).
     NotFound,
+    /// What was asked about is damaged (`inspect --verify` of a filter
+    /// that rules out keys its table holds): the report is printed, so its
+    /// figures are seen, then this error line, and the exit status is 2.
+    Damaged(String),
 }
 
 /// What a command prints and how it exits.
@@ -114,9 +118,47 @@ impl StoreFlags {
     }
 }
 
-/// Opens a store for writing (`put`), creating it when missing.
+/// Opens a store for writing (`put`), creating it when missing; says on
+/// stderr when the open dropped writes its WAL replay could not reach.
 fn open_for_writing(path: &Path, store: StoreFlags) -> Result<Db> {
-    Ok(Db::open(path, store.options())?)
+    let db = Db::open(path, store.options())?;
+    note_wal_cut(&db, true);
+    Ok(db)
+}
+
+/// A note on stderr (stdout stays the answer) when opening `db` stopped
+/// its WAL replay short of WAL bytes (`Stats::wal_replay_cut`): which WAL,
+/// from where, how many bytes, why, and whether they are gone on disk
+/// (`dropped`: a read-write open) or only unread (a read-only open). A
+/// cut of no bytes (at a clean close's marker) lost nothing and is not
+/// noted.
+fn note_wal_cut(db: &Db, dropped: bool) {
+    let Some(cut) = db.stats().wal_replay_cut else {
+        return;
+    };
+    if cut.bytes_not_replayed == 0 {
+        return;
+    }
+    let fate = if dropped {
+        "this open dropped them for good"
+    } else {
+        "unread, not dropped: the next put or delete drops them for good"
+    };
+    to_stderr(&format!(
+        "note: WAL replay stopped at offset {} of {} ({}): {} bytes not replayed, {fate}",
+        cut.offset,
+        cut.path.display(),
+        stats::cut_cause(cut.cause),
+        cut.bytes_not_replayed,
+    ));
+}
+
+/// `line` and a newline on stderr. A stderr no one reads (a closed pipe)
+/// is no reason to fail or panic (`eprintln!` would): the command keeps
+/// its exit status.
+pub fn to_stderr(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Closes `db` after its batch was written: a failure then says what

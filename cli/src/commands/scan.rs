@@ -8,7 +8,8 @@ use super::{Outcome, StoreFlags, open_to_study};
 use crate::output::{Fields, Value, text};
 
 /// Up to `limit` pairs from `from` (inclusive) to `to` (exclusive), one
-/// `key`, `value` record each; a note on stderr when the range holds more.
+/// `key`, `value` record each; a note on stderr when the range holds more,
+/// or when reading past the limit failed.
 pub fn run(
     db: &Path,
     store: StoreFlags,
@@ -17,6 +18,7 @@ pub fn run(
     limit: usize,
 ) -> Result<Outcome> {
     let db = open_to_study(db, store)?;
+    super::note_wal_cut(&db, false);
     let from = from.unwrap_or_default().as_bytes().to_vec();
     let mut iter = match to {
         Some(to) => db.scan(from..to.as_bytes().to_vec()),
@@ -31,9 +33,21 @@ pub fn run(
                 .with("value", text(&value)),
         ));
     }
-    // Said on stderr, so stdout stays the pairs alone (text or JSON).
-    if pairs.len() == limit && matches!(iter.next(), Some(Ok(_))) {
-        eprintln!("note: --limit {limit} reached; the range holds more pairs");
+    // Said on stderr, so stdout stays the pairs alone (text or JSON). A
+    // failed read past the limit is said too: silence would read as "the
+    // range ends here". The pairs asked for were read, so it is a note.
+    if pairs.len() == limit {
+        let more = match iter.next() {
+            Some(Ok(_)) => Some("the range holds more pairs".to_string()),
+            Some(Err(e)) => Some(format!(
+                "reading past it failed: {}",
+                e.to_string().replace(['\n', '\r'], " ")
+            )),
+            None => None,
+        };
+        if let Some(more) = more {
+            super::to_stderr(&format!("note: --limit {limit} reached; {more}"));
+        }
     }
     drop(iter);
     db.close()?;

@@ -46,6 +46,7 @@ pub fn run(path: &Path, store: StoreFlags, absent_gets: u64) -> Result<Outcome> 
         .with("table_probes", s.total.table_probes)
         .with("reads_saved", s.total.filter_negatives)
         .with("false_positives", s.total.filter_false_positives)
+        .with("probes_without_filter", s.total.probes_without_filter)
         .with("observed_fpr", s.total.observed_fpr)
         .with("theoretical_fpr", s.total.theoretical_fpr)
         .with("data_blocks_read_per_get", s.data_blocks_read_per_get)
@@ -62,17 +63,21 @@ pub fn run(path: &Path, store: StoreFlags, absent_gets: u64) -> Result<Outcome> 
 /// Where the open's WAL replay stopped short, and why (null when it
 /// replayed every WAL whole).
 fn wal_cut_row(c: &WalCut) -> Fields {
-    let cause = match c.cause {
-        WalCutCause::TornTail => "torn tail",
-        WalCutCause::UnsyncedWal => "damage in a WAL written without fsync",
-        WalCutCause::PointInTime => "damage, point-in-time recovery",
-        _ => "other",
-    };
     Fields::new()
         .with("wal", c.path.display().to_string())
         .with("offset", c.offset)
         .with("bytes_not_replayed", c.bytes_not_replayed)
-        .with("cause", cause)
+        .with("cause", cut_cause(c.cause))
+}
+
+/// Why a WAL replay stopped short, in words.
+pub(super) fn cut_cause(cause: WalCutCause) -> &'static str {
+    match cause {
+        WalCutCause::TornTail => "torn tail",
+        WalCutCause::UnsyncedWal => "damage in a WAL written without fsync",
+        WalCutCause::PointInTime => "damage, point-in-time recovery",
+        _ => "other",
+    }
 }
 
 /// Stored keys spread over every table: each table of the manifest gives a
@@ -134,6 +139,7 @@ fn level_row(level: usize, l: &LevelStats) -> Value {
         .with("table_probes", l.table_probes)
         .with("reads_saved", l.filter_negatives)
         .with("false_positives", l.filter_false_positives)
+        .with("probes_without_filter", l.probes_without_filter)
         .with("observed_fpr", l.observed_fpr)
         .with("data_blocks_read", l.data_blocks_read)
         .into()

@@ -12,6 +12,7 @@ use crate::output::{Fields, Value, text};
 /// The key, its value, what the filters saved, then every step taken.
 pub fn run(db: &Path, store: StoreFlags, key: &str) -> Result<Outcome> {
     let db = open_to_study(db, store)?;
+    super::note_wal_cut(&db, false);
     let (value, trace) = db.get_traced(key.as_bytes())?;
     db.close()?;
     let steps: Vec<Value> = trace.steps.iter().map(step).collect();

@@ -7,17 +7,26 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use bloomlsm_filter::{Filter, KeyHash};
-use bloomlsm_sstable::{EntryKind, Table, TableIter};
+use bloomlsm_sstable::{EntryKind, FilterLoadError, FilterStatus, Table, TableIter};
 
 use crate::output::Fields;
 
 /// Reads the whole table. A damaged block is an error naming the file, the
-/// block and its offset; entries out of order, or counts, key or sequence
+/// block and its offset, the filter block too (the store reads around a
+/// filter it cannot use, but a table whose filter block is damaged is not
+/// sound); entries out of order, or counts, key or sequence
 /// ranges that disagree with the properties, are errors naming what
 /// disagrees. Keys the filter says are absent (false negatives, which a
-/// usable filter never gives) are counted, not refused, so the figure is
-/// seen.
-pub(super) fn verify(table: Arc<Table>) -> Result<Fields> {
+/// usable filter never gives: a get of them answers not found) are
+/// counted, so the figure is seen, and returned as the damage found.
+pub(super) fn verify(table: Arc<Table>) -> Result<(Fields, Option<String>)> {
+    if let FilterStatus::Unusable(reason) = table.filter_status() {
+        let path = table.path().display();
+        match reason {
+            FilterLoadError::Read { .. } => bail!("{path}: {reason}"),
+            _ => bail!("corrupt table {path}: {reason}"),
+        }
+    }
     let p = table.properties();
     let filter = table.filter();
     let mut entries = 0u64;
@@ -73,8 +82,19 @@ pub(super) fn verify(table: Arc<Table>) -> Result<Fields> {
     if first_key.as_deref() != Some(p.smallest_key.as_slice()) || last_key != p.largest_key {
         bail!("the keys read do not span the properties block's smallest and largest key");
     }
-    Ok(Fields::new()
-        .with("status", "ok")
+    let damage = (filter_misses > 0).then(|| {
+        format!(
+            "corrupt table {}: its filter rules out {filter_misses} of its {distinct} keys (false negatives: a get of them answers not found)",
+            table.path().display()
+        )
+    });
+    let status = if damage.is_some() {
+        "filter false negatives"
+    } else {
+        "ok"
+    };
+    let fields = Fields::new()
+        .with("status", status)
         .with("entries_read", entries)
         .with("data_blocks_read", table.data_block_count())
         .with(
@@ -84,5 +104,6 @@ pub(super) fn verify(table: Arc<Table>) -> Result<Fields> {
         .with(
             "filter_false_negatives",
             filter.is_some().then_some(filter_misses),
-        ))
+        );
+    Ok((fields, damage))
 }
