@@ -127,29 +127,40 @@ fn open_for_writing(path: &Path, store: StoreFlags) -> Result<Db> {
 }
 
 /// A note on stderr (stdout stays the answer) when opening `db` stopped
-/// its WAL replay short of WAL bytes (`Stats::wal_replay_cut`): which WAL,
-/// from where, how many bytes, why, and whether they are gone on disk
-/// (`dropped`: a read-write open) or only unread (a read-only open). A
-/// cut of no bytes (at a clean close's marker) lost nothing and is not
-/// noted.
+/// its WAL replay short (`Stats::wal_replay_cut`): which WAL, from where,
+/// why, what was not replayed, and whether it is gone on disk (`dropped`:
+/// a read-write open) or only unread (a read-only open). A cut of 0 bytes
+/// is noted too: it is the end of a WAL a clean close sealed, cut before
+/// its close marker under point-in-time recovery, whose lost end (the
+/// marker, and maybe writes) left no byte to count.
 fn note_wal_cut(db: &Db, dropped: bool) {
     let Some(cut) = db.stats().wal_replay_cut else {
         return;
     };
-    if cut.bytes_not_replayed == 0 {
-        return;
-    }
-    let fate = if dropped {
-        "this open dropped them for good"
+    let (lost, fate) = if cut.bytes_not_replayed == 0 {
+        (
+            "the WAL's end is missing (the close marker its clean close wrote, and maybe writes before it; no byte of them is left)".to_string(),
+            if dropped {
+                "this open made the loss permanent"
+            } else {
+                "the next put or delete makes the loss permanent"
+            },
+        )
     } else {
-        "unread, not dropped: the next put or delete drops them for good"
+        (
+            format!("{} bytes not replayed", cut.bytes_not_replayed),
+            if dropped {
+                "this open dropped them for good"
+            } else {
+                "unread, not dropped: the next put or delete drops them for good"
+            },
+        )
     };
     to_stderr(&format!(
-        "note: WAL replay stopped at offset {} of {} ({}): {} bytes not replayed, {fate}",
+        "note: WAL replay stopped at offset {} of {} ({}): {lost}, {fate}",
         cut.offset,
         cut.path.display(),
         stats::cut_cause(cut.cause),
-        cut.bytes_not_replayed,
     ));
 }
 
