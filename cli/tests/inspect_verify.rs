@@ -149,6 +149,13 @@ fn a_filter_that_rules_out_stored_keys_is_counted() {
         err.contains(&format!("its filter rules out {misses} of its 3000 keys")),
         "{err}"
     );
+    // Every error names the file, the block and its offset: here the
+    // filter block's.
+    let at = v["footer"]["filter"]["offset"].as_u64().unwrap();
+    assert!(
+        err.contains(&format!("filter block at offset {at}")),
+        "{err}"
+    );
     assert_eq!(err.lines().count(), 1, "{err}");
     // In text too: the report on stdout, the same line on stderr.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_bloomlsm"))

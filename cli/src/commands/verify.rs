@@ -84,8 +84,9 @@ pub(super) fn verify(table: Arc<Table>) -> Result<(Fields, Option<String>)> {
     }
     let damage = (filter_misses > 0).then(|| {
         format!(
-            "corrupt table {}: its filter rules out {filter_misses} of its {distinct} keys (false negatives: a get of them answers not found)",
-            table.path().display()
+            "corrupt table {}: filter block at offset {}: its filter rules out {filter_misses} of its {distinct} keys (false negatives: a get of them answers not found)",
+            table.path().display(),
+            table.footer().filter.offset
         )
     });
     let status = if damage.is_some() {
