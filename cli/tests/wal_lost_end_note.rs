@@ -73,7 +73,10 @@ fn a_sealed_wal_whose_end_is_gone_is_noted() {
     let out = bloomlsm(&[&pit[..], &["get", d, "b"]].concat());
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = stderr(&out);
-    assert!(says(&err) && err.contains("next put or delete"), "{err}");
+    assert!(
+        says(&err) && err.contains("next put or delete under --wal-recovery point-in-time"),
+        "{err}"
+    );
     for args in [vec!["scan", d], vec!["trace", d, "b"]] {
         let out = bloomlsm(&[&pit[..], &args].concat());
         assert!(out.status.success(), "{out:?}");

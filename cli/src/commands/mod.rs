@@ -137,22 +137,30 @@ fn note_wal_cut(db: &Db, dropped: bool) {
     let Some(cut) = db.stats().wal_replay_cut else {
         return;
     };
+    // Which open would make the loss permanent: one under the same
+    // recovery mode. Past damage only point-in-time reads past, a plain
+    // put or delete refuses the store and drops nothing.
+    let next = if cut.cause == bloomlsm::WalCutCause::PointInTime {
+        "the next put or delete under --wal-recovery point-in-time"
+    } else {
+        "the next put or delete"
+    };
     let (lost, fate) = if cut.bytes_not_replayed == 0 {
         (
             "the WAL's end is missing (the close marker its clean close wrote, and maybe writes before it; no byte of them is left)".to_string(),
             if dropped {
-                "this open made the loss permanent"
+                "this open made the loss permanent".to_string()
             } else {
-                "the next put or delete makes the loss permanent"
+                format!("{next} makes the loss permanent")
             },
         )
     } else {
         (
             format!("{} bytes not replayed", cut.bytes_not_replayed),
             if dropped {
-                "this open dropped them for good"
+                "this open dropped them for good".to_string()
             } else {
-                "unread, not dropped: the next put or delete drops them for good"
+                format!("unread, not dropped: {next} drops them for good")
             },
         )
     };
