@@ -71,7 +71,7 @@ fn a_failed_read_ends_the_level_instead_of_skipping_to_the_next_table() {
     let first = open(&first_path, 1, &first_fails);
     let second = open(&second_path, 2, &never);
 
-    let mut level = LevelSource::new(&first, vec![second], b"").unwrap();
+    let mut level = LevelSource::new(&first, vec![second], b"", None).unwrap();
     // The first block is read by the seek; its entries come without reads.
     let head = level.next().unwrap().unwrap();
     assert_eq!(head.user_key, b"key000000");

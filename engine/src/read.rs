@@ -185,13 +185,19 @@ impl DbInner {
             if level == 0 {
                 // L0 tables may overlap: each is a source of its own.
                 for handle in meeting {
-                    let mut it = TableIter::new(Arc::clone(&handle.table), true);
+                    let mut it = TableIter::new(Arc::clone(&handle.table), true)
+                        .with_upper_bound(mem_end.clone());
                     it.seek(&from)?;
                     sources.push(Box::new(it.map(|r| r.map_err(Error::from))));
                 }
             } else if let Some(first) = meeting.next() {
                 let rest: Vec<_> = meeting.map(|h| Arc::clone(&h.table)).collect();
-                sources.push(Box::new(LevelSource::new(&first.table, rest, &from)?));
+                sources.push(Box::new(LevelSource::new(
+                    &first.table,
+                    rest,
+                    &from,
+                    mem_end.clone(),
+                )?));
             }
         }
         Ok(DbIter::new(
@@ -209,11 +215,13 @@ impl DbInner {
 /// `LevelIterator`). Invariant: the tables are in key order and share no
 /// user key (a level below L0), so their entries back to back are in
 /// table order. After an error it yields nothing more (as after a
-/// failed seek of a later table).
+/// failed seek of a later table). No table reads a block past `end`
+/// (`TableIter::with_upper_bound`).
 struct LevelSource {
     current: Option<TableIter>,
     rest: std::vec::IntoIter<Arc<bloomlsm_sstable::Table>>,
     from: Vec<u8>,
+    end: Option<Vec<u8>>,
 }
 
 impl LevelSource {
@@ -223,13 +231,15 @@ impl LevelSource {
         first: &Arc<bloomlsm_sstable::Table>,
         rest: Vec<Arc<bloomlsm_sstable::Table>>,
         from: &[u8],
+        end: Option<Vec<u8>>,
     ) -> Result<Self> {
-        let mut it = TableIter::new(Arc::clone(first), true);
+        let mut it = TableIter::new(Arc::clone(first), true).with_upper_bound(end.clone());
         it.seek(from)?;
         Ok(Self {
             current: Some(it),
             rest: rest.into_iter(),
             from: from.to_vec(),
+            end,
         })
     }
 }
@@ -253,7 +263,7 @@ impl Iterator for LevelSource {
                 }
             }
             let table = self.rest.next()?;
-            let mut it = TableIter::new(table, true);
+            let mut it = TableIter::new(table, true).with_upper_bound(self.end.clone());
             // Every key of a later table is above `from`; the seek only
             // positions it at its start through the index.
             if let Err(e) = it.seek(&self.from) {

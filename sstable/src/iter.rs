@@ -33,6 +33,9 @@ pub struct TableIter {
     /// The entry under the cursor, parsed by the last `advance` that
     /// returned true: (user key length, sequence, kind).
     here: Option<(usize, u64, EntryKind)>,
+    /// Exclusive upper bound on user keys (`with_upper_bound`): no block
+    /// whose every key is at or past it is read.
+    end: Option<Vec<u8>>,
 }
 
 impl TableIter {
@@ -50,6 +53,29 @@ impl TableIter {
             readahead: (!fill_cache).then(Readahead::default),
             failed: false,
             here: None,
+            end: None,
+        }
+    }
+
+    /// Reads no data block that holds only user keys `>= end` (an exclusive
+    /// upper bound): once the cursor leaves the last block that can hold a
+    /// key below `end`, it ends instead of reading the next. Entries at or
+    /// past `end` within a block already read may still be returned; the
+    /// caller filters them. A scan bounded above reads no block past its
+    /// range (RocksDB's `iterate_upper_bound`), so damage there cannot fail
+    /// it and it costs no read.
+    pub fn with_upper_bound(mut self, end: Option<Vec<u8>>) -> Self {
+        self.end = end;
+        self
+    }
+
+    /// Whether block `i` holds only keys at or past the upper bound: every
+    /// entry of block `i` sorts after the separator of block `i - 1`, so
+    /// its user keys are `>=` that separator's.
+    fn past_upper_bound(&self, i: usize) -> bool {
+        match (&self.end, i.checked_sub(1)) {
+            (Some(end), Some(before)) => self.table.index.key(before) >= end.as_slice(),
+            _ => false,
         }
     }
 
@@ -61,7 +87,8 @@ impl TableIter {
         self.on_unreturned = false;
         self.here = None;
         self.next_block = i;
-        if i >= self.table.index.len() {
+        if i >= self.table.index.len() || self.past_upper_bound(i) {
+            self.next_block = self.table.index.len();
             return Ok(());
         }
         let mut it = self.load(i)?;
@@ -125,6 +152,10 @@ impl TableIter {
                 self.current = None;
             }
             if self.next_block >= self.table.index.len() {
+                return Ok(false);
+            }
+            if self.past_upper_bound(self.next_block) {
+                self.next_block = self.table.index.len();
                 return Ok(false);
             }
             let i = self.next_block;
