@@ -31,7 +31,7 @@ pub struct LevelStats {
     /// or Ribbon solution as allocated (a solution in whole 64-byte lines,
     /// so up to 48 bytes past its 16-byte segments), exact to the byte for
     /// every kind (`filter/tests/memory_bytes_heap.rs`); not each filter's
-    /// fixed-size struct (a few dozen bytes a table). The filter budget's
+    /// fixed-size struct (96 bytes, `size_of::<AnyFilter>()`, a table). The filter budget's
     /// equal-memory promise is stated in this figure, on both sides (the
     /// filters and uniform's, `planning::planned_memory_bytes`). Live
     /// tables are those of the current version: a filter awaiting a retry
