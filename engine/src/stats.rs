@@ -26,7 +26,18 @@ pub struct LevelStats {
     /// (replaced filters, properties blocks and footers; at most an eighth
     /// of the rest of each table).
     pub unused_bytes: u64,
-    /// Bytes of filter bit arrays held in memory.
+    /// Heap bytes the loaded filters of the level's live tables hold
+    /// (`Filter::memory_bytes`): each filter's bit array, 64-byte blocks
+    /// or Ribbon solution as allocated (a solution in whole 64-byte lines,
+    /// so up to 48 bytes past its 16-byte segments), exact to the byte for
+    /// every kind (`filter/tests/memory_bytes_heap.rs`); not each filter's
+    /// fixed-size struct (96 bytes, `size_of::<AnyFilter>()`, a table). The filter budget's
+    /// equal-memory promise is stated in this figure, on both sides (the
+    /// filters and uniform's, `planning::planned_memory_bytes`). Live
+    /// tables are those of the current version: a filter awaiting a retry
+    /// of its read counts 0 until loaded, and a filter or table that a
+    /// rebuild or compaction replaced counts no more, even while an
+    /// iterator or a get still holds it (freed when the last one ends).
     pub filter_bytes: u64,
     /// Filter bits per distinct key in memory.
     pub bits_per_key: f64,

@@ -25,7 +25,10 @@ pub trait Filter {
     /// over the keys per block for a blocked one, 2^-r for Ribbon's r
     /// result bits.
     fn theoretical_fpr(&self) -> f64;
-    /// Bytes of memory the filter's bit array occupies.
+    /// Bytes of heap the filter holds: its bit array, blocks, counters or
+    /// Ribbon solution (whole 64-byte lines), as allocated. Not the
+    /// filter's fixed-size struct, which lives wherever its owner puts it
+    /// (`tests/memory_bytes_heap.rs` measures the heap of every kind).
     fn memory_bytes(&self) -> usize;
 
     /// Hashes `key` and probes for it.

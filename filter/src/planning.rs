@@ -5,17 +5,18 @@
 //! each extra bit).
 
 use crate::blocked::BLOCK_BITS;
+use crate::codec;
 use crate::kind::FilterKind;
 use crate::math;
-use crate::ribbon::ribbon_sizing;
+use crate::ribbon::{heap_bytes_of_segments, ribbon_sizing};
 use crate::standard::bits_for;
 use crate::table_sizing::ribbon_table_target;
 
 /// The bytes [`crate::Filter::memory_bytes`] will report for a table
-/// filter of `kind` built over `items` keys at `bits_per_key` (the bit
-/// array or solution only, as the builders size it, with the rule of
-/// [`crate::table_sizing`]). The counting kind is not a
-/// table filter: 0.
+/// filter of `kind` built over `items` keys at `bits_per_key`: the heap of
+/// its bit array or solution (a Ribbon solution in whole 64-byte lines),
+/// as the builders size it, with the rule of [`crate::table_sizing`]. The
+/// counting kind is not a table filter: 0.
 pub fn planned_memory_bytes(kind: FilterKind, items: u64, bits_per_key: f64) -> u64 {
     match kind {
         FilterKind::Standard => bits_for(items, bits_per_key).max(1).div_ceil(64) * 8,
@@ -25,10 +26,26 @@ pub fn planned_memory_bytes(kind: FilterKind, items: u64, bits_per_key: f64) -> 
                 .max(1)
                 * u64::from(BLOCK_BITS / 8)
         }
-        FilterKind::Ribbon => {
-            ribbon_sizing(items, ribbon_table_target(items, bits_per_key)).solution_bytes
-        }
+        FilterKind::Ribbon => heap_bytes_of_segments(
+            ribbon_sizing(items, ribbon_table_target(items, bits_per_key)).solution_bytes,
+        ),
         FilterKind::Counting => 0,
+    }
+}
+
+/// The bytes [`crate::Filter::memory_bytes`] reports for a filter of
+/// `kind` whose encoding ([`crate::codec`]) is `encoded` bytes, once
+/// decoded: the encoding less the codec's header and checksum (and a
+/// Ribbon filter's parameters, its solution then in whole 64-byte lines).
+/// Exact for every filter this build writes or reads; 0 for fewer bytes
+/// than the framing.
+pub fn memory_bytes_of_encoded(kind: FilterKind, encoded: u64) -> u64 {
+    let framing = (codec::HEADER_LEN + codec::CHECKSUM_LEN) as u64;
+    match kind {
+        FilterKind::Ribbon => heap_bytes_of_segments(
+            encoded.saturating_sub(framing + codec::RIBBON_PARAMS_LEN as u64),
+        ),
+        _ => encoded.saturating_sub(framing),
     }
 }
 

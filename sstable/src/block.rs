@@ -7,7 +7,7 @@ use std::ops::Deref;
 
 use crate::block_error::BlockError;
 use crate::entry::{compare_keys, split_internal_key};
-use crate::format::read_u32;
+use crate::format::{RESTART_INTERVAL, read_u32};
 use crate::varint;
 
 /// A block's bytes: entries, then the restart array.
@@ -148,11 +148,24 @@ const KEY_CAPACITY: usize = 64;
 
 /// Walks a block's entries in order, rebuilding prefix-compressed keys.
 /// `B` is `&Block` or `Arc<Block>` (an owning cursor for table iterators).
+///
+/// Every entry at a restart offset must share nothing, and no entry may be
+/// more than `RESTART_INTERVAL - 1` entries past the last restart
+/// (FORMAT.md, "Data block"): so each key is no longer than the bytes from
+/// its restart on, and the keys a block yields hold at most
+/// `RESTART_INTERVAL` times its bytes. Without it a crafted block of one
+/// restart could repeat a long key in a few bytes per entry, and a scan,
+/// a compaction or a get would pay for it once per entry.
 #[derive(Debug)]
 pub struct BlockIter<B: Deref<Target = Block>> {
     block: B,
     /// Offset of the next entry to parse.
     offset: usize,
+    /// Index of the first restart at or after `offset` (restarts before it
+    /// are passed).
+    next_restart: usize,
+    /// Entries parsed since the last restart entry.
+    since_restart: usize,
     /// Offset of the current entry (valid when `valid`).
     current: usize,
     key: Vec<u8>,
@@ -168,6 +181,8 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         Self {
             block,
             offset: 0,
+            next_restart: 0,
+            since_restart: 0,
             current: 0,
             key: Vec::with_capacity(KEY_CAPACITY),
             value: (0, 0),
@@ -188,6 +203,31 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
                 shared: e.shared,
                 previous_len: self.key.len(),
             });
+        }
+        let block: &Block = &self.block;
+        while self.next_restart < block.num_restarts
+            && block.restart(self.next_restart) < self.offset
+        {
+            self.next_restart += 1;
+        }
+        if self.next_restart < block.num_restarts && block.restart(self.next_restart) == self.offset
+        {
+            if e.shared != 0 {
+                return Err(BlockError::RestartSharesPrefix {
+                    offset: self.offset,
+                    shared: e.shared,
+                });
+            }
+            self.next_restart += 1;
+            self.since_restart = 0;
+        } else {
+            self.since_restart += 1;
+            if self.since_restart >= RESTART_INTERVAL {
+                return Err(BlockError::TooFarFromRestart {
+                    offset: self.offset,
+                    interval: RESTART_INTERVAL,
+                });
+            }
         }
         let (shared, next, value_len) = (e.shared, e.next, e.value.len());
         self.key.truncate(shared);
@@ -224,6 +264,8 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             }
         }
         self.offset = block.restart(lo);
+        self.next_restart = lo;
+        self.since_restart = 0;
         self.key.clear();
         self.valid = false;
         let mut newer_seen = false;

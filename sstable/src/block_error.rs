@@ -109,6 +109,16 @@ pub enum BlockError {
         /// The shared length it claims.
         shared: usize,
     },
+    /// An entry is `interval` or more entries past the last restart
+    /// (restarts are at most `RESTART_INTERVAL` entries apart: FORMAT.md,
+    /// "Data block").
+    #[error("entry at block offset {offset} is {interval} or more entries past the last restart")]
+    TooFarFromRestart {
+        /// Where the entry begins.
+        offset: usize,
+        /// Entries a restart may cover (`RESTART_INTERVAL`).
+        interval: usize,
+    },
     /// An entry shares more bytes than the previous key has.
     #[error(
         "entry at block offset {offset} shares {shared} bytes of a {previous_len}-byte previous key"

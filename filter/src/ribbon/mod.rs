@@ -43,6 +43,7 @@ use order::{MAX_REGION_BITS, sort_by_block, split_by_region};
 pub use sizing::{MAX_RIBBON_ITEMS, RIBBON_FIXED_BYTES, RibbonSizing, RibbonTarget, ribbon_sizing};
 use sizing::{blocks_for, layout_for};
 use storage::Solution;
+pub(crate) use storage::heap_bytes_of_segments;
 
 use crate::codec::{self, RibbonParams};
 use crate::error::{FilterError, Result};

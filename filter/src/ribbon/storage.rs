@@ -21,6 +21,13 @@ pub(crate) struct Solution {
     len: usize,
 }
 
+/// Bytes of heap a solution of `segment_bytes` serialized bytes (16 a
+/// segment) holds in memory: rounded up to whole 64-byte lines.
+pub(crate) const fn heap_bytes_of_segments(segment_bytes: u64) -> u64 {
+    let line = std::mem::size_of::<Line>() as u64;
+    segment_bytes.div_ceil(line) * line
+}
+
 impl Solution {
     /// `len` zero segments.
     pub(crate) fn zeroed(len: usize) -> Self {
@@ -82,11 +89,11 @@ impl Solution {
             .sum()
     }
 
-    /// Bytes of the segments (16 each). The allocation rounds them up to
-    /// whole 64-byte lines: at most 48 bytes more, not counted so that a
-    /// filter's memory is its serialized solution's size, as planned.
-    pub(crate) const fn memory_bytes(&self) -> usize {
-        self.len * std::mem::size_of::<u128>()
+    /// Bytes of heap the segments hold: whole 64-byte lines, so up to 48
+    /// bytes past the 16 a segment of the serialized solution
+    /// ([`heap_bytes_of_segments`] of `len`, the planned figure).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.lines.capacity() * std::mem::size_of::<Line>()
     }
 
     /// The segments as serialized by format version 2: in order, each a

@@ -35,7 +35,7 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use bloomlsm_filter::{AnyFilter, FilterKind, codec};
+use bloomlsm_filter::{AnyFilter, FilterKind};
 
 use super::TableFile;
 use crate::filter_status::{FilterLoadError, FilterStatus};
@@ -278,17 +278,10 @@ impl Drop for BackOffOnUnwind<'_> {
 }
 
 /// Bytes of memory a filter of `kind` whose encoding is `encoded` bytes
-/// takes once decoded: its bit array or solution, the encoding less the
-/// codec's header and checksum and a Ribbon filter's parameters (exact
-/// for every filter this build writes or reads).
+/// takes once decoded (`planning::memory_bytes_of_encoded`: exact for
+/// every filter this build writes or reads).
 fn expected_memory_bytes(kind: FilterKind, encoded: u64) -> u64 {
-    let framing = codec::HEADER_LEN + codec::CHECKSUM_LEN;
-    let params = if kind == FilterKind::Ribbon {
-        codec::RIBBON_PARAMS_LEN
-    } else {
-        0
-    };
-    encoded.saturating_sub((framing + params) as u64)
+    bloomlsm_filter::planning::memory_bytes_of_encoded(kind, encoded)
 }
 
 #[cfg(test)]
