@@ -50,7 +50,7 @@ pub fn blocks(table: &[u8]) -> Vec<(BlockKind, BlockHandle)> {
     };
     let mut out = Vec::new();
     let index = block_bytes(table, footer.index);
-    if let Some(Ok(handles)) =
+    if let Some(Ok(Ok(handles))) =
         index.map(|bytes| decode_index_block(footer.version, bytes, footer_at as u64))
     {
         out.extend(handles.into_iter().map(|h| (BlockKind::Data, h)));

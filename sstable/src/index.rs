@@ -19,8 +19,26 @@
 //! block's offset is where the previous one ends. `memory_bytes` counts what
 //! the buffers hold.
 
+use std::io;
+
 use crate::entry::compare_keys;
 use crate::format::{BlockHandle, TRAILER_LEN};
+
+/// Makes room in `v` for `more` items (amortized, as a push would), or
+/// fails with an `OutOfMemory` I/O error when the allocator refuses: the
+/// index's size is recorded in the file, and a crafted index over a sparse
+/// file can decode to many gigabytes (FORMAT.md, "Index block"), whose
+/// refusal must fail the open, not abort the process. No allocation when
+/// `v` has room.
+fn try_room<T>(v: &mut Vec<T>, more: usize, what: &str) -> io::Result<()> {
+    v.try_reserve(more).map_err(|_| {
+        let bytes = (v.len() as u128 + more as u128) * std::mem::size_of::<T>() as u128;
+        io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!("the index's {what} need room for {bytes} bytes, which the allocator refused"),
+        )
+    })
+}
 
 /// Non-decreasing offsets, stored as narrowly as their largest value allows.
 #[derive(Debug)]
@@ -30,11 +48,16 @@ enum Ends {
 }
 
 impl Ends {
-    fn new(values: Vec<u64>) -> Self {
-        let narrow: Option<Vec<u32>> = values.iter().map(|&v| u32::try_from(v).ok()).collect();
-        match narrow {
-            Some(n) => Self::Narrow(n.into_boxed_slice()),
-            None => Self::Wide(values.into_boxed_slice()),
+    /// `values`, narrowed to `u32` when they all fit (a new buffer,
+    /// reserved fallibly: [`try_room`]).
+    fn new(values: Vec<u64>, what: &str) -> io::Result<Self> {
+        if values.iter().all(|&v| u32::try_from(v).is_ok()) {
+            let mut narrow = Vec::new();
+            try_room(&mut narrow, values.len(), what)?;
+            narrow.extend(values.iter().map(|&v| v as u32));
+            Ok(Self::Narrow(narrow.into_boxed_slice()))
+        } else {
+            Ok(Self::Wide(values.into_boxed_slice()))
         }
     }
 
@@ -112,31 +135,40 @@ impl TableIndexBuilder {
         self.block_ends.last().copied().unwrap_or(0)
     }
 
-    /// Appends the next block with its separator `(key, seq)`. REQUIRES:
-    /// `(key, seq)` sorts after the previous entry's;
+    /// Appends the next block with its separator `(key, seq)`, or fails
+    /// with an `OutOfMemory` I/O error (nothing appended) when the
+    /// allocator refuses the room ([`try_room`]). REQUIRES: `(key, seq)`
+    /// sorts after the previous entry's;
     /// `handle.offset == self.next_offset()`.
-    pub(crate) fn push(&mut self, key: &[u8], seq: u64, handle: BlockHandle) {
+    pub(crate) fn push(&mut self, key: &[u8], seq: u64, handle: BlockHandle) -> io::Result<()> {
         debug_assert_eq!(handle.offset, self.next_offset());
+        try_room(&mut self.keys, key.len(), "separators")?;
+        try_room(&mut self.key_ends, 1, "separator ends")?;
+        try_room(&mut self.block_ends, 1, "block ends")?;
+        try_room(&mut self.seqs, 1, "sequence numbers")?;
         self.keys.extend_from_slice(key);
         self.key_ends.push(self.keys.len() as u64);
         self.block_ends
             .push(handle.offset + handle.size + TRAILER_LEN as u64);
         self.seqs.push(seq);
+        Ok(())
     }
 
-    /// The index, in buffers of exactly its size.
-    pub(crate) fn finish(self) -> TableIndex {
+    /// The index, in buffers of exactly its size; an `OutOfMemory` I/O
+    /// error when the allocator refuses a narrowed buffer ([`try_room`]).
+    /// (Shrinking a buffer to its length asks for less than it holds.)
+    pub(crate) fn finish(self) -> io::Result<TableIndex> {
         let seqs = self
             .seqs
             .iter()
             .any(|&s| s != 0)
             .then(|| self.seqs.into_boxed_slice());
-        TableIndex {
+        Ok(TableIndex {
             keys: self.keys.into_boxed_slice(),
-            key_ends: Ends::new(self.key_ends),
-            block_ends: Ends::new(self.block_ends),
+            key_ends: Ends::new(self.key_ends, "separator ends")?,
+            block_ends: Ends::new(self.block_ends, "block ends")?,
             seqs,
-        }
+        })
     }
 }
 
@@ -266,10 +298,10 @@ mod tests {
     fn index_of(entries: &[(&[u8], u64)]) -> TableIndex {
         let mut b = TableIndexBuilder::default();
         for (i, &(k, s)) in entries.iter().enumerate() {
-            b.push(k, s, handle(i as u64));
+            b.push(k, s, handle(i as u64)).unwrap();
             assert_eq!(b.last(), Some((k, s)));
         }
-        b.finish()
+        b.finish().unwrap()
     }
 
     /// Blocks ending at "b"@9, "b"@4 (two versions of "b" span a block
@@ -348,7 +380,7 @@ mod tests {
 
     #[test]
     fn an_empty_index_answers_past_the_end() {
-        let index = TableIndexBuilder::default().finish();
+        let index = TableIndexBuilder::default().finish().unwrap();
         assert_eq!(index.len(), 0);
         assert_eq!(index.first_block_not_before(b"a", 1), 0);
         assert_eq!(index.first_block_reaching(b"a"), 0);
@@ -363,13 +395,13 @@ mod tests {
             offset: 0,
             size: 5 << 30,
         };
-        b.push(b"a", 0, big);
+        b.push(b"a", 0, big).unwrap();
         let next = BlockHandle {
             offset: b.next_offset(),
             size: 7,
         };
-        b.push(b"b", 0, next);
-        let index = b.finish();
+        b.push(b"b", 0, next).unwrap();
+        let index = b.finish().unwrap();
         assert!(matches!(index.block_ends, Ends::Wide(_)));
         assert!(matches!(index.key_ends, Ends::Narrow(_)));
         assert_eq!(index.handle(0), big);

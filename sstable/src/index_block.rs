@@ -15,7 +15,10 @@
 //! Both decoders accept exactly the indexes whose handles tile the data
 //! region from offset 0, end before `limit`, and whose separators are
 //! strictly ascending; anything else is a [`BlockError`] naming the entry's
-//! offset in the block. They never panic, whatever the bytes.
+//! offset in the block. They never panic, whatever the bytes, and never
+//! abort: the decoded index's buffers are reserved fallibly, and a refusal
+//! is an `OutOfMemory` I/O error (a version 2 index over a sparse file can
+//! decode to gigabytes within the checks: FORMAT.md, "Index block").
 
 use crate::block::Block;
 use crate::block_builder::BlockBuilder;
@@ -95,12 +98,41 @@ impl IndexBlockWriter {
 }
 
 /// Decodes the index block `bytes` of a table of format `version` (1 or
-/// 2), whose data blocks must end at or before file offset `limit`.
-pub(crate) fn decode(version: u32, bytes: Vec<u8>, limit: u64) -> Result<TableIndex, BlockError> {
-    if version == V1 {
+/// 2), whose data blocks must end at or before file offset `limit`. The
+/// outer error is the allocator's refusal (kind `OutOfMemory`), the inner
+/// one says what is wrong with the bytes.
+pub(crate) fn decode(
+    version: u32,
+    bytes: Vec<u8>,
+    limit: u64,
+) -> std::io::Result<Result<TableIndex, BlockError>> {
+    let decoded = if version == V1 {
         decode_v1(bytes, limit)
     } else {
         decode_v2(&bytes, limit)
+    };
+    match decoded {
+        Ok(index) => Ok(Ok(index)),
+        Err(Refused::Bytes(e)) => Ok(Err(e)),
+        Err(Refused::Memory(e)) => Err(e),
+    }
+}
+
+/// Why a decode stopped: damage, or memory the allocator refused.
+enum Refused {
+    Bytes(BlockError),
+    Memory(std::io::Error),
+}
+
+impl From<BlockError> for Refused {
+    fn from(e: BlockError) -> Self {
+        Self::Bytes(e)
+    }
+}
+
+impl From<std::io::Error> for Refused {
+    fn from(e: std::io::Error) -> Self {
+        Self::Memory(e)
     }
 }
 
@@ -112,40 +144,43 @@ fn push_checked(
     seq: u64,
     handle: BlockHandle,
     limit: u64,
-) -> Result<(), BlockError> {
+) -> Result<(), Refused> {
     let expected = entries.next_offset();
     if handle.offset != expected {
         return Err(BlockError::HandleMisplaced {
             offset,
             handle,
             expected,
-        });
+        }
+        .into());
     }
     if !handle.fits_before(limit) {
-        return Err(BlockError::PastEnd { handle, limit });
+        return Err(BlockError::PastEnd { handle, limit }.into());
     }
     if let Some((prev_user, prev_seq)) = entries.last()
         && !compare_keys(prev_user, prev_seq, user_key, seq).is_lt()
     {
-        return Err(BlockError::IndexOutOfOrder { offset });
+        return Err(BlockError::IndexOutOfOrder { offset }.into());
     }
     // A separator is never longer than its block's last user key, which
     // the block holds, so the separators together fit in the data region.
     // Checked as they come: an entry can reuse the whole previous key in a
     // few bytes, so a small crafted index could otherwise claim gigabytes.
+    // Within the limit it still can, over a sparse file: `push` reserves
+    // fallibly.
     let key_bytes = (entries.key_bytes() + user_key.len()) as u64;
     if key_bytes > limit {
         return Err(BlockError::IndexKeysPastData {
             offset,
             key_bytes,
             limit,
-        });
+        }
+        .into());
     }
-    entries.push(user_key, seq, handle);
-    Ok(())
+    Ok(entries.push(user_key, seq, handle)?)
 }
 
-fn decode_v1(bytes: Vec<u8>, limit: u64) -> Result<TableIndex, BlockError> {
+fn decode_v1(bytes: Vec<u8>, limit: u64) -> Result<TableIndex, Refused> {
     // `Block::new` refuses a block without entries: the index names at
     // least one data block.
     let block = Block::new(bytes)?;
@@ -164,12 +199,12 @@ fn decode_v1(bytes: Vec<u8>, limit: u64) -> Result<TableIndex, BlockError> {
         })?;
         push_checked(&mut entries, offset, user, seq, handle, limit)?;
     }
-    Ok(entries.finish())
+    Ok(entries.finish()?)
 }
 
-fn decode_v2(bytes: &[u8], limit: u64) -> Result<TableIndex, BlockError> {
+fn decode_v2(bytes: &[u8], limit: u64) -> Result<TableIndex, Refused> {
     if bytes.is_empty() {
-        return Err(BlockError::NoEntries);
+        return Err(BlockError::NoEntries.into());
     }
     let mut entries = TableIndexBuilder::default();
     let mut key: Vec<u8> = Vec::new();
@@ -183,14 +218,26 @@ fn decode_v2(bytes: &[u8], limit: u64) -> Result<TableIndex, BlockError> {
                 offset,
                 shared: usize::try_from(shared).unwrap_or(usize::MAX),
                 previous_len: key.len(),
-            });
+            }
+            .into());
         }
         let delta = reader.bytes(unshared).ok_or_else(malformed)?;
         key.truncate(shared as usize);
+        // At most the block's bytes (each was a delta once), and reserved
+        // as fallibly as the rest: a capacity check but when it grows.
+        key.try_reserve(delta.len()).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!(
+                    "a separator of {} bytes needs room the allocator refused",
+                    key.len() + delta.len()
+                ),
+            )
+        })?;
         key.extend_from_slice(delta);
         let (seq, size) = reader.varint().zip(reader.varint()).ok_or_else(malformed)?;
         if seq > MAX_SEQUENCE {
-            return Err(malformed());
+            return Err(malformed().into());
         }
         let handle = BlockHandle {
             offset: entries.next_offset(),
@@ -198,7 +245,7 @@ fn decode_v2(bytes: &[u8], limit: u64) -> Result<TableIndex, BlockError> {
         };
         push_checked(&mut entries, offset, &key, seq, handle, limit)?;
     }
-    Ok(entries.finish())
+    Ok(entries.finish()?)
 }
 
 /// Reads a version 2 block front to back. Invariant: `at <= bytes.len()`.

@@ -60,14 +60,15 @@ pub type BlockEntries = Vec<(Vec<u8>, Vec<u8>)>;
 /// other reads as 2) from its bytes (trailer removed) into the data
 /// blocks' handles, checked as the reader checks them: they tile the file
 /// from offset 0 and end at or before `limit`, the separators ascend.
-/// Exposed for fuzzing.
+/// The outer error is the allocator's refusal of the decoded index's
+/// memory (kind `OutOfMemory`), the inner one what is wrong with the
+/// bytes. Exposed for fuzzing.
 pub fn decode_index_block(
     version: u32,
     bytes: &[u8],
     limit: u64,
-) -> std::result::Result<Vec<BlockHandle>, BlockError> {
-    let index = index_block::decode(version, bytes.to_vec(), limit)?;
-    Ok(index.handles().collect())
+) -> std::io::Result<std::result::Result<Vec<BlockHandle>, BlockError>> {
+    Ok(index_block::decode(version, bytes.to_vec(), limit)?.map(|index| index.handles().collect()))
 }
 
 /// Decodes a data block, or a version 1 index block, from its bytes

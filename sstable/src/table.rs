@@ -491,9 +491,14 @@ impl TableFile {
 
     /// Decodes the index block at file offset `at` of a table of format
     /// `version`. Its handles must tile the data region from offset 0 in
-    /// key order.
+    /// key order. Memory the allocator refuses is an `OutOfMemory` I/O
+    /// error naming the index block, as a block read's is.
     fn decode_index(&self, version: u32, bytes: Vec<u8>, at: u64) -> Result<TableIndex> {
         index_block::decode(version, bytes, self.blocks_end())
+            .map_err(|source| Error::Io {
+                path: self.path.clone(),
+                source: BlockReadError::wrap(BlockKind::Index, at, source),
+            })?
             .map_err(|reason| self.corruption(BlockKind::Index, at, reason))
     }
 

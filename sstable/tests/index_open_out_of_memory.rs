@@ -20,8 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bloomlsm_sstable::format::{PROPERTIES_VERSION, TRAILER_LEN, block_trailer};
 use bloomlsm_sstable::{
-    BlockHandle, BlockKind, BlockReadError, Error, Footer, RandomAccessFile, Table,
-    TableProperties,
+    BlockHandle, BlockKind, BlockReadError, Error, Footer, RandomAccessFile, Table, TableProperties,
 };
 
 /// Allocations of this many bytes or more are refused while [`ARMED`].
@@ -163,6 +162,7 @@ fn an_index_decoding_past_memory_fails_the_open_without_aborting() {
     let opened = Table::open(Arc::new(file), "sparse.sst", 1, None);
     ARMED.store(false, Ordering::SeqCst);
 
+    let message = opened.as_ref().err().map(ToString::to_string);
     let Err(Error::Io { path, source }) = opened else {
         panic!("expected an out-of-memory I/O error, got {opened:?}");
     };
@@ -173,6 +173,13 @@ fn an_index_decoding_past_memory_fails_the_open_without_aborting() {
         .and_then(|e| e.downcast_ref::<BlockReadError>())
         .unwrap_or_else(|| panic!("no block named: {source}"));
     assert_eq!((read.kind, read.offset), (BlockKind::Index, index_at));
+    let message = message.unwrap();
+    assert!(
+        message.contains(&format!("index block at offset {index_at}"))
+            && message.contains("the allocator refused"),
+        "{message}"
+    );
+    println!("{message}");
 }
 
 /// The same index under an allocator that grants it opens whole: the
