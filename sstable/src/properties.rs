@@ -84,6 +84,30 @@ impl TableProperties {
 
     /// Decodes the block, or says what is wrong. Never panics.
     pub fn decode(bytes: &[u8]) -> Result<Self, PropertiesError> {
+        let (mut properties, [smallest, largest]) = Self::decode_fields(bytes)?;
+        properties.smallest_key = bytes[smallest].to_vec();
+        properties.largest_key = bytes[largest].to_vec();
+        Ok(properties)
+    }
+
+    /// [`Self::decode`] for a table's open: the keys' buffers are reserved
+    /// fallibly, and a refusal is the outer error (an `OutOfMemory` I/O
+    /// error). Each key is as long as its recorded length, up to the
+    /// block's, and a crafted properties block over a sparse file may be
+    /// as large as memory admits once, for its read, but not twice.
+    pub(crate) fn decode_for_open(bytes: &[u8]) -> std::io::Result<Result<Self, PropertiesError>> {
+        let (mut properties, [smallest, largest]) = match Self::decode_fields(bytes) {
+            Ok(decoded) => decoded,
+            Err(e) => return Ok(Err(e)),
+        };
+        properties.smallest_key = crate::table::try_copy(&bytes[smallest], "smallest key")?;
+        properties.largest_key = crate::table::try_copy(&bytes[largest], "largest key")?;
+        Ok(Ok(properties))
+    }
+
+    /// Every field but the keys (left empty), and where the keys are in
+    /// `bytes`.
+    fn decode_fields(bytes: &[u8]) -> Result<(Self, [std::ops::Range<usize>; 2]), PropertiesError> {
         let len = bytes.len();
         let short = |field| PropertiesError::Truncated { field, len };
         let u64_at = |i: usize, field| read_u64(bytes, 4 + 8 * i).ok_or(short(field));
@@ -126,22 +150,21 @@ impl TableProperties {
         let filter_bytes = read_u64(bytes, at + 16).ok_or(short("filter bytes"))?;
         let created_micros = read_u64(bytes, at + 24).ok_or(short("creation time"))?;
         at += 32;
-        let mut keys = [Vec::new(), Vec::new()];
+        let mut keys = [0..0, 0..0];
         for (key, field) in keys.iter_mut().zip(["smallest key", "largest key"]) {
             let key_len = read_u32(bytes, at).ok_or(short(field))? as usize;
             at += 4;
-            *key = at
+            let end = at
                 .checked_add(key_len)
-                .and_then(|end| bytes.get(at..end))
-                .ok_or(short(field))?
-                .to_vec();
-            at += key_len;
+                .filter(|&end| end <= len)
+                .ok_or(short(field))?;
+            *key = at..end;
+            at = end;
         }
         if at != len {
             return Err(PropertiesError::TrailingBytes(len - at));
         }
-        let [smallest_key, largest_key] = keys;
-        Ok(Self {
+        let properties = Self {
             format_version,
             entries,
             distinct_keys,
@@ -157,9 +180,10 @@ impl TableProperties {
             bits_per_key,
             filter_bytes,
             created_micros,
-            smallest_key,
-            largest_key,
-        })
+            smallest_key: Vec::new(),
+            largest_key: Vec::new(),
+        };
+        Ok((properties, keys))
     }
 }
 

@@ -119,9 +119,17 @@ impl Table {
             size: file_size,
         };
         let props = source.read_verified(footer.properties, BlockKind::Properties)?;
-        let properties = TableProperties::decode(&props).map_err(|reason| {
-            source.corruption(BlockKind::Properties, footer.properties.offset, reason)
-        })?;
+        let properties = TableProperties::decode_for_open(&props)
+            .map_err(|e| {
+                source.io(BlockReadError::wrap(
+                    BlockKind::Properties,
+                    footer.properties.offset,
+                    e,
+                ))
+            })?
+            .map_err(|reason| {
+                source.corruption(BlockKind::Properties, footer.properties.offset, reason)
+            })?;
         let index = source.read_verified(footer.index, BlockKind::Index)?;
         let index = source.decode_index(footer.version, index, footer.index.offset)?;
         // Every block the writer wrote, no fewer: a version 2 index has no
@@ -428,6 +436,14 @@ impl TableFile {
         }
     }
 
+    /// The I/O error `source` of this table's file.
+    fn io(&self, source: std::io::Error) -> Error {
+        Error::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
     /// Reads a block and its trailer, checks type and checksum, returns the block.
     pub(crate) fn read_verified(&self, handle: BlockHandle, kind: BlockKind) -> Result<Vec<u8>> {
         self.read_verified_as(handle, kind, false)
@@ -495,10 +511,7 @@ impl TableFile {
     /// error naming the index block, as a block read's is.
     fn decode_index(&self, version: u32, bytes: Vec<u8>, at: u64) -> Result<TableIndex> {
         index_block::decode(version, bytes, self.blocks_end())
-            .map_err(|source| Error::Io {
-                path: self.path.clone(),
-                source: BlockReadError::wrap(BlockKind::Index, at, source),
-            })?
+            .map_err(|e| self.io(BlockReadError::wrap(BlockKind::Index, at, e)))?
             .map_err(|reason| self.corruption(BlockKind::Index, at, reason))
     }
 
@@ -547,4 +560,22 @@ pub(crate) fn grow_zeroed(buf: &mut Vec<u8>, len: usize) -> std::io::Result<()> 
         buf.resize(len, 0);
     }
     Ok(())
+}
+
+/// A copy of `bytes`, or an `OutOfMemory` I/O error when the allocator
+/// refuses its buffer: for copies, at a table's open, of `what`, a field
+/// whose length is recorded in the file ([`grow_zeroed`]).
+pub(crate) fn try_copy(bytes: &[u8], what: &str) -> std::io::Result<Vec<u8>> {
+    let mut copy = Vec::new();
+    copy.try_reserve_exact(bytes.len()).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!(
+                "a {what} of {} bytes needs room the allocator refused",
+                bytes.len()
+            ),
+        )
+    })?;
+    copy.extend_from_slice(bytes);
+    Ok(copy)
 }
