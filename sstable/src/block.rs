@@ -190,6 +190,31 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         }
     }
 
+    /// Makes room in the key buffer for the next entry's key, or fails
+    /// with an `OutOfMemory` I/O error when the allocator refuses: a
+    /// table's open decodes a version 1 index through this iterator, and
+    /// a key's length is recorded in the block, up to the block's own,
+    /// whose buffer is live. Nothing to do (and `Ok`) at the end or when
+    /// the next entry is malformed, which `advance` then reports. No
+    /// allocation when the buffer has room.
+    pub(crate) fn try_reserve_next_key(&mut self) -> std::io::Result<()> {
+        if self.offset >= self.block.restarts_at {
+            return Ok(());
+        }
+        let Ok(e) = self.block.entry_at(self.offset) else {
+            return Ok(());
+        };
+        let len = e.shared.min(self.key.len()) + e.key_delta.len();
+        self.key
+            .try_reserve(len.saturating_sub(self.key.len()))
+            .map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::OutOfMemory,
+                    format!("a key of {len} bytes needs room the allocator refused"),
+                )
+            })
+    }
+
     /// Moves to the next entry; `Ok(false)` at the end.
     pub fn advance(&mut self) -> Result<bool, BlockError> {
         if self.offset >= self.block.restarts_at {
