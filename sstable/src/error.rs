@@ -11,7 +11,11 @@ use crate::properties::PropertiesError;
 /// What went wrong reading or writing a table.
 #[derive(Debug, Error)]
 pub enum Error {
-    /// An I/O call failed.
+    /// An I/O call failed; or the allocator refused a buffer whose size a
+    /// table's bytes record (a block read, or at the open the decoded
+    /// index or a properties key), kind `OutOfMemory`, naming the block
+    /// through [`BlockReadError`]: not damage, as the same table opens
+    /// where memory allows.
     #[error("I/O error on {path}: {source}")]
     Io {
         /// The table file.
