@@ -190,44 +190,57 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         }
     }
 
-    /// Makes room in the key buffer for the next entry's key, or fails
-    /// with an `OutOfMemory` I/O error when the allocator refuses: a
-    /// table's open decodes a version 1 index through this iterator, and
-    /// a key's length is recorded in the block, up to the block's own,
-    /// whose buffer is live. Nothing to do (and `Ok`) at the end or when
-    /// the next entry is malformed, which `advance` then reports. No
-    /// allocation when the buffer has room.
-    pub(crate) fn try_reserve_next_key(&mut self) -> std::io::Result<()> {
-        if self.offset >= self.block.restarts_at {
-            return Ok(());
-        }
-        let Ok(e) = self.block.entry_at(self.offset) else {
-            return Ok(());
-        };
-        let len = e.shared.min(self.key.len()) + e.key_delta.len();
-        self.key
-            .try_reserve(len.saturating_sub(self.key.len()))
-            .map_err(|_| {
-                std::io::Error::new(
-                    std::io::ErrorKind::OutOfMemory,
-                    format!("a key of {len} bytes needs room the allocator refused"),
-                )
-            })
-    }
-
     /// Moves to the next entry; `Ok(false)` at the end.
     pub fn advance(&mut self) -> Result<bool, BlockError> {
+        let grow = |key: &mut Vec<u8>, more: usize| {
+            key.reserve(more);
+            Ok::<(), std::convert::Infallible>(())
+        };
+        match self.advance_growing(grow) {
+            Ok(moved) => moved,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`Self::advance`] whose key buffer is reserved fallibly: the outer
+    /// error, kind `OutOfMemory`, is the allocator's refusal. A table's
+    /// open decodes a version 1 index through this: a key's length is
+    /// recorded in the block, up to the block's own, whose buffer is live.
+    pub(crate) fn try_advance(&mut self) -> std::io::Result<Result<bool, BlockError>> {
+        self.advance_growing(|key: &mut Vec<u8>, more: usize| {
+            key.try_reserve(more).map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::OutOfMemory,
+                    format!(
+                        "a key of {} bytes needs room the allocator refused",
+                        key.len() as u128 + more as u128
+                    ),
+                )
+            })
+        })
+    }
+
+    /// [`Self::advance`], making room for the key's bytes past the shared
+    /// prefix with `grow` (the refusal is the outer error).
+    #[inline]
+    fn advance_growing<E>(
+        &mut self,
+        grow: impl FnOnce(&mut Vec<u8>, usize) -> Result<(), E>,
+    ) -> Result<Result<bool, BlockError>, E> {
         if self.offset >= self.block.restarts_at {
             self.valid = false;
-            return Ok(false);
+            return Ok(Ok(false));
         }
-        let e = self.block.entry_at(self.offset)?;
+        let e = match self.block.entry_at(self.offset) {
+            Ok(e) => e,
+            Err(damage) => return Ok(Err(damage)),
+        };
         if e.shared > self.key.len() {
-            return Err(BlockError::SharesTooMuch {
+            return Ok(Err(BlockError::SharesTooMuch {
                 offset: self.offset,
                 shared: e.shared,
                 previous_len: self.key.len(),
-            });
+            }));
         }
         let block: &Block = &self.block;
         while self.next_restart < block.num_restarts
@@ -238,30 +251,33 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         if self.next_restart < block.num_restarts && block.restart(self.next_restart) == self.offset
         {
             if e.shared != 0 {
-                return Err(BlockError::RestartSharesPrefix {
+                return Ok(Err(BlockError::RestartSharesPrefix {
                     offset: self.offset,
                     shared: e.shared,
-                });
+                }));
             }
             self.next_restart += 1;
             self.since_restart = 0;
         } else {
             self.since_restart += 1;
             if self.since_restart >= RESTART_INTERVAL {
-                return Err(BlockError::TooFarFromRestart {
+                return Ok(Err(BlockError::TooFarFromRestart {
                     offset: self.offset,
                     interval: RESTART_INTERVAL,
-                });
+                }));
             }
         }
         let (shared, next, value_len) = (e.shared, e.next, e.value.len());
         self.key.truncate(shared);
+        if self.key.capacity() - shared < e.key_delta.len() {
+            grow(&mut self.key, e.key_delta.len())?;
+        }
         self.key.extend_from_slice(e.key_delta);
         self.value = (next - value_len, next);
         self.current = self.offset;
         self.offset = next;
         self.valid = true;
-        Ok(true)
+        Ok(Ok(true))
     }
 
     /// Positions at the first entry `>= (user_key, seq)`. Returns whether an

@@ -142,10 +142,16 @@ impl TableIndexBuilder {
     /// `handle.offset == self.next_offset()`.
     pub(crate) fn push(&mut self, key: &[u8], seq: u64, handle: BlockHandle) -> io::Result<()> {
         debug_assert_eq!(handle.offset, self.next_offset());
-        try_room(&mut self.keys, key.len(), "separators")?;
-        try_room(&mut self.key_ends, 1, "separator ends")?;
-        try_room(&mut self.block_ends, 1, "block ends")?;
-        try_room(&mut self.seqs, 1, "sequence numbers")?;
+        // Only when a buffer is full (the three per-block ones grow in
+        // step): the common push costs two comparisons, as before.
+        if self.keys.capacity() - self.keys.len() < key.len() {
+            try_room(&mut self.keys, key.len(), "separators")?;
+        }
+        if self.key_ends.len() == self.key_ends.capacity() {
+            try_room(&mut self.key_ends, 1, "separator ends")?;
+            try_room(&mut self.block_ends, 1, "block ends")?;
+            try_room(&mut self.seqs, 1, "sequence numbers")?;
+        }
         self.keys.extend_from_slice(key);
         self.key_ends.push(self.keys.len() as u64);
         self.block_ends

@@ -186,11 +186,7 @@ fn decode_v1(bytes: Vec<u8>, limit: u64) -> Result<TableIndex, Refused> {
     let block = Block::new(bytes)?;
     let mut it = block.iter();
     let mut entries = TableIndexBuilder::default();
-    loop {
-        it.try_reserve_next_key()?;
-        if !it.advance()? {
-            break;
-        }
+    while it.try_advance()?? {
         let offset = it.entry_offset();
         let (user, seq, _) =
             split_internal_key(it.key()).ok_or_else(|| BlockError::KeyShorterThanTag {
