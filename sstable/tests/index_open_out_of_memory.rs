@@ -16,16 +16,17 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{self, ErrorKind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bloomlsm_sstable::format::{PROPERTIES_VERSION, TRAILER_LEN, block_trailer};
 use bloomlsm_sstable::{
     BlockHandle, BlockKind, BlockReadError, Error, Footer, RandomAccessFile, Table, TableProperties,
 };
 
-/// Allocations of this many bytes or more are refused while [`ARMED`].
+/// Allocations of this many bytes or more are refused while [`ARMED`] is
+/// not 0 (a count: the tests run at once, and each arms it for its open).
 const CAP: usize = 64 << 20;
-static ARMED: AtomicBool = AtomicBool::new(false);
+static ARMED: AtomicUsize = AtomicUsize::new(0);
 
 struct Capped;
 
@@ -35,7 +36,7 @@ struct Capped;
 // too.
 unsafe impl GlobalAlloc for Capped {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= CAP && ARMED.load(Ordering::SeqCst) {
+        if layout.size() >= CAP && ARMED.load(Ordering::SeqCst) > 0 {
             return std::ptr::null_mut();
         }
         // SAFETY: same contract as the caller's.
@@ -158,9 +159,9 @@ fn an_index_decoding_past_memory_fails_the_open_without_aborting() {
     assert!(n * (n + 1) / 2 > CAP as u64);
     let (file, index_at) = sparse_table(1 << 40, &index, n);
 
-    ARMED.store(true, Ordering::SeqCst);
+    ARMED.fetch_add(1, Ordering::SeqCst);
     let opened = Table::open(Arc::new(file), "sparse.sst", 1, None);
-    ARMED.store(false, Ordering::SeqCst);
+    ARMED.fetch_sub(1, Ordering::SeqCst);
 
     let message = opened.as_ref().err().map(ToString::to_string);
     let Err(Error::Io { path, source }) = opened else {
@@ -180,6 +181,44 @@ fn an_index_decoding_past_memory_fails_the_open_without_aborting() {
         "{message}"
     );
     println!("{message}");
+}
+
+/// The same table as a real sparse file (tmpfs in /dev/shm where there
+/// is one): the same refusal through the file system's reads. Skipped
+/// where the file system refuses so large a file.
+#[test]
+fn an_index_in_a_sparse_file_on_disk_fails_the_open_without_aborting() {
+    use std::io::{Seek, SeekFrom, Write};
+    let n = 20_000;
+    let len = 1 << 40;
+    let (file, index_at) = sparse_table(len, &growing_separators(n), n);
+    let dir = tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .unwrap();
+    let path = dir.path().join("sparse.sst");
+    let mut out = std::fs::File::create(&path).unwrap();
+    if out.set_len(len).is_err() {
+        println!("skipped: no sparse file of {len} bytes here");
+        return;
+    }
+    out.seek(SeekFrom::Start(len - file.tail.len() as u64))
+        .unwrap();
+    out.write_all(&file.tail).unwrap();
+    drop(out);
+
+    ARMED.fetch_add(1, Ordering::SeqCst);
+    let opened = Table::open_path(&path, 1, None);
+    ARMED.fetch_sub(1, Ordering::SeqCst);
+
+    let Err(Error::Io { source, .. }) = opened else {
+        panic!("expected an out-of-memory I/O error, got {opened:?}");
+    };
+    assert_eq!(source.kind(), ErrorKind::OutOfMemory, "{source}");
+    let read = source
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<BlockReadError>())
+        .unwrap_or_else(|| panic!("no block named: {source}"));
+    assert_eq!((read.kind, read.offset), (BlockKind::Index, index_at));
 }
 
 /// The same index under an allocator that grants it opens whole: the
