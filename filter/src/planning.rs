@@ -37,8 +37,9 @@ pub fn planned_memory_bytes(kind: FilterKind, items: u64, bits_per_key: f64) -> 
 /// `kind` whose encoding ([`crate::codec`]) is `encoded` bytes, once
 /// decoded: the encoding less the codec's header and checksum (and a
 /// Ribbon filter's parameters, its solution then in whole 64-byte lines).
-/// Exact for every filter this build writes or reads; 0 for fewer bytes
-/// than the framing.
+/// Exact for every kind a table holds (a counting filter, never in a
+/// table, holds one byte a counter where its encoding packs two); 0 for
+/// fewer bytes than the framing.
 pub fn memory_bytes_of_encoded(kind: FilterKind, encoded: u64) -> u64 {
     let framing = (codec::HEADER_LEN + codec::CHECKSUM_LEN) as u64;
     match kind {
