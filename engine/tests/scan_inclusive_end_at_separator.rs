@@ -86,11 +86,12 @@ fn check(deeper: bool) {
     let db = Db::open(dir.path(), options()).unwrap();
     let (before, failed) = read(db.scan::<Vec<u8>, _>(..).unwrap());
     assert!(failed, "the damage is read by an unbounded scan");
-    // The scan stops with the error one pair early: the merge pulls a
-    // source's next entry (the damaged block) before it returns the one it
-    // holds. So `key(n)` starts the damaged block and `key(n - 1)` ends the
-    // one before, whose separator is `key(n - 1)` with sequence 0.
-    let n = before.len() as u8 + 1;
+    // The keys before the damaged block: a get reads the one block that
+    // can hold its key, so it fails exactly for the damaged block's keys.
+    // `key(n - 1)` ends the block before, whose separator it is (sequence
+    // 0).
+    let n = (0..KEYS).position(|i| db.get(&key(i)).is_err()).unwrap() as u8;
+    assert!(before.len() <= n as usize);
     assert!(
         n > 8 && n < KEYS,
         "damage in a middle block: {n} keys before"
