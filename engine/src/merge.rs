@@ -40,12 +40,18 @@ impl Ord for Head {
     }
 }
 
-/// Merges sources that are each sorted in table order.
+/// Merges sources that are each sorted in table order. Invariant: after a
+/// source fails, no entry is returned that sorts after its last one (the
+/// error comes first), yet the entry in hand when the pull of its
+/// successor failed, read intact, is returned before the error.
 pub(crate) struct MergingIter {
     sources: Vec<Source>,
     heap: BinaryHeap<Head>,
     started: bool,
     failed: bool,
+    /// A source's failure met while pulling the successor of the entry
+    /// just returned: the next call reports it.
+    pending: Option<crate::error::Error>,
 }
 
 impl MergingIter {
@@ -55,6 +61,7 @@ impl MergingIter {
             heap: BinaryHeap::new(),
             started: false,
             failed: false,
+            pending: None,
         }
     }
 
@@ -78,7 +85,11 @@ impl MergingIter {
         let Some(head) = self.heap.pop() else {
             return Ok(None);
         };
-        self.pull(head.source)?;
+        // Every other head sorts after this entry; the failed source's
+        // entries after it are unknown, so the error ends the merge next.
+        if let Err(e) = self.pull(head.source) {
+            self.pending = Some(e);
+        }
         Ok(Some(head.entry))
     }
 }
@@ -89,6 +100,10 @@ impl Iterator for MergingIter {
     fn next(&mut self) -> Option<Result<Entry>> {
         if self.failed {
             return None;
+        }
+        if let Some(e) = self.pending.take() {
+            self.failed = true;
+            return Some(Err(e));
         }
         match self.step() {
             Ok(e) => e.map(Ok),

@@ -208,6 +208,24 @@ impl TableIndex {
         self.seq(i) != 0 && self.key(i) == user_key
     }
 
+    /// Whether every user key of the blocks after block `i` is `>= end`.
+    /// Every entry after block `i` sorts strictly after its separator
+    /// `(S, s)` (FORMAT.md, "Index block"), so its user key is `>= S`, and
+    /// `> S` when `s` is 0 (sequence 0 sorts after every version of `S`),
+    /// that is `>= S ++ [0]`, the least key above `S`. So: `end <= S`, or
+    /// `s` is 0 and `end` is `S ++ [0]` (how a scan's inclusive end `S`
+    /// arrives, the common case: the writer keeps a block's last user key
+    /// as its separator whenever the next block's first differs from it in
+    /// its last byte only). REQUIRES: `i < len()`.
+    pub(crate) fn keys_after_reach(&self, i: usize, end: &[u8]) -> bool {
+        let separator = self.key(i);
+        separator >= end
+            || (self.seq(i) == 0
+                && end.len() == separator.len() + 1
+                && end.starts_with(separator)
+                && end.last() == Some(&0))
+    }
+
     /// Where block `i` is. REQUIRES: `i < len()`.
     pub(crate) fn handle(&self, i: usize) -> BlockHandle {
         let offset = if i == 0 {
@@ -327,6 +345,30 @@ mod tests {
         assert_eq!(index.data_end(), handle(4).offset);
         // 4 key bytes, two u32 ends and one u64 sequence per block.
         assert_eq!(index.memory_bytes(), 4 + 4 * (4 + 4 + 8));
+    }
+
+    /// Blocks after a separator `(S, 0)` hold only keys `> S`, so they are
+    /// past an end `S ++ [0]` (an inclusive end `S`); after `(S, s)` with
+    /// `s` nonzero they may hold older versions of `S`, in range.
+    #[test]
+    fn keys_after_a_separator_reach_an_end_just_above_it_only_at_sequence_0() {
+        let index = index_of(&[(b"b", 9), (b"b", 4), (b"c", 0), (b"e", 0)]);
+        // Zero-terminated ends: the inclusive end "b" or "c".
+        assert!(
+            !index.keys_after_reach(0, b"b\0"),
+            "older versions of b follow"
+        );
+        assert!(
+            !index.keys_after_reach(1, b"b\0"),
+            "b@4 may not be its last"
+        );
+        assert!(index.keys_after_reach(2, b"c\0"));
+        assert!(index.keys_after_reach(2, b"c"));
+        assert!(index.keys_after_reach(2, b"b\0"));
+        assert!(!index.keys_after_reach(2, b"c\0\0"), "c\\0 may follow");
+        assert!(!index.keys_after_reach(2, b"c\x01"), "c\\0 may follow");
+        assert!(!index.keys_after_reach(2, b"d"));
+        assert!(index.keys_after_reach(3, b""));
     }
 
     #[test]

@@ -71,10 +71,11 @@ impl TableIter {
 
     /// Whether block `i` holds only keys at or past the upper bound: every
     /// entry of block `i` sorts after the separator of block `i - 1`, so
-    /// its user keys are `>=` that separator's.
+    /// its user keys are `>=` that separator's, and `>` it when the
+    /// separator's sequence is 0 (`TableIndex::keys_after_reach`).
     fn past_upper_bound(&self, i: usize) -> bool {
         match (&self.end, i.checked_sub(1)) {
-            (Some(end), Some(before)) => self.table.index.key(before) >= end.as_slice(),
+            (Some(end), Some(before)) => self.table.index.keys_after_reach(before, end),
             _ => false,
         }
     }
