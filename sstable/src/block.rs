@@ -84,6 +84,15 @@ impl Block {
         read_u32(&self.bytes, self.restarts_at + 4 * i).unwrap_or(u32::MAX) as usize
     }
 
+    /// Offset of restart `i`, or `usize::MAX` past the last.
+    fn restart_or_end(&self, i: usize) -> usize {
+        if i < self.num_restarts {
+            self.restart(i)
+        } else {
+            usize::MAX
+        }
+    }
+
     /// Bytes held (for cache accounting).
     pub fn size(&self) -> usize {
         self.bytes.len()
@@ -164,6 +173,10 @@ pub struct BlockIter<B: Deref<Target = Block>> {
     /// Index of the first restart at or after `offset` (restarts before it
     /// are passed).
     next_restart: usize,
+    /// Where restart `next_restart` begins (`usize::MAX` past the last): an
+    /// entry before it is no restart, the common case, with no read of the
+    /// restart array.
+    next_restart_at: usize,
     /// Entries parsed since the last restart entry.
     since_restart: usize,
     /// Offset of the current entry (valid when `valid`).
@@ -178,10 +191,12 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     pub fn new(block: B) -> Self {
         // One allocation up front instead of a realloc per doubling while
         // the first keys are rebuilt (the largest cost of a cached get).
+        let next_restart_at = block.restart_or_end(0);
         Self {
             block,
             offset: 0,
             next_restart: 0,
+            next_restart_at,
             since_restart: 0,
             current: 0,
             key: Vec::with_capacity(KEY_CAPACITY),
@@ -242,14 +257,15 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
                 previous_len: self.key.len(),
             }));
         }
-        let block: &Block = &self.block;
-        while self.next_restart < block.num_restarts
-            && block.restart(self.next_restart) < self.offset
-        {
-            self.next_restart += 1;
+        if self.offset >= self.next_restart_at {
+            // Restarts a crafted block placed inside entries are passed.
+            let block: &Block = &self.block;
+            while self.next_restart_at < self.offset {
+                self.next_restart += 1;
+                self.next_restart_at = block.restart_or_end(self.next_restart);
+            }
         }
-        if self.next_restart < block.num_restarts && block.restart(self.next_restart) == self.offset
-        {
+        if self.offset == self.next_restart_at {
             if e.shared != 0 {
                 return Ok(Err(BlockError::RestartSharesPrefix {
                     offset: self.offset,
@@ -257,6 +273,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
                 }));
             }
             self.next_restart += 1;
+            self.next_restart_at = self.block.restart_or_end(self.next_restart);
             self.since_restart = 0;
         } else {
             self.since_restart += 1;
@@ -306,6 +323,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         }
         self.offset = block.restart(lo);
         self.next_restart = lo;
+        self.next_restart_at = self.offset;
         self.since_restart = 0;
         self.key.clear();
         self.valid = false;
