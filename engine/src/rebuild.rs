@@ -56,13 +56,17 @@ impl DbInner {
     }
 
     /// Rebuilds (with the live policy) the filters of tables whose filter
-    /// block was found damaged (`CorruptFilterPolicy::Rebuild`).
+    /// block was found damaged (`CorruptFilterPolicy::Rebuild`). A filter
+    /// whose read failed (`EIO`, or memory the allocator refused) is not
+    /// damage: lookups retry the read, and it is rebuilt only once a retry
+    /// finds the block damaged.
     pub(crate) fn rebuild_damaged_filters(&self) -> Result<()> {
         let _compaction = self.compaction_lock.lock();
         self.check_writable()?;
         let policy = self.filter_policy.read().clone();
         self.rebuild_locked(&policy, false, |t| {
             matches!(t.table.filter_status(), FilterStatus::Unusable(_))
+                && !t.table.filter_awaits_retry()
         })?;
         Ok(())
     }
