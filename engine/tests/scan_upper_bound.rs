@@ -11,10 +11,9 @@
 mod common;
 
 use std::ops::Bound;
-use std::path::{Path, PathBuf};
 
-use bloomlsm::{Db, Options};
-use common::scratch_dir;
+use bloomlsm::Db;
+use common::damaged_block::{damaged_store, options, read};
 
 const KEYS: u64 = 3000;
 
@@ -22,64 +21,8 @@ fn key(i: u64) -> Vec<u8> {
     format!("k{i:05}").into_bytes()
 }
 
-fn options() -> Options {
-    Options {
-        block_size: 512,
-        background_work: false,
-        ..Options::default()
-    }
-}
-
-fn only_table(dir: &Path) -> PathBuf {
-    let mut tables: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
-        .collect();
-    assert_eq!(tables.len(), 1, "{tables:?}");
-    tables.pop().unwrap()
-}
-
-/// A store of `KEYS` keys in one table (in L0, or moved to the last level)
-/// with one byte flipped in the middle of its data.
-fn damaged_store(deeper: bool) -> tempfile::TempDir {
-    let dir = scratch_dir();
-    let db = Db::open(dir.path(), options()).unwrap();
-    for i in 0..KEYS {
-        db.put(&key(i), b"value").unwrap();
-    }
-    db.flush().unwrap();
-    if deeper {
-        // Only to place the one table below L0: nothing is shadowed.
-        db.compact().unwrap();
-        assert_eq!(db.stats().levels[0].tables, 0);
-    }
-    db.close().unwrap();
-    let table = only_table(dir.path());
-    let data_bytes = bloomlsm_sstable::Table::open_path(&table, 1, None)
-        .unwrap()
-        .properties()
-        .data_bytes;
-    let mut bytes = std::fs::read(&table).unwrap();
-    bytes[data_bytes as usize / 2] ^= 0x04;
-    std::fs::write(&table, bytes).unwrap();
-    dir
-}
-
-/// Pairs read before the first error, and whether one came.
-fn read(it: bloomlsm::DbIter) -> (Vec<Vec<u8>>, bool) {
-    let mut keys = Vec::new();
-    for item in it {
-        match item {
-            Ok((k, _)) => keys.push(k),
-            Err(_) => return (keys, true),
-        }
-    }
-    (keys, false)
-}
-
 fn check(deeper: bool) {
-    let dir = damaged_store(deeper);
+    let dir = damaged_store((0..KEYS).map(|i| (key(i), b"value".to_vec())), deeper);
     let db = Db::open(dir.path(), options()).unwrap();
     let (before, failed) = read(db.scan::<Vec<u8>, _>(..).unwrap());
     assert!(failed, "the damage is read by an unbounded scan");

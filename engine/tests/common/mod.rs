@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
 pub mod crafted_manifest;
+pub mod damaged_block;
 pub mod format_v1;
 pub mod held_iter;
 pub mod live_tables;
