@@ -12,17 +12,15 @@
 //! separator is 2 MiB long, its properties' keys short.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
 mod one_large;
 
-use std::io::ErrorKind;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use bloomlsm_sstable::format::{PROPERTIES_VERSION, TRAILER_LEN, block_trailer};
 use bloomlsm_sstable::fuzzing::MemFile;
-use bloomlsm_sstable::{
-    BlockHandle, BlockKind, BlockReadError, Error, Footer, Table, TableProperties,
-};
+use bloomlsm_sstable::{BlockHandle, BlockKind, Footer, Table, TableProperties};
 use one_large::{ARMED, LARGE, LIVE_LARGE};
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
@@ -105,15 +103,7 @@ fn a_version_1_index_key_larger_than_memory_admits_twice_fails_the_open() {
     let opened = Table::open_path(&path, 1, None);
     ARMED.store(false, Ordering::SeqCst);
 
-    let message = opened.as_ref().err().map(ToString::to_string);
-    let Err(Error::Io { source, .. }) = opened else {
-        panic!("expected an out-of-memory I/O error, got {opened:?}");
-    };
-    assert_eq!(source.kind(), ErrorKind::OutOfMemory, "{source}");
-    let read = source
-        .get_ref()
-        .and_then(|e| e.downcast_ref::<BlockReadError>())
-        .unwrap_or_else(|| panic!("no block named: {source}"));
-    assert_eq!((read.kind, read.offset), (BlockKind::Index, index_at));
-    println!("{}", message.unwrap());
+    let (kind, offset, message) = common::refused_block(opened);
+    assert_eq!((kind, offset), (BlockKind::Index, index_at));
+    println!("{message}");
 }

@@ -12,14 +12,12 @@
 //! smallest key is copied.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
 mod one_large;
 
-use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
 
-use bloomlsm_sstable::{
-    BlockKind, BlockReadError, EntryKind, Error, Table, TableBuilder, TableOptions,
-};
+use bloomlsm_sstable::{BlockKind, EntryKind, Table, TableBuilder, TableOptions};
 use one_large::{ARMED, LARGE, LIVE_LARGE};
 
 #[test]
@@ -44,20 +42,11 @@ fn properties_keys_larger_than_memory_admits_twice_fail_the_open() {
     let opened = Table::open_path(&path, 1, None);
     ARMED.store(false, Ordering::SeqCst);
 
-    let message = opened.as_ref().err().map(ToString::to_string);
-    let Err(Error::Io { source, .. }) = opened else {
-        panic!("expected an out-of-memory I/O error, got {opened:?}");
-    };
-    assert_eq!(source.kind(), ErrorKind::OutOfMemory, "{source}");
-    let read = source
-        .get_ref()
-        .and_then(|e| e.downcast_ref::<BlockReadError>())
-        .unwrap_or_else(|| panic!("no block named: {source}"));
+    let (kind, offset, message) = common::refused_block(opened);
     assert_eq!(
-        (read.kind, read.offset),
+        (kind, offset),
         (BlockKind::Properties, footer.properties.offset)
     );
-    let message = message.unwrap();
     assert!(message.contains("smallest key"), "{message}");
     println!("{message}");
 }

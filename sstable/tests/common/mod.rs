@@ -48,3 +48,21 @@ pub fn simple_model(n: u64) -> Model {
         })
         .collect()
 }
+
+/// The block (kind, offset) an open refused for want of memory, and the
+/// error's message: `opened` must be an `Error::Io` of kind `OutOfMemory`
+/// wrapping the `BlockReadError` that names the block.
+pub fn refused_block(
+    opened: bloomlsm_sstable::Result<Table>,
+) -> (bloomlsm_sstable::BlockKind, u64, String) {
+    let message = opened.as_ref().err().map(ToString::to_string);
+    let Err(bloomlsm_sstable::Error::Io { source, .. }) = opened else {
+        panic!("expected an out-of-memory I/O error, got {opened:?}");
+    };
+    assert_eq!(source.kind(), std::io::ErrorKind::OutOfMemory, "{source}");
+    let read = source
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<bloomlsm_sstable::BlockReadError>())
+        .unwrap_or_else(|| panic!("no block named: {source}"));
+    (read.kind, read.offset, message.unwrap_or_default())
+}
