@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use bloomlsm_sstable::FilterStatus;
+use bloomlsm_sstable::{FilterLoadError, FilterStatus};
 
 use crate::FilterKind;
 use crate::error::Result;
@@ -56,17 +56,22 @@ impl DbInner {
     }
 
     /// Rebuilds (with the live policy) the filters of tables whose filter
-    /// block was found damaged (`CorruptFilterPolicy::Rebuild`). A filter
-    /// whose read failed (`EIO`, or memory the allocator refused) is not
-    /// damage: lookups retry the read, and it is rebuilt only once a retry
-    /// finds the block damaged.
+    /// block is unusable (`CorruptFilterPolicy::Rebuild`): found damaged,
+    /// or whose read failed with an I/O error, which lookups also retry
+    /// (whichever comes first restores the filter; a rebuild reads the
+    /// data blocks, so a bad sector under the filter block heals). Not a
+    /// filter whose read the allocator refused (`OutOfMemory`): a rebuild
+    /// would need as much memory again, so it is left to the retries.
     pub(crate) fn rebuild_damaged_filters(&self) -> Result<()> {
         let _compaction = self.compaction_lock.lock();
         self.check_writable()?;
         let policy = self.filter_policy.read().clone();
-        self.rebuild_locked(&policy, false, |t| {
-            matches!(t.table.filter_status(), FilterStatus::Unusable(_))
-                && !t.table.filter_awaits_retry()
+        self.rebuild_locked(&policy, false, |t| match t.table.filter_status() {
+            FilterStatus::Unusable(FilterLoadError::Read { source, .. }) => {
+                source.kind() != std::io::ErrorKind::OutOfMemory
+            }
+            FilterStatus::Unusable(_) => true,
+            FilterStatus::Loaded | FilterStatus::Absent => false,
         })?;
         Ok(())
     }

@@ -412,6 +412,12 @@ impl FaultFs {
         self.state.lock().reads.arm(Some(fault));
     }
 
+    /// [`Self::fail_reads`] with errors of `kind` instead of `EIO`: a
+    /// read whose buffer the allocator refused fails `OutOfMemory`.
+    pub fn fail_reads_as(&self, fault: ReadFault, kind: io::ErrorKind) {
+        self.state.lock().reads.arm_as(fault, kind);
+    }
+
     /// Read-opens made so far (the number of the next one).
     pub fn read_opens(&self) -> u64 {
         self.state.lock().read_opens.made()

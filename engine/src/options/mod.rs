@@ -50,7 +50,8 @@ pub enum CorruptFilterPolicy {
     Ignore,
     /// Refuse: opening the store returns the corruption error.
     Fail,
-    /// Read without it, and rebuild that table's filter in the background.
+    /// Read without it, and rebuild that table's filter in the background
+    /// (also after a failed read, but not one the allocator refused).
     Rebuild,
 }
 

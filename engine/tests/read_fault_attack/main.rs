@@ -23,7 +23,7 @@ mod common;
 
 mod concurrent;
 mod error_names;
-mod filter_read_not_rebuilt;
+mod filter_read_rebuild;
 mod filter_retry;
 mod filter_retry_deep;
 mod harness;

@@ -50,6 +50,8 @@ const READ_SALT: u64 = 0x5245_4144_u64;
 #[derive(Debug, Default)]
 pub(super) struct Series {
     armed: Option<ReadFault>,
+    /// The kind a failed call's error has; `None`: the OS's `EIO`.
+    kind: Option<io::ErrorKind>,
     made: u64,
 }
 
@@ -58,6 +60,14 @@ impl Series {
     /// the numbering goes on.
     pub(super) fn arm(&mut self, fault: Option<ReadFault>) {
         self.armed = fault;
+        self.kind = None;
+    }
+
+    /// Arms `fault` with errors of `kind` instead of `EIO` (as when memory
+    /// for the read's buffer is refused: `OutOfMemory`).
+    pub(super) fn arm_as(&mut self, fault: ReadFault, kind: io::ErrorKind) {
+        self.armed = Some(fault);
+        self.kind = Some(kind);
     }
 
     /// Calls made so far: the number the next one gets.
@@ -67,12 +77,15 @@ impl Series {
 
     /// Counts a call; its injected failure, if it is to fail: the OS's
     /// own `EIO`, as a real device gives it (`raw_os_error() == Some(EIO)`,
-    /// which survives every copy the store makes of an I/O error).
+    /// which survives every copy the store makes of an I/O error), or an
+    /// error of the kind armed with [`Self::arm_as`].
     pub(super) fn call(&mut self) -> Option<io::Error> {
         let n = self.made;
         self.made += 1;
-        self.armed
-            .is_some_and(|f| f.fails(n))
-            .then(|| io::Error::from_raw_os_error(libc::EIO))
+        let kind = self.kind;
+        self.armed.is_some_and(|f| f.fails(n)).then(|| match kind {
+            Some(kind) => io::Error::new(kind, "injected read failure"),
+            None => io::Error::from_raw_os_error(libc::EIO),
+        })
     }
 }
