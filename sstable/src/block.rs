@@ -363,6 +363,9 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
 }
 
 #[cfg(test)]
+mod restart_rule_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::block_builder::BlockBuilder;
