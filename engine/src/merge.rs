@@ -115,6 +115,9 @@ impl Iterator for MergingIter {
     }
 }
 
+#[cfg(test)]
+mod error_order_tests;
+
 /// Collapses a merged stream to what a reader at `snapshot` sees within
 /// `bounds`: for each user key, the newest version with seq <= snapshot,
 /// tombstones hidden. REQUIRES: the sources start at or after the lower
