@@ -36,6 +36,15 @@ fn reopened_after_a_failed_filter_read(
     dir: &std::path::Path,
     kind: Option<ErrorKind>,
 ) -> (Db, u64) {
+    let (db, built, _) = reopened_after_a_failed_filter_read_on(dir, kind);
+    (db, built)
+}
+
+/// [`reopened_after_a_failed_filter_read`], with the store's file system.
+fn reopened_after_a_failed_filter_read_on(
+    dir: &std::path::Path,
+    kind: Option<ErrorKind>,
+) -> (Db, u64, FaultFs) {
     let fs = FaultFs::new();
     let db = Db::open_with_fs(dir, options(), Arc::new(fs.clone())).unwrap();
     for i in (0..KEYS).step_by(2) {
@@ -60,7 +69,7 @@ fn reopened_after_a_failed_filter_read(
     // The unusable-filter check runs with the background work.
     db.wait_for_background_work().unwrap();
     let built = db.stats().filters_built - before.filters_built;
-    (db, built)
+    (db, built, fs)
 }
 
 fn every_key_found(db: &Db) {
@@ -96,6 +105,35 @@ fn a_filter_read_failed_with_eio_is_rebuilt() {
     db.close().unwrap();
     // The rebuilt filter is what a reopen loads.
     let db = Db::open(dir.path(), options()).unwrap();
+    assert_eq!(db.stats().total.tables_without_usable_filter, 0);
+    every_key_found(&db);
+    db.close().unwrap();
+}
+
+/// The rule follows the latest failure, not the open's: a filter whose
+/// read the allocator refused at the open, and whose lookup's retry then
+/// failed with `EIO` (a bad sector under the block, which retries never
+/// get past), is rebuilt as any filter whose read failed with `EIO`.
+#[test]
+fn a_retry_failed_with_eio_after_a_refusal_is_rebuilt() {
+    let dir = crate::common::scratch_dir();
+    let (db, built, fs) =
+        reopened_after_a_failed_filter_read_on(dir.path(), Some(ErrorKind::OutOfMemory));
+    assert_eq!(built, 0, "the refusal is left to the retry");
+    // The first lookup retries the read (its first read), which fails.
+    let faults = fs.faults_injected();
+    fs.fail_reads(ReadFault::Only(fs.reads()));
+    assert_eq!(db.get(&short_key(0)).unwrap().as_deref(), Some(&b"v"[..]));
+    fs.heal();
+    assert_eq!(fs.faults_injected() - faults, 1, "the retry's read failed");
+    assert_eq!(db.stats().total.tables_without_usable_filter, 1);
+    let before = db.stats().filters_built;
+    db.wait_for_background_work().unwrap();
+    assert_eq!(
+        db.stats().filters_built - before,
+        1,
+        "a filter whose last read failed with EIO was not rebuilt"
+    );
     assert_eq!(db.stats().total.tables_without_usable_filter, 0);
     every_key_found(&db);
     db.close().unwrap();
