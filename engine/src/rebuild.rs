@@ -60,15 +60,18 @@ impl DbInner {
     /// or whose read failed with an I/O error, which lookups also retry
     /// (whichever comes first restores the filter; a rebuild reads the
     /// data blocks, so a bad sector under the filter block heals). Not a
-    /// filter whose read the allocator refused (`OutOfMemory`): a rebuild
-    /// would need as much memory again, so it is left to the retries.
+    /// filter whose latest read the allocator refused (`OutOfMemory`): a
+    /// rebuild would need as much memory again, so it is left to the
+    /// retries.
     pub(crate) fn rebuild_damaged_filters(&self) -> Result<()> {
         let _compaction = self.compaction_lock.lock();
         self.check_writable()?;
         let policy = self.filter_policy.read().clone();
         self.rebuild_locked(&policy, false, |t| match t.table.filter_status() {
-            FilterStatus::Unusable(FilterLoadError::Read { source, .. }) => {
-                source.kind() != std::io::ErrorKind::OutOfMemory
+            // The latest failure decides (the status keeps the open's):
+            // a refusal at the open whose retry then met EIO is rebuilt.
+            FilterStatus::Unusable(FilterLoadError::Read { .. }) => {
+                !t.table.filter_read_refused_memory()
             }
             FilterStatus::Unusable(_) => true,
             FilterStatus::Loaded | FilterStatus::Absent => false,

@@ -367,6 +367,13 @@ impl Table {
         self.filter.awaits_retry()
     }
 
+    /// Whether the filter awaits a retry and its latest failed read (the
+    /// open's, or a retry's since) was the allocator's refusal
+    /// (`OutOfMemory`) rather than the device's error.
+    pub fn filter_read_refused_memory(&self) -> bool {
+        self.filter.read_refused_memory()
+    }
+
     /// Retries of a failed filter read run so far (lookups run them,
     /// ever more rarely while the read keeps failing: at most
     /// floor(log2 L) + 1 in L lookups that found the filter missing,

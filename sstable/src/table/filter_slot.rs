@@ -83,6 +83,9 @@ struct Retry {
     interval: AtomicU64,
     /// Retries run.
     retries: AtomicU64,
+    /// Whether the latest failed read (the open's, then each retry's) was
+    /// the allocator's refusal (`OutOfMemory`) rather than the device's.
+    refused_memory: AtomicBool,
     /// Held by the lookup running a retry; kept for good once the filter
     /// is loaded or a retry found it damaged (no retry starts then).
     closed: AtomicBool,
@@ -106,6 +109,7 @@ impl FilterSlot {
             Some(Err(why @ FilterLoadError::Read { .. })) => Unloaded::Retrying(Box::new(Retry {
                 handle,
                 kind,
+                refused_memory: AtomicBool::new(refused_memory(&why)),
                 at_open: FilterStatus::Unusable(why),
                 damaged: OnceLock::new(),
                 misses: AtomicU64::new(0),
@@ -179,6 +183,13 @@ impl FilterSlot {
         self.awaited().is_some()
     }
 
+    /// Whether a failed read awaits its retry and the latest failure was
+    /// the allocator's refusal (`OutOfMemory`), not the device's.
+    pub(crate) fn read_refused_memory(&self) -> bool {
+        self.awaited()
+            .is_some_and(|r| r.refused_memory.load(Ordering::Relaxed))
+    }
+
     /// Retries run so far.
     pub(crate) fn retries(&self) -> u64 {
         match &self.unloaded {
@@ -241,7 +252,9 @@ impl Retry {
         match read {
             // Stays closed: nothing to retry once loaded.
             Ok(filter) => Some(loaded.get_or_init(|| filter)),
-            Err(FilterLoadError::Read { .. }) => {
+            Err(failed @ FilterLoadError::Read { .. }) => {
+                self.refused_memory
+                    .store(refused_memory(&failed), Ordering::Relaxed);
                 self.back_off(n);
                 None
             }
@@ -282,6 +295,12 @@ impl Drop for BackOffOnUnwind<'_> {
 /// every filter this build writes or reads).
 fn expected_memory_bytes(kind: FilterKind, encoded: u64) -> u64 {
     bloomlsm_filter::planning::memory_bytes_of_encoded(kind, encoded)
+}
+
+/// Whether a failed filter read is the allocator's refusal.
+fn refused_memory(failed: &FilterLoadError) -> bool {
+    matches!(failed, FilterLoadError::Read { source, .. }
+        if source.kind() == std::io::ErrorKind::OutOfMemory)
 }
 
 #[cfg(test)]
