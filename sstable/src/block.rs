@@ -223,15 +223,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     /// recorded in the block, up to the block's own, whose buffer is live.
     pub(crate) fn try_advance(&mut self) -> std::io::Result<Result<bool, BlockError>> {
         self.advance_growing(|key: &mut Vec<u8>, more: usize| {
-            key.try_reserve(more).map_err(|_| {
-                std::io::Error::new(
-                    std::io::ErrorKind::OutOfMemory,
-                    format!(
-                        "a key of {} bytes needs room the allocator refused",
-                        key.len() as u128 + more as u128
-                    ),
-                )
-            })
+            crate::room::try_room(key, more, "a key")
         })
     }
 

@@ -23,22 +23,7 @@ use std::io;
 
 use crate::entry::compare_keys;
 use crate::format::{BlockHandle, TRAILER_LEN};
-
-/// Makes room in `v` for `more` items (amortized, as a push would), or
-/// fails with an `OutOfMemory` I/O error when the allocator refuses: the
-/// index's size is recorded in the file, and a crafted index over a sparse
-/// file can decode to many gigabytes (FORMAT.md, "Index block"), whose
-/// refusal must fail the open, not abort the process. No allocation when
-/// `v` has room.
-fn try_room<T>(v: &mut Vec<T>, more: usize, what: &str) -> io::Result<()> {
-    v.try_reserve(more).map_err(|_| {
-        let bytes = (v.len() as u128 + more as u128) * std::mem::size_of::<T>() as u128;
-        io::Error::new(
-            io::ErrorKind::OutOfMemory,
-            format!("the index's {what} need room for {bytes} bytes, which the allocator refused"),
-        )
-    })
-}
+use crate::room::try_room;
 
 /// Non-decreasing offsets, stored as narrowly as their largest value allows.
 #[derive(Debug)]
@@ -145,12 +130,12 @@ impl TableIndexBuilder {
         // Only when a buffer is full (the three per-block ones grow in
         // step): the common push costs two comparisons, as before.
         if self.keys.capacity() - self.keys.len() < key.len() {
-            try_room(&mut self.keys, key.len(), "separators")?;
+            try_room(&mut self.keys, key.len(), "the index's separators")?;
         }
         if self.key_ends.len() == self.key_ends.capacity() {
-            try_room(&mut self.key_ends, 1, "separator ends")?;
-            try_room(&mut self.block_ends, 1, "block ends")?;
-            try_room(&mut self.seqs, 1, "sequence numbers")?;
+            try_room(&mut self.key_ends, 1, "the index's separator ends")?;
+            try_room(&mut self.block_ends, 1, "the index's block ends")?;
+            try_room(&mut self.seqs, 1, "the index's sequence numbers")?;
         }
         self.keys.extend_from_slice(key);
         self.key_ends.push(self.keys.len() as u64);
@@ -171,8 +156,8 @@ impl TableIndexBuilder {
             .then(|| self.seqs.into_boxed_slice());
         Ok(TableIndex {
             keys: self.keys.into_boxed_slice(),
-            key_ends: Ends::new(self.key_ends, "separator ends")?,
-            block_ends: Ends::new(self.block_ends, "block ends")?,
+            key_ends: Ends::new(self.key_ends, "the index's separator ends")?,
+            block_ends: Ends::new(self.block_ends, "the index's block ends")?,
             seqs,
         })
     }

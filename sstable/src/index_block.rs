@@ -225,15 +225,7 @@ fn decode_v2(bytes: &[u8], limit: u64) -> Result<TableIndex, Refused> {
         key.truncate(shared as usize);
         // At most the block's bytes (each was a delta once), and reserved
         // as fallibly as the rest: a capacity check but when it grows.
-        key.try_reserve(delta.len()).map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::OutOfMemory,
-                format!(
-                    "a separator of {} bytes needs room the allocator refused",
-                    key.len() + delta.len()
-                ),
-            )
-        })?;
+        crate::room::try_room(&mut key, delta.len(), "a separator")?;
         key.extend_from_slice(delta);
         let (seq, size) = reader.varint().zip(reader.varint()).ok_or_else(malformed)?;
         if seq > MAX_SEQUENCE {

@@ -33,6 +33,7 @@ mod iter;
 mod lookup;
 mod properties;
 mod rebuild;
+mod room;
 mod table;
 mod varint;
 

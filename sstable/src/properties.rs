@@ -100,8 +100,8 @@ impl TableProperties {
             Ok(decoded) => decoded,
             Err(e) => return Ok(Err(e)),
         };
-        properties.smallest_key = crate::table::try_copy(&bytes[smallest], "smallest key")?;
-        properties.largest_key = crate::table::try_copy(&bytes[largest], "largest key")?;
+        properties.smallest_key = crate::room::try_copy(&bytes[smallest], "the smallest key")?;
+        properties.largest_key = crate::room::try_copy(&bytes[largest], "the largest key")?;
         Ok(Ok(properties))
     }
 

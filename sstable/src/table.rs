@@ -492,7 +492,7 @@ impl TableFile {
         if !handle.fits_before(limit) {
             return Ok(Err(BlockError::PastEnd { handle, limit }));
         }
-        let mut bytes = zeroed_buffer(handle.size as usize + TRAILER_LEN)?;
+        let mut bytes = crate::room::zeroed_buffer(handle.size as usize + TRAILER_LEN)?;
         if bulk {
             self.file.read_exact_at_bulk(&mut bytes, handle.offset)?;
         } else {
@@ -542,47 +542,4 @@ impl TableFile {
             Err(source) => Err(FilterLoadError::Read { offset, source }),
         }
     }
-}
-
-/// A zeroed buffer of `len` bytes for a block read ([`grow_zeroed`]).
-pub(crate) fn zeroed_buffer(len: usize) -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    grow_zeroed(&mut buf, len)?;
-    Ok(buf)
-}
-
-/// Grows `buf` with zeros to `len` bytes, or fails with `OutOfMemory`
-/// when the allocator refuses: a block's recorded size is checked only
-/// against the file's, and a crafted index over a sparse file can claim
-/// nearly 2^63 bytes, whose allocation must fail the read, not abort the
-/// process.
-pub(crate) fn grow_zeroed(buf: &mut Vec<u8>, len: usize) -> std::io::Result<()> {
-    if buf.len() < len {
-        buf.try_reserve_exact(len - buf.len()).map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::OutOfMemory,
-                format!("a block of {len} bytes does not fit in memory"),
-            )
-        })?;
-        buf.resize(len, 0);
-    }
-    Ok(())
-}
-
-/// A copy of `bytes`, or an `OutOfMemory` I/O error when the allocator
-/// refuses its buffer: for copies, at a table's open, of `what`, a field
-/// whose length is recorded in the file ([`grow_zeroed`]).
-pub(crate) fn try_copy(bytes: &[u8], what: &str) -> std::io::Result<Vec<u8>> {
-    let mut copy = Vec::new();
-    copy.try_reserve_exact(bytes.len()).map_err(|_| {
-        std::io::Error::new(
-            std::io::ErrorKind::OutOfMemory,
-            format!(
-                "a {what} of {} bytes needs room the allocator refused",
-                bytes.len()
-            ),
-        )
-    })?;
-    copy.extend_from_slice(bytes);
-    Ok(copy)
 }

@@ -82,7 +82,7 @@ impl TableFile {
                 .min((limit - handle.offset) as usize);
             // A crafted handle may claim nearly 2^63 bytes: a failed
             // allocation fails this read.
-            super::grow_zeroed(&mut ra.buf, len).map_err(|source| Error::Io {
+            crate::room::grow_zeroed(&mut ra.buf, len).map_err(|source| Error::Io {
                 path: self.path.clone(),
                 source: BlockReadError::wrap(kind, handle.offset, source),
             })?;
