@@ -8,17 +8,13 @@
 //! `not found` and a `put` made the loss permanent without a word.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use bloomlsm::{Db, Options};
-
-fn bloomlsm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use common::bloomlsm;
 
 fn files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)

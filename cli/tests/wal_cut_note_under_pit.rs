@@ -6,16 +6,10 @@
 //! Before, the note said "the next put or delete drops them for good".
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-use std::process::{Command, Output};
+mod common;
 
 use bloomlsm::{Db, Options, SyncMode};
-
-fn bloomlsm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use common::bloomlsm;
 
 /// Forty puts, each fsynced, copied while the store is open (a crash's
 /// image), one byte in the middle of its WAL flipped (inside a record,

@@ -10,14 +10,10 @@
 //! and a put made the loss permanent without a word.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-use std::process::{Command, Output};
+mod common;
 
-fn bloomlsm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use common::bloomlsm;
+use std::process::Output;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8(out.stderr.clone()).unwrap()

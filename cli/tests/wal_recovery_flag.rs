@@ -5,23 +5,19 @@
 //! nothing on disk, and `put` makes the recovery permanent.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use bloomlsm::{Db, Options, SyncMode};
+use common::bloomlsm;
 
 /// Where a version 2 WAL's records begin (after its 16-byte header).
 const WAL_RECORDS_START: usize = 16;
 const WRITES: usize = 20;
 /// The record whose checksum is damaged (each put is one record).
 const DAMAGED: usize = 10;
-
-fn bloomlsm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn wal_of(dir: &Path) -> std::path::PathBuf {
     std::fs::read_dir(dir)

@@ -42,3 +42,11 @@ pub fn deep_store(dir: &Path, keys: u64) -> Vec<u64> {
     db.close().unwrap();
     levels
 }
+
+/// Runs the `bloomlsm` binary with `args`, capturing its output.
+pub fn bloomlsm(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
+        .args(args)
+        .output()
+        .unwrap()
+}
