@@ -273,7 +273,7 @@ fn attack(seed: u64, background_work: bool, rounds: u64) -> [u64; 4] {
     let got = pairs(db.scan::<&[u8], _>(..).unwrap());
     assert!(got == expected(&model, &FULL), "{ctx0}: after reopen");
     db.close().unwrap();
-    let db = Db::open(tmp.path(), opts).unwrap();
+    let db = Db::open(tmp.path(), opts.clone()).unwrap();
     for i in 0..KEYS {
         assert_eq!(
             db.get(&key(i)).unwrap(),
@@ -281,7 +281,54 @@ fn attack(seed: u64, background_work: bool, rounds: u64) -> [u64; 4] {
             "{ctx0}: final get {i}"
         );
     }
+    db.close().unwrap();
+    let mut done = done;
+    done[3] += rebalance_under_iterators(tmp.path(), &opts, &mut model, &mut rng, &ctx0);
     done
+}
+
+/// Reopens the store inline at a budget no round picks (every filter
+/// that is not a whole block off its target), opens iterators, then
+/// rebalances under them: each write rebuilds at most one filter, and the
+/// wait the rest. With background threads the rounds above rebalance only
+/// when the timing lets a budget move between two cycles (none in most
+/// runs), so this is what makes every seed rebalance under iterators.
+/// Returns the filters rebalanced.
+fn rebalance_under_iterators(
+    dir: &std::path::Path,
+    opts: &Options,
+    model: &mut Model,
+    rng: &mut Rng,
+    ctx0: &str,
+) -> u64 {
+    let opts = Options {
+        filter_policy: FilterPolicy::Optimized { bits_per_key: 20.0 },
+        background_work: false,
+        ..opts.clone()
+    };
+    let db = Db::open(dir, opts.clone()).unwrap();
+    let snap = Arc::new(db.snapshot());
+    let snaps = vec![(Arc::clone(&snap), model.clone())];
+    let mut iters: Vec<Open> = (0..6)
+        .map(|n| new_iter(&db, model, &snaps, rng, n))
+        .collect();
+    for round in 0..20 {
+        let ctx = format!("{ctx0} rebalance round {round}");
+        write_some(&db, model, rng, 10_000 + round, 3);
+        iters.retain_mut(|o| !o.held.read(1 + rng.below(3), &ctx));
+    }
+    db.wait_for_background_work().unwrap();
+    let ctx = format!("{ctx0} after the rebalance");
+    for mut o in iters {
+        while !o.held.read(50, &ctx) {}
+    }
+    let rebalanced = db.stats().filters_rebalanced;
+    drop(snap);
+    drop(snaps);
+    let got = pairs(db.scan::<&[u8], _>(..).unwrap());
+    assert!(got == expected(model, &FULL), "{ctx}: scan");
+    db.close().unwrap();
+    rebalanced
 }
 
 /// Runs `attack` for each seed and checks the iterators were open across
@@ -290,7 +337,11 @@ fn attack_seeds(seeds: std::ops::Range<u64>, background_work: Option<bool>, roun
     let mut done = [0u64; 4];
     for seed in seeds {
         let bg = background_work.unwrap_or(seed % 2 == 0);
-        for (sum, n) in done.iter_mut().zip(attack(seed, bg, rounds)) {
+        let d = attack(seed, bg, rounds);
+        if std::env::var_os("ATTACK_DEBUG").is_some() {
+            eprintln!("seed {seed}: {d:?}");
+        }
+        for (sum, n) in done.iter_mut().zip(d) {
             *sum += n;
         }
     }
