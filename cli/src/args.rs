@@ -152,6 +152,9 @@ pub enum Command {
         keys: Vec<String>,
     },
     /// Lists pairs in key order, from `--from` (inclusive) to `--to` (exclusive).
+    ///
+    /// Keys compare bytewise. A `--from` that sorts after `--to` is refused
+    /// (exit status 2); equal bounds are an empty range.
     Scan {
         /// The store directory.
         db: PathBuf,

@@ -2,14 +2,17 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::{Outcome, StoreFlags, open_to_study};
 use crate::output::{Fields, Value, text};
 
 /// Up to `limit` pairs from `from` (inclusive) to `to` (exclusive), one
 /// `key`, `value` record each; a note on stderr when the range holds more,
-/// or when reading past the limit failed.
+/// or when reading past the limit failed. Bounds in the wrong order are a
+/// usage error, refused before the store is opened: an empty answer would
+/// read as "the store holds nothing there". Equal bounds are an empty
+/// range by definition and answer `(none)`.
 pub fn run(
     db: &Path,
     store: StoreFlags,
@@ -17,6 +20,13 @@ pub fn run(
     to: Option<&str>,
     limit: usize,
 ) -> Result<Outcome> {
+    if let (Some(from), Some(to)) = (from, to)
+        && from.as_bytes() > to.as_bytes()
+    {
+        bail!(
+            "--from {from:?} sorts after --to {to:?} (keys compare bytewise): the bounds are swapped, no key can be in between"
+        );
+    }
     let db = open_to_study(db, store)?;
     super::note_wal_cut(&db, false);
     let from = from.unwrap_or_default().as_bytes().to_vec();
