@@ -184,7 +184,9 @@ pub enum Command {
     ///
     /// m, k, bytes and false positive rate from a target FPR, bits per key
     /// or a memory budget. `expected_false_positives` is how many of N new
-    /// (absent) items the filter would wrongly call present.
+    /// (absent) items the filter would wrongly call present. `bits_per_key`
+    /// counts every bit of the filter (`filter_bytes` times 8, over N); the
+    /// Ribbon filter's `solution_bits_per_key` leaves its fixed header out.
     ///
     /// The lecture's crawler: `bloomlsm size --items 1000000000 --bits-per-key 10 --key-bytes 64`
     /// (1.25 GB of filter, 0.82% wrongly "seen", against 64 GB for the exact set).
@@ -192,10 +194,11 @@ pub enum Command {
         /// Number of items.
         #[arg(long)]
         items: u64,
-        /// Target false positive rate.
+        /// Target false positive rate, a fraction (0.01 is 1%): more than 0,
+        /// less than 1.
         #[arg(long, conflicts_with_all = ["bits_per_key", "memory"])]
         fpr: Option<f64>,
-        /// Bits per item.
+        /// Filter bits per item (more than 0).
         #[arg(long, conflicts_with = "memory")]
         bits_per_key: Option<f64>,
         /// Memory budget in bytes.

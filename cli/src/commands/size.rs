@@ -38,7 +38,7 @@ pub fn run(
             fields.push("target_fpr", p);
             (math::bits_per_key_for_fpr(p), RibbonTarget::Fpr(p))
         }
-        (Some(p), _, _) => bail!("--fpr {p} must be between 0 and 1"),
+        (Some(p), _, _) => bail!("--fpr {p} must be more than 0 and less than 1"),
         (_, Some(b), _) if b > 0.0 => (b, RibbonTarget::BitsPerKey(b)),
         (_, Some(b), _) => bail!("--bits-per-key {b} must be positive"),
         (_, _, Some(m)) if m > 0 && m as f64 * 8.0 <= MAX_FILTER_BITS => {
@@ -50,7 +50,8 @@ pub fn run(
     };
     if items as f64 * bpk > MAX_FILTER_BITS {
         bail!(
-            "{items} items at {bpk:.3} bits each is more than 2^63 bits, past any filter this sizes"
+            "{items} items at {} bits each is more than 2^63 bits, past any filter this sizes",
+            short(bpk)
         );
     }
     let m = (items as f64 * bpk).ceil() as u64;
@@ -69,8 +70,14 @@ pub fn run(
         .with("exact_set_bytes", exact)
         .with("exact_set_over_filter", exact as f64 / filter_bytes as f64);
     let r = ribbon_sizing(items, target);
+    // Bits per key of the whole filter, as the Bloom line's and `lecture`'s;
+    // the solution's alone is what `--bits-per-key` asks a Ribbon filter for.
     let ribbon = Fields::new()
-        .with("bits_per_key", r.bits_per_key)
+        .with(
+            "bits_per_key",
+            r.serialized_bytes as f64 * 8.0 / items as f64,
+        )
+        .with("solution_bits_per_key", r.bits_per_key)
         .with("mean_result_bits", r.mean_columns)
         .with("slots", r.slots)
         .with("filter_bytes", r.serialized_bytes)
@@ -81,6 +88,15 @@ pub fn run(
             exact as f64 / r.serialized_bytes as f64,
         );
     Ok(Value::from(fields.with("ribbon", ribbon)).into())
+}
+
+/// `x` as a reader takes it in: `1e300`, not its 301 digits.
+fn short(x: f64) -> String {
+    if x.abs() >= 1e6 {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
 }
 
 #[cfg(test)]
