@@ -9,7 +9,8 @@ pub const EXIT_STATUS_HELP: &str = "\
 Exit status:
   0  success
   1  `get`: the key is not found (never written, or deleted)
-  2  an error (one line on stderr, starting `error: `) or bad arguments";
+  2  an error or bad arguments (one line on stderr, starting `error: `;
+     for bad arguments it ends with the command's usage)";
 
 /// A count that must not be zero: a filter of no keys or a rate measured
 /// with no probe prints figures that mean nothing.
@@ -75,7 +76,9 @@ impl From<WalRecoveryArg> for bloomlsm::WalRecovery {
     }
 }
 
-/// One command per module of `commands/`.
+/// One command per module of `commands/`. Each takes a negative number as
+/// a value (`--fpr -1` is refused by its bounds, `get DB -1` reads the key
+/// `-1`), not as an unknown flag.
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// One table file: its filter's FPR three ways, properties and footer.
@@ -83,6 +86,7 @@ pub enum Command {
     /// The false positive rate by the filter's formula (the lecture's for a
     /// standard filter), estimated from the
     /// fraction of bits set, and measured by probing keys not in the table.
+    #[command(allow_negative_numbers = true)]
     Inspect {
         /// A `.sst` file.
         table: PathBuf,
@@ -107,6 +111,7 @@ pub enum Command {
     /// table in proportion to its entries, so every level meets them,
     /// except tables of one key: no absent key is in their range, so their
     /// filters are never asked (a level of only such tables shows no probe).
+    #[command(allow_negative_numbers = true)]
     Stats {
         /// The store directory.
         db: PathBuf,
@@ -119,7 +124,7 @@ pub enum Command {
     /// A key that was never written and a deleted key are both `not found`,
     /// so a script can test `bloomlsm get DB KEY >/dev/null`. Errors exit
     /// with 2.
-    #[command(after_help = EXIT_STATUS_HELP)]
+    #[command(after_help = EXIT_STATUS_HELP, allow_negative_numbers = true)]
     Get {
         /// The store directory.
         db: PathBuf,
@@ -133,6 +138,7 @@ pub enum Command {
     /// `scan`, `stats` and `trace` open the store read-only and read it
     /// from the log): give many pairs to one call rather than one call per
     /// pair.
+    #[command(allow_negative_numbers = true)]
     Put {
         /// The store directory (created if missing).
         db: PathBuf,
@@ -144,6 +150,7 @@ pub enum Command {
     ///
     /// Writes a tombstone per key (deleting an absent key is not an error).
     /// Like `put`, a call ends up as one small L0 table.
+    #[command(allow_negative_numbers = true)]
     Delete {
         /// The store directory.
         db: PathBuf,
@@ -155,6 +162,7 @@ pub enum Command {
     ///
     /// Keys compare bytewise. A `--from` that sorts after `--to` is refused
     /// (exit status 2); equal bounds are an empty range.
+    #[command(allow_negative_numbers = true)]
     Scan {
         /// The store directory.
         db: PathBuf,
@@ -174,6 +182,7 @@ pub enum Command {
     /// (negative = a read saved), which block was read (from the cache or
     /// the file) and what it found. Exits with 0 whether or not the key is
     /// found.
+    #[command(allow_negative_numbers = true)]
     Trace {
         /// The store directory.
         db: PathBuf,
@@ -190,6 +199,7 @@ pub enum Command {
     ///
     /// The lecture's crawler: `bloomlsm size --items 1000000000 --bits-per-key 10 --key-bytes 64`
     /// (1.25 GB of filter, 0.82% wrongly "seen", against 64 GB for the exact set).
+    #[command(allow_negative_numbers = true)]
     Size {
         /// Number of items.
         #[arg(long)]
@@ -209,6 +219,7 @@ pub enum Command {
         key_bytes: u64,
     },
     /// The lecture's numbers beside formulas and measured filters.
+    #[command(allow_negative_numbers = true)]
     Lecture {
         /// Keys per measured filter (at least 1).
         #[arg(long, default_value_t = 200_000, value_parser = at_least_one())]

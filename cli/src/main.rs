@@ -4,7 +4,7 @@
 //! with the same fields in the same order with `--json`.
 //!
 //! Exit status: 0 success, 1 `get` of a key that is not found, 2 an error
-//! (one line on stderr) or bad arguments. A reader that closes stdout
+//! or bad arguments (either: one line on stderr). A reader that closes stdout
 //! early (`| head`) is no error: the status is the answer's.
 
 mod args;
@@ -16,6 +16,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
+use clap::error::ErrorKind;
 
 use crate::args::{Cli, WalRecoveryArg};
 use crate::commands::Status;
@@ -26,7 +27,10 @@ const EXIT_NOT_FOUND: u8 = 1;
 const EXIT_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return bad_arguments(&e),
+    };
     let printed = commands::run(&cli).and_then(|outcome| {
         let text = if cli.json {
             output::to_json(&outcome.value)? + "\n"
@@ -58,6 +62,53 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// What clap found wrong with the command line, as every error is
+/// printed: one line, `error: ` first (clap's own message, its lines
+/// joined, then the command's usage), exit status 2. Help and the version
+/// are answers, printed as clap prints them (stdout, status 0), and so is
+/// the help printed when no command is given (stderr, status 2).
+fn bad_arguments(e: &clap::Error) -> ExitCode {
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        // Help on a closed stdout is no error either.
+        let _ = e.print();
+        return ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 });
+    }
+    commands::to_stderr(&usage_error_line(&e.render().to_string()));
+    ExitCode::from(EXIT_ERROR)
+}
+
+/// clap's rendered error on one line: the message's lines joined with a
+/// space (a list of missing arguments after its colon), `; usage: ...`
+/// after them, and the closing "For more information" left out (the
+/// usage is the information).
+fn usage_error_line(rendered: &str) -> String {
+    let mut message = String::new();
+    let mut usage = None;
+    for line in rendered.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with("For more information") {
+            continue;
+        }
+        if let Some(u) = line.strip_prefix("Usage: ") {
+            usage = Some(u.to_string());
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(if line.starts_with("tip:") { "; " } else { " " });
+        }
+        message.push_str(line);
+    }
+    if let Some(usage) = usage {
+        message.push_str("; usage: ");
+        message.push_str(&usage);
+    }
+    message
 }
 
 /// Whether the store was refused for a damaged WAL record, which

@@ -34,7 +34,10 @@ fn swapped_bounds_are_a_usage_error() {
         assert!(out.stdout.is_empty(), "{args:?}");
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.starts_with("error: "), "{err}");
-        assert!(err.contains("--from \"c\"") && err.contains("--to \"a\""), "{err}");
+        assert!(
+            err.contains("--from \"c\"") && err.contains("--to \"a\""),
+            "{err}"
+        );
     }
 }
 
