@@ -174,14 +174,16 @@ fn scalar_text(value: &Value) -> String {
 }
 
 /// `t` with its control characters escaped as Rust writes them (`\n`,
-/// `\t`, `\u{0}`): a key or value holding a newline stays on its row.
+/// `\t`, `\u{0}`): a key or value holding a newline stays on its row. A
+/// backslash is escaped too (`\\`), so every escape reads one way: a
+/// newline prints `\n`, a backslash then `n` prints `\\n`.
 fn escape_controls(t: &str) -> String {
-    if !t.chars().any(char::is_control) {
+    if !t.chars().any(|c| c.is_control() || c == '\\') {
         return t.to_string();
     }
     let mut out = String::with_capacity(t.len() + 8);
     for c in t.chars() {
-        if c.is_control() {
+        if c.is_control() || c == '\\' {
             out.extend(c.escape_default());
         } else {
             out.push(c);
