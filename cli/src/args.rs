@@ -111,6 +111,8 @@ pub enum Command {
     /// table in proportion to its entries, so every level meets them,
     /// except tables of one key: no absent key is in their range, so their
     /// filters are never asked (a level of only such tables shows no probe).
+    /// A rate with nothing measured (no filter answered, no get ran) prints
+    /// `-` (JSON null), not 0.
     #[command(allow_negative_numbers = true)]
     Stats {
         /// The store directory.

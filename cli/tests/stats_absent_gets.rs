@@ -106,5 +106,5 @@ fn one_key_tables_never_meet_absent_keys() {
     let levels = v["levels"].as_array().unwrap();
     assert_eq!(levels[0]["tables"], 3, "{v}");
     assert_eq!(v["table_probes"], 0, "{v}");
-    assert_eq!(v["observed_fpr"], 0.0, "{v}");
+    assert_eq!(v["observed_fpr"], serde_json::Value::Null, "{v}");
 }

@@ -52,9 +52,12 @@ fn run_opening(
         .with("reads_saved", s.total.filter_negatives)
         .with("false_positives", s.total.filter_false_positives)
         .with("probes_without_filter", s.total.probes_without_filter)
-        .with("observed_fpr", s.total.observed_fpr)
+        .with("observed_fpr", observed_fpr(&s.total))
         .with("theoretical_fpr", s.total.theoretical_fpr)
-        .with("data_blocks_read_per_get", s.data_blocks_read_per_get)
+        .with(
+            "data_blocks_read_per_get",
+            (s.gets > 0).then_some(s.data_blocks_read_per_get),
+        )
         .with(
             "tables_without_usable_filter",
             s.total.tables_without_usable_filter,
@@ -157,6 +160,13 @@ fn run_absent_gets(db: &Db, seeds: &[Vec<u8>], absent_gets: u64) -> Result<u64> 
     Ok(absent_gets)
 }
 
+/// False positives over the filters' answers; `None` (`-`, JSON null)
+/// when no filter answered, where the library's 0 would read as a filter
+/// that never erred.
+fn observed_fpr(l: &LevelStats) -> Option<f64> {
+    (l.filter_negatives + l.filter_false_positives > 0).then_some(l.observed_fpr)
+}
+
 fn level_row(level: usize, l: &LevelStats) -> Value {
     Fields::new()
         .with("level", level)
@@ -170,7 +180,7 @@ fn level_row(level: usize, l: &LevelStats) -> Value {
         .with("reads_saved", l.filter_negatives)
         .with("false_positives", l.filter_false_positives)
         .with("probes_without_filter", l.probes_without_filter)
-        .with("observed_fpr", l.observed_fpr)
+        .with("observed_fpr", observed_fpr(l))
         .with("data_blocks_read", l.data_blocks_read)
         .into()
 }
