@@ -174,9 +174,10 @@ pub enum Command {
         /// Key to stop before.
         #[arg(long)]
         to: Option<String>,
-        /// Most pairs to print.
-        #[arg(long, default_value_t = 100)]
-        limit: usize,
+        /// Most pairs to print (at least 1; a note on stderr says when the
+        /// range holds more).
+        #[arg(long, default_value_t = 100, value_parser = at_least_one())]
+        limit: u64,
     },
     /// One lookup's path: every memtable and table, each filter's verdict.
     ///

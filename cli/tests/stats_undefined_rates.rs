@@ -51,6 +51,9 @@ fn rates_of_nothing_are_null() {
     // In text: a dash.
     let out = bloomlsm(&["stats", db]);
     let text = String::from_utf8(out.stdout).unwrap();
-    let line = text.lines().find(|l| l.starts_with("observed_fpr")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("observed_fpr"))
+        .unwrap();
     assert!(line.ends_with(" -"), "{text}");
 }

@@ -69,7 +69,14 @@ pub fn run(cli: &Cli) -> Result<Outcome> {
             from,
             to,
             limit,
-        } => scan::run(db, store, from.as_deref(), to.as_deref(), *limit),
+        } => scan::run(
+            db,
+            store,
+            from.as_deref(),
+            to.as_deref(),
+            // More than memory could hold pairs of is no limit at all.
+            usize::try_from(*limit).unwrap_or(usize::MAX),
+        ),
         Command::Trace { db, key } => trace::run(db, store, key),
         Command::Size {
             items,
