@@ -152,7 +152,9 @@ pub enum Command {
     },
     /// Deletes keys, as one atomic batch per call.
     ///
-    /// Writes a tombstone per key (deleting an absent key is not an error).
+    /// Writes a tombstone per key given, and prints how many
+    /// (`tombstones_written`): deleting an absent key is not an error, and
+    /// writes one all the same.
     /// Like `put`, a call ends up as one small L0 table.
     #[command(allow_negative_numbers = true)]
     Delete {

@@ -207,7 +207,7 @@ fn put_writes_all_its_pairs_as_one_table() {
     assert_eq!(table_files(dir.path()), 2, "one table per put call");
     assert_eq!(
         deleted,
-        "deleted       2\nsmallest_key  a\nlargest_key   b\n"
+        "tombstones_written  2\nsmallest_key        a\nlargest_key         b\n"
     );
     assert_eq!(cli(&["get", d, "a"]).status.code(), Some(1));
     assert_eq!(cli(&["get", d, "b"]).status.code(), Some(1));

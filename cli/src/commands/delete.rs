@@ -17,5 +17,5 @@ pub fn run(db: &Path, store: StoreFlags, keys: &[String]) -> Result<Outcome> {
     }
     db.write(batch)?;
     close_after_write(db)?;
-    Ok(Value::from(super::batch_summary("deleted", keys.iter())).into())
+    Ok(Value::from(super::batch_summary("tombstones_written", keys.iter())).into())
 }
