@@ -20,7 +20,14 @@ fn at_least_one() -> clap::builder::RangedU64ValueParser<u64> {
 
 /// Inspect and use bloomlsm stores and tables.
 #[derive(Parser, Debug)]
-#[command(name = "bloomlsm", version, after_help = EXIT_STATUS_HELP)]
+// A negative number is a value here too (`--max-open-files -1` before the
+// command is refused by its bound, as after it), not an unknown flag.
+#[command(
+    name = "bloomlsm",
+    version,
+    after_help = EXIT_STATUS_HELP,
+    allow_negative_numbers = true
+)]
 pub struct Cli {
     /// Print JSON instead of aligned text (same fields, same order).
     #[arg(long, global = true)]
@@ -172,11 +179,12 @@ pub enum Command {
     Scan {
         /// The store directory.
         db: PathBuf,
-        /// First key.
-        #[arg(long)]
+        /// First key. A key may start with `-` (`--from -x`): the word after
+        /// `--from` is its value, whatever it is.
+        #[arg(long, allow_hyphen_values = true)]
         from: Option<String>,
-        /// Key to stop before.
-        #[arg(long)]
+        /// Key to stop before (may start with `-`, as `--from`).
+        #[arg(long, allow_hyphen_values = true)]
         to: Option<String>,
         /// Most pairs to print (at least 1; a note on stderr says when the
         /// range holds more).
