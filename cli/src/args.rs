@@ -119,7 +119,8 @@ pub enum Command {
     /// except tables of one key: no absent key is in their range, so their
     /// filters are never asked (a level of only such tables shows no probe).
     /// A rate with nothing measured (no filter answered, no get ran) prints
-    /// `-` (JSON null), not 0. `data_blocks_read` counts data blocks read
+    /// `-` (JSON null), not 0, and so does `theoretical_fpr` where no table
+    /// has a usable filter. `data_blocks_read` counts data blocks read
     /// from table files (block cache misses), as `trace`'s
     /// `blocks_read_from_files`; `reads_saved` counts filter negatives.
     #[command(allow_negative_numbers = true)]

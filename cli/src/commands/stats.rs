@@ -53,7 +53,7 @@ fn run_opening(
         .with("false_positives", s.total.filter_false_positives)
         .with("probes_without_filter", s.total.probes_without_filter)
         .with("observed_fpr", observed_fpr(&s.total))
-        .with("theoretical_fpr", s.total.theoretical_fpr)
+        .with("theoretical_fpr", theoretical_fpr(&s.total))
         .with(
             "data_blocks_read_per_get",
             (s.gets > 0).then_some(s.data_blocks_read_per_get),
@@ -167,6 +167,16 @@ fn observed_fpr(l: &LevelStats) -> Option<f64> {
     (l.filter_negatives + l.filter_false_positives > 0).then_some(l.observed_fpr)
 }
 
+/// The filters' expected rate; `None` (`-`, JSON null) when no table has
+/// a usable filter (damaged, or none built): the library's 0 would read as
+/// filters that never err, where every probe reads a block. The library
+/// weights the rate by the keys of the filters in memory, and a filter of
+/// a table (at least one key, above 0 bits per key) holds bytes: no filter
+/// bytes is no filter to weight.
+fn theoretical_fpr(l: &LevelStats) -> Option<f64> {
+    (l.filter_bytes > 0).then_some(l.theoretical_fpr)
+}
+
 fn level_row(level: usize, l: &LevelStats) -> Value {
     Fields::new()
         .with("level", level)
@@ -175,7 +185,7 @@ fn level_row(level: usize, l: &LevelStats) -> Value {
         .with("tombstones", l.tombstones)
         .with("filter_bytes", l.filter_bytes)
         .with("bits_per_key", l.bits_per_key)
-        .with("theoretical_fpr", l.theoretical_fpr)
+        .with("theoretical_fpr", theoretical_fpr(l))
         .with("table_probes", l.table_probes)
         .with("reads_saved", l.filter_negatives)
         .with("false_positives", l.filter_false_positives)
