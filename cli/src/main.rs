@@ -15,8 +15,8 @@ mod render;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
 use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 
 use crate::args::{Cli, WalRecoveryArg};
 use crate::commands::Status;
@@ -80,15 +80,52 @@ fn bad_arguments(e: &clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 });
     }
-    commands::to_stderr(&usage_error_line(&e.render().to_string()));
+    let usage = command_usage(std::env::args_os().skip(1));
+    commands::to_stderr(&usage_error_line(&e.render().to_string(), &usage));
     ExitCode::from(EXIT_ERROR)
+}
+
+/// The usage of the command `args` (the command line after the program's
+/// name) names, as clap renders it after `Usage: `: the first word that is
+/// a command's name and not a global option's value; the program's usage
+/// when there is none. clap renders a usage with some errors only (a
+/// missing or unknown argument, not a refused value).
+fn command_usage(args: impl Iterator<Item = std::ffi::OsString>) -> String {
+    let mut cli = Cli::command();
+    cli.build();
+    let mut named = None;
+    let mut skip_value = false;
+    for arg in args {
+        let Ok(arg) = arg.into_string() else {
+            skip_value = false;
+            continue;
+        };
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        if let Some(long) = arg.strip_prefix("--").filter(|l| !l.contains('=')) {
+            skip_value = cli
+                .get_arguments()
+                .any(|a| a.get_long() == Some(long) && a.get_action().takes_values());
+        } else if cli.find_subcommand(&arg).is_some() {
+            named = Some(arg);
+            break;
+        }
+    }
+    let command = match named.and_then(|n| cli.find_subcommand_mut(n)) {
+        Some(command) => command,
+        None => &mut cli,
+    };
+    let usage = command.render_usage().to_string();
+    let usage = usage.trim();
+    usage.strip_prefix("Usage: ").unwrap_or(usage).to_string()
 }
 
 /// clap's rendered error on one line: the message's lines joined with a
 /// space (a list of missing arguments after its colon), `; usage: ...`
-/// after them, and the closing "For more information" left out (the
-/// usage is the information).
-fn usage_error_line(rendered: &str) -> String {
+/// after them (clap's, else `command_usage`), and the closing "For more
+/// information" left out (the usage is the information).
+fn usage_error_line(rendered: &str, command_usage: &str) -> String {
     let mut message = String::new();
     let mut usage = None;
     for line in rendered.lines().map(str::trim) {
@@ -104,10 +141,8 @@ fn usage_error_line(rendered: &str) -> String {
         }
         message.push_str(line);
     }
-    if let Some(usage) = usage {
-        message.push_str("; usage: ");
-        message.push_str(&usage);
-    }
+    message.push_str("; usage: ");
+    message.push_str(usage.as_deref().unwrap_or(command_usage));
     message
 }
 
