@@ -176,15 +176,24 @@ fn scalar_text(value: &Value) -> String {
 /// `t` with its control characters escaped as Rust writes them (`\n`,
 /// `\t`, `\u{0}`): a key or value holding a newline stays on its row. A
 /// backslash is escaped too (`\\`), so every escape reads one way: a
-/// newline prints `\n`, a backslash then `n` prints `\\n`.
+/// newline prints `\n`, a backslash then `n` prints `\\n`. So is
+/// whitespace at either end (`\u{20}`, `\u{a0}`): lines are printed with
+/// their ends trimmed and cells padded with spaces, which would hide it
+/// (`a` and `a ` would print the same).
 fn escape_controls(t: &str) -> String {
-    if !t.chars().any(|c| c.is_control() || c == '\\') {
+    let at_an_end = |i: usize, c: char| i == 0 || i + c.len_utf8() == t.len();
+    let escaped =
+        |i: usize, c: char| c.is_control() || c == '\\' || (c.is_whitespace() && at_an_end(i, c));
+    if !t.char_indices().any(|(i, c)| escaped(i, c)) {
         return t.to_string();
     }
     let mut out = String::with_capacity(t.len() + 8);
-    for c in t.chars() {
+    for (i, c) in t.char_indices() {
         if c.is_control() || c == '\\' {
             out.extend(c.escape_default());
+        } else if escaped(i, c) {
+            // `escape_default` leaves a space as it is.
+            out.extend(c.escape_unicode());
         } else {
             out.push(c);
         }

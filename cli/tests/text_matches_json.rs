@@ -31,11 +31,17 @@ fn agrees(text: &str, v: &Value) -> bool {
         Value::Null => text == "-" || text == "not found",
         Value::Bool(b) => text == if *b { "yes" } else { "no" },
         Value::String(s) => {
+            // Control characters and backslashes as Rust escapes them,
+            // whitespace at either end as `\u{..}`.
+            let end = s.chars().count().saturating_sub(1);
             let escaped: String = s
                 .chars()
-                .map(|c| {
-                    if c.is_control() {
+                .enumerate()
+                .map(|(i, c)| {
+                    if c.is_control() || c == '\\' {
                         c.escape_default().to_string()
+                    } else if c.is_whitespace() && (i == 0 || i == end) {
+                        c.escape_unicode().to_string()
                     } else {
                         c.to_string()
                     }
