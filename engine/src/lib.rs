@@ -52,6 +52,8 @@ pub mod fs;
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(test)]
+mod half_batch_tests;
+#[cfg(test)]
 mod inline_work_tests;
 mod inner;
 mod install;
