@@ -383,3 +383,53 @@ fn snapshots_between_batches_of_one_key_read_their_batch() {
         );
     }
 }
+
+/// A batch of thousands of ops, many times the memtable, over a deep
+/// tree: keys written many times over inside it (the last op of each
+/// wins), deletes of keys that only deep levels hold, new keys. It is
+/// seen whole, takes consecutive sequence numbers, and stays so through
+/// flushes, compactions and a reopen.
+#[test]
+fn a_batch_of_thousands_of_ops_applies_its_last_op_per_key() {
+    let dir = scratch_dir();
+    let db = Db::open(dir.path(), options(true)).unwrap();
+    let mut model = Model::new();
+    deep_store(&db, &mut model);
+    let before = model.clone();
+    let snapshot = db.snapshot();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut ops = Vec::new();
+    for n in 0..6000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let i = x % (KEYS + 200);
+        let op = if x.is_multiple_of(5) {
+            (key(i), None)
+        } else {
+            (key(i), Some(format!("t{n}").into_bytes()))
+        };
+        ops.push(op);
+    }
+    let batch = batch_of(&ops);
+    assert!(batch.encoded_len() > 50 * options(true).memtable_bytes);
+    let seq = db.last_sequence();
+    db.write(batch).unwrap();
+    apply(&mut model, &ops);
+    assert_eq!(db.last_sequence(), seq + ops.len() as u64);
+    check(&db, &model, "written");
+    let seen: Model = pairs(snapshot.scan::<&[u8], _>(..).unwrap())
+        .into_iter()
+        .collect();
+    assert!(seen == before, "the snapshot from before saw the batch");
+    drop(snapshot);
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    check(&db, &model, "settled");
+    let seq = db.last_sequence();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options(true)).unwrap();
+    assert_eq!(db.last_sequence(), seq);
+    check(&db, &model, "reopened");
+    db.close().unwrap();
+}

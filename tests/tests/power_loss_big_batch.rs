@@ -32,7 +32,7 @@ const AFTER: u64 = 3;
 /// Crashes at each of the first operations of the batch's write (its WAL
 /// append, fsync and the rotation after it), each with its own torn
 /// prefix and fate of the unsynced bytes; one at every other operation.
-const SEEDS: u64 = 24;
+const SEEDS: u64 = 16;
 /// Operations of the batch's write crashed at with `SEEDS` seeds.
 const SEEDED_OPS: u64 = 4;
 
@@ -55,11 +55,18 @@ fn options(sync: SyncMode) -> Options {
     }
 }
 
-/// The batch: every other key rewritten, every sixth (from 1) deleted, a
-/// key put, deleted and put again, one put twice then deleted.
+/// The batch, thousands of ops: every other key rewritten eight times
+/// and then once more, every sixth (from 1) deleted, a key put, deleted
+/// and put again, one put twice then deleted.
 fn batch_ops() -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
     let mut ops = Vec::new();
     ops.push((b"same".to_vec(), Some(b"first".to_vec())));
+    // Thousands of ops the later ones overwrite.
+    for round in 0..8 {
+        for i in (0..KEYS).step_by(2) {
+            ops.push((key(i), Some(format!("early-{round}").into_bytes())));
+        }
+    }
     for i in 0..KEYS {
         if i.is_multiple_of(2) {
             ops.push((
