@@ -138,7 +138,10 @@ impl Db {
     /// whose WAL append or fsync fails returns `Err`, is not visible, and
     /// stops writes; its record may still have reached the device, so the
     /// next open may recover it, as the last write. A batch whose encoding
-    /// is over [`crate::MAX_BATCH_BYTES`] is refused up front.
+    /// is over [`crate::MAX_BATCH_BYTES`] is refused up front. An empty
+    /// batch writes nothing and takes no sequence number, but is refused
+    /// as any write is ([`Error::WritesStopped`] once an error stopped
+    /// writes).
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.inner.write(batch)
     }

@@ -55,12 +55,16 @@ impl DbInner {
     /// applied (logged and in the memtable); a failure after that point
     /// (a rotation or inline flush) stops later writes instead.
     pub(crate) fn write(&self, mut batch: WriteBatch) -> Result<()> {
+        // Refusals in order: a read-only (or closed) store, then the
+        // caller's batch, then the store's state. An empty batch is a
+        // write too: refused once writes stopped, as every write is, so
+        // `Ok` never says a stopped store takes writes.
         self.check_not_read_only()?;
         self.validate(&batch)?;
+        self.check_writable()?;
         if batch.is_empty() {
             return Ok(());
         }
-        self.check_writable()?;
         self.make_room()?;
         let mut w = self.write.lock();
         self.check_writable()?;

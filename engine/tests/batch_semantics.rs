@@ -433,3 +433,40 @@ fn a_batch_of_thousands_of_ops_applies_its_last_op_per_key() {
     check(&db, &model, "reopened");
     db.close().unwrap();
 }
+
+/// Once an error stopped writes, every write is refused with
+/// `WritesStopped`, the empty batch included (as RocksDB returns its
+/// background error for one): a caller probing with an empty batch must
+/// not read `Ok` as "the store takes writes". An empty batch takes no
+/// sequence number either way, and a read-only store still says
+/// `ReadOnly` first.
+#[test]
+fn an_empty_batch_is_refused_once_writes_stopped() {
+    let dir = scratch_dir();
+    let fs = bloomlsm::fs::fault::FaultFs::new();
+    let db = Db::open_with_fs(dir.path(), options(false), std::sync::Arc::new(fs.clone())).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.write(WriteBatch::new()).unwrap();
+    fs.set_refuse_table_files(true);
+    assert!(db.flush().is_err());
+    let seq = db.last_sequence();
+    let mut one = WriteBatch::new();
+    one.put(b"b", b"2");
+    assert!(matches!(db.write(one), Err(Error::WritesStopped(_))));
+    let empty = db.write(WriteBatch::new());
+    assert!(
+        matches!(empty, Err(Error::WritesStopped(_))),
+        "an empty batch on a store whose writes stopped: {empty:?}"
+    );
+    assert_eq!(db.last_sequence(), seq);
+    // The caller's argument still comes before the store's state.
+    let mut bad = WriteBatch::new();
+    bad.put(b"", b"x");
+    assert!(matches!(db.write(bad), Err(Error::InvalidKey { .. })));
+    fs.set_refuse_table_files(false);
+    drop(db);
+    let db = Db::open(dir.path(), options(false)).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+    db.write(WriteBatch::new()).unwrap();
+    db.close().unwrap();
+}
