@@ -107,6 +107,16 @@ impl DbInner {
         for t in edit.removed {
             t.mark_obsolete();
         }
+        if !edit.flushed.is_empty() {
+            // Their writes are in durable tables: the close need not fsync
+            // these WALs, so their writers close now, not at the next
+            // rotation (a quiet store would hold the unlinked files open,
+            // their blocks still on disk, `tests/flushed_wal_closed.rs`).
+            // Lock order: `install_lock`, then `write`.
+            let mut w = self.write.lock();
+            w.frozen_wals
+                .retain(|(n, _)| !edit.flushed.iter().any(|m| m.wal_number == *n));
+        }
         for mem in edit.flushed {
             // The manifest no longer needs it; a failure leaves an orphan
             // that the next open removes.

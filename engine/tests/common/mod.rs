@@ -6,6 +6,7 @@
 
 pub mod crafted_manifest;
 pub mod damaged_block;
+pub mod descriptors;
 pub mod format_v1;
 pub mod held_iter;
 pub mod live_tables;
