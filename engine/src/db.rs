@@ -271,7 +271,9 @@ impl Db {
     /// Stops background work, makes every acknowledged write durable (each
     /// live WAL is fsynced) and releases the directory lock, so the store
     /// can be opened again even while a [`Snapshot`] or [`DbIter`] is
-    /// alive (their reads then fail with [`Error::Closed`]). Drop does the
+    /// alive (their reads then fail with [`Error::Closed`]). The store's
+    /// files are closed and its memtables freed even while a `Snapshot`
+    /// lives on; a `DbIter` holds the tables of its view until dropped. Drop does the
     /// same, best effort. Memtable contents stay in the WAL and are
     /// recovered at open. When every fsync succeeded and no error stopped
     /// writes, a close marker is appended to the newest WAL, each WAL

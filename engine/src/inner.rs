@@ -13,17 +13,19 @@ use crate::counters::Counters;
 use crate::error::{Error, Result};
 use crate::filter_budget::FilterClaims;
 use crate::fs::{DirLock, FileSystem};
+use crate::memtable::MemTable;
 use crate::options::{FilterPolicy, Options};
 use crate::recovery::Recovered;
 use crate::table_files::TableFiles;
-use crate::version::SuperVersion;
+use crate::version::{SuperVersion, Version};
 use crate::wal::WalWriter;
 
 /// The write path's state. Guarded by `DbInner::write`.
 #[derive(Debug)]
 pub(crate) struct WriteState {
     /// The WAL of the active memtable; `None` exactly in a read-only
-    /// store, which has no WAL (its writes are refused before this lock).
+    /// store, which has no WAL, and once the store is closed (writes to
+    /// either are refused before this lock is used).
     pub(crate) wal: Option<WalWriter>,
     /// WALs of frozen memtables not yet known flushed, oldest first: kept
     /// open so `close` can make every acknowledged write durable.
@@ -401,8 +403,23 @@ impl DbInner {
             if let Some(wal) = &mut w.wal {
                 synced = synced.and(wal.sync());
             }
-            synced.and_then(|()| self.seal_live_wals(&mut w))
+            let sealed = synced.and_then(|()| self.seal_live_wals(&mut w));
+            // Nothing is appended again: the WALs close now, not when the
+            // last `Snapshot` or `DbIter` of this store drops.
+            w.frozen_wals.clear();
+            w.wal = None;
+            sealed
         };
+        // Nor is anything read again (every read checks `closed` after
+        // taking its view, `read.rs`): the memtables and tables leave the
+        // view, so a snapshot kept past the close holds no file of the
+        // store open (`tests/closed_store_releases.rs`). An iterator keeps
+        // the view it took until it is dropped.
+        self.replace_view(|current| SuperVersion {
+            mem: Arc::new(MemTable::new(current.mem.wal_number)),
+            imm: Vec::new(),
+            version: Arc::new(Version::new(self.options.num_levels)),
+        });
         self.dir_lock.lock().take();
         result.and_then(|()| self.unsealed_by_stopped_writes())
     }

@@ -277,6 +277,8 @@ fn after_the_panic(
         "a snapshot iterator"
     );
     let inner = Arc::clone(&db.inner);
+    // Against the view, taken before the close empties it.
+    let stray = stray_tables(&inner, dir);
     let db = Arc::into_inner(db).unwrap();
     let closed = within("close", move || db.close());
     match closed {
@@ -290,7 +292,6 @@ fn after_the_panic(
         inner.snapshots.lock().is_empty(),
         "a snapshot stays registered"
     );
-    let stray = stray_tables(&inner, dir);
     // What the panicked job leaves on disk in this process, for the
     // reopen to remove: a merge's outputs, or (after the swap) its inputs,
     // never deleted; a flush's table never installed. (A rebuild in place

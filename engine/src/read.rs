@@ -88,6 +88,9 @@ impl DbInner {
         }
         // Borrowed for this get only: no reference count taken.
         let sv = self.current.load();
+        // A close empties the view after setting `closed`: a view taken
+        // after that swap is seen here as closed, never read as the store.
+        self.check_open()?;
         let seq = self.read_sequence(snapshot);
         let hash = KeyHash::of(key);
         sink.start(hash, seq);
@@ -150,6 +153,8 @@ impl DbInner {
         snapshot: Option<u64>,
     ) -> Result<DbIter> {
         let sv = self.view();
+        // As in `get`: the emptied view of a closed store is never read.
+        self.check_open()?;
         let seq = self.read_sequence(snapshot);
         let from: Vec<u8> = match &start {
             Bound::Included(k) | Bound::Excluded(k) => k.clone(),

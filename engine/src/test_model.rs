@@ -110,6 +110,7 @@ pub(crate) fn tables_grown_in_place(db: &Db, dir: &Path) -> usize {
 }
 
 /// Table files in `dir` that are not among the view's tables.
+/// REQUIRES: the store is open (a close empties the view).
 pub(crate) fn stray_tables(inner: &crate::inner::DbInner, dir: &Path) -> Vec<String> {
     let live: HashSet<u64> = inner
         .current
