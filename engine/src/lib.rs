@@ -121,6 +121,8 @@ mod test_model;
 mod tiny_rebuild_tests;
 mod trace;
 mod version;
+#[cfg(test)]
+mod version_liveness_tests;
 mod wal;
 mod wal_cut;
 mod write;
