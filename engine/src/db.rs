@@ -273,7 +273,8 @@ impl Db {
     /// can be opened again even while a [`Snapshot`] or [`DbIter`] is
     /// alive (their reads then fail with [`Error::Closed`]). The store's
     /// files are closed and its memtables freed even while a `Snapshot`
-    /// lives on; a `DbIter` holds the tables of its view until dropped. Drop does the
+    /// lives on; a `DbIter` holds the tables of its view until it ends (its
+    /// first read after the close reports `Closed` and ends it) or drops. Drop does the
     /// same, best effort. Memtable contents stay in the WAL and are
     /// recovered at open. When every fsync succeeded and no error stopped
     /// writes, a close marker is appended to the newest WAL, each WAL

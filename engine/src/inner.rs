@@ -414,7 +414,7 @@ impl DbInner {
         // taking its view, `read.rs`): the memtables and tables leave the
         // view, so a snapshot kept past the close holds no file of the
         // store open (`tests/closed_store_releases.rs`). An iterator keeps
-        // the view it took until it is dropped.
+        // the view it took until it ends or drops (`iter.rs`).
         self.replace_view(|current| SuperVersion {
             mem: Arc::new(MemTable::new(current.mem.wal_number)),
             imm: Vec::new(),

@@ -7,15 +7,16 @@ use crate::inner::DbInner;
 use crate::merge::{MergingIter, VisibleIter};
 use crate::version::SuperVersion;
 
-/// Pairs of a scan, in key order. Holds the tables it reads alive; yields
-/// [`Error::Closed`](crate::Error::Closed) once the store is closed.
+/// Pairs of a scan, in key order. Holds the tables it reads alive until it
+/// ends (or is dropped); yields [`Error::Closed`](crate::Error::Closed)
+/// once the store is closed, and then ends.
 pub struct DbIter {
-    inner: VisibleIter<MergingIter>,
-    _view: Arc<SuperVersion>,
+    /// The merge and the view whose tables it reads; `None` once the scan
+    /// has ended or reported `Closed`: every later `next` is `None`, and
+    /// the tables (their files, deleted ones included) and memtables are
+    /// let go then, not when the iterator drops.
+    reading: Option<(VisibleIter<MergingIter>, Arc<SuperVersion>)>,
     store: Arc<DbInner>,
-    /// Set once the scan has ended (`None`) or reported `Closed`: every
-    /// later `next` is `None`.
-    done: bool,
 }
 
 impl DbIter {
@@ -25,10 +26,8 @@ impl DbIter {
         store: Arc<DbInner>,
     ) -> Self {
         Self {
-            inner,
-            _view: view,
+            reading: Some((inner, view)),
             store,
-            done: false,
         }
     }
 }
@@ -43,16 +42,16 @@ impl Iterator for DbIter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
+        let (inner, _view) = self.reading.as_mut()?;
         if let Err(e) = self.store.check_open() {
-            self.done = true;
+            self.reading = None;
             return Some(Err(e));
         }
-        let next = self.inner.next();
+        let next = inner.next();
         // An iterator that has ended stays ended, a closed store or not.
-        self.done = next.is_none();
+        if next.is_none() {
+            self.reading = None;
+        }
         next
     }
 }
