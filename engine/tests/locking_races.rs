@@ -259,13 +259,15 @@ fn never_two_holders_under_churn() {
     };
     let children: Vec<_> = (10..12).map(spawn_child).collect();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spawned_so_far = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let spawner = {
-        let stop = Arc::clone(&stop);
+        let (stop, so_far) = (Arc::clone(&stop), Arc::clone(&spawned_so_far));
         std::thread::spawn(move || {
             let mut n = 0;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 std::process::Command::new("true").status().unwrap();
                 n += 1;
+                so_far.store(n, std::sync::atomic::Ordering::Release);
             }
             n
         })
@@ -276,6 +278,13 @@ fn never_two_holders_under_churn() {
             std::thread::spawn(move || churn(&dir, &marker, rounds, tag))
         })
         .collect();
+    // A spawn has run (or the spawner ended: its join reports why) before
+    // the churn is awaited, so spawns race it whatever the scheduler does:
+    // left to it, a spawner that got no CPU before the churn ended spawned
+    // nothing and failed the check below.
+    while spawned_so_far.load(std::sync::atomic::Ordering::Acquire) == 0 && !spawner.is_finished() {
+        std::thread::yield_now();
+    }
     let mut violations: u32 = threads.into_iter().map(|t| t.join().unwrap()).sum();
     for child in children {
         let out = child.wait_with_output().unwrap();

@@ -210,16 +210,19 @@ fn cleanup_and_read_only_attack_background() {
 #[test]
 fn snapshot_reads_repeat_while_cleanups_run_on_background_threads() {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let dir = tempfile::tempdir().unwrap();
     let opts = options(true, false);
     let db = Arc::new(Db::open(dir.path(), opts).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     const KEYS: u64 = 600;
+    // Per reader, the rounds it finished so far.
+    let finished: Vec<Arc<AtomicU64>> = (0..2).map(|_| Arc::new(AtomicU64::new(0))).collect();
     let readers: Vec<_> = (0..2u64)
         .map(|t| {
             let db = Arc::clone(&db);
             let stop = Arc::clone(&stop);
+            let finished = Arc::clone(&finished[t as usize]);
             std::thread::spawn(move || {
                 let mut rng = Rng(0x9e37_79b9 + t);
                 let mut rounds = 0u64;
@@ -254,6 +257,7 @@ fn snapshot_reads_repeat_while_cleanups_run_on_background_threads() {
                     );
                     drop(s);
                     rounds += 1;
+                    finished.store(rounds, Ordering::Release);
                 }
                 rounds
             })
@@ -281,6 +285,19 @@ fn snapshot_reads_repeat_while_cleanups_run_on_background_threads() {
         }
         if step % 500 == 499 {
             check(&db, &model, &held, &format!("step {step}"));
+        }
+        if step == 1500 {
+            // Halfway, every reader has finished a round (or ended: its
+            // join reports why), so each one read beside the writes. Left
+            // to the scheduler, a reader that got no CPU before the writes
+            // ended counted no round and failed the check at the end.
+            while finished
+                .iter()
+                .zip(&readers)
+                .any(|(f, r)| f.load(Ordering::Acquire) == 0 && !r.is_finished())
+            {
+                std::thread::yield_now();
+            }
         }
     }
     held.clear();
