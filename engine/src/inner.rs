@@ -27,9 +27,6 @@ pub(crate) struct WriteState {
     /// store, which has no WAL, and once the store is closed (writes to
     /// either are refused before this lock is used).
     pub(crate) wal: Option<WalWriter>,
-    /// WALs of frozen memtables not yet known flushed, oldest first: kept
-    /// open so `close` can make every acknowledged write durable.
-    pub(crate) frozen_wals: Vec<(u64, WalWriter)>,
     /// The sequence number the next write gets.
     pub(crate) next_seq: u64,
 }
@@ -48,6 +45,9 @@ pub(crate) struct BackgroundState {
 /// below it): `compaction_lock` (compactions and filter rebuilds: they
 /// remove tables), `flush_lock` (flushes), `install_lock` (manifest write
 /// and view swap), `write` (the WAL and sequence numbers), `filter_claims`
+/// `frozen_wals` (the writers of frozen memtables' WALs: taken by the
+/// install of a flush, which must not wait for a write in progress),
+/// `filter_claims`
 /// (filter bytes claimed by writes in flight; held while planning, which
 /// clones the view), `view_swap` (held to replace the view `current`,
 /// which readers load without any lock), then the leaves
@@ -77,6 +77,14 @@ pub(crate) struct DbInner {
     /// value, holds no lock on the store, and its copy refuses writes.
     opened_after_forks: u64,
     pub(crate) write: Mutex<WriteState>,
+    /// WALs of frozen memtables not yet known flushed, oldest first, by
+    /// number: kept open so `close` can make every acknowledged write
+    /// durable, and closed by the install of their flush (a quiet store
+    /// would otherwise hold the deleted files open until the next
+    /// rotation, `tests/flushed_wal_closed.rs`). A lock of its own, not
+    /// part of `write`: a flush's install never waits for a write in
+    /// progress (`half_batch_tests.rs`).
+    pub(crate) frozen_wals: Mutex<Vec<(u64, WalWriter)>>,
     /// The view. Readers load it without a lock or a shared write
     /// (`ArcSwap`: a get takes it with no atomic write to a line another
     /// reader writes); it is replaced only under `view_swap`, so each
@@ -206,9 +214,9 @@ impl DbInner {
             opened_after_forks: crate::fs::forks::forks_seen(),
             write: Mutex::new(WriteState {
                 wal: recovered.wal,
-                frozen_wals: Vec::new(),
                 next_seq: recovered.last_seq + 1,
             }),
+            frozen_wals: Mutex::new(Vec::new()),
             current: ArcSwap::from_pointee(SuperVersion {
                 mem: recovered.mem,
                 imm: Vec::new(),
@@ -396,17 +404,18 @@ impl DbInner {
         self.closed.store(true, Ordering::SeqCst);
         let result = {
             let mut w = self.write.lock();
+            let mut frozen = self.frozen_wals.lock();
             let mut synced = Ok(());
-            for (_, wal) in &mut w.frozen_wals {
+            for (_, wal) in frozen.iter_mut() {
                 synced = synced.and(wal.sync());
             }
             if let Some(wal) = &mut w.wal {
                 synced = synced.and(wal.sync());
             }
-            let sealed = synced.and_then(|()| self.seal_live_wals(&mut w));
+            let sealed = synced.and_then(|()| self.seal_live_wals(&mut w, &mut frozen));
             // Nothing is appended again: the WALs close now, not when the
             // last `Snapshot` or `DbIter` of this store drops.
-            w.frozen_wals.clear();
+            frozen.clear();
             w.wal = None;
             sealed
         };

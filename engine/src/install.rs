@@ -112,9 +112,10 @@ impl DbInner {
             // these WALs, so their writers close now, not at the next
             // rotation (a quiet store would hold the unlinked files open,
             // their blocks still on disk, `tests/flushed_wal_closed.rs`).
-            // Lock order: `install_lock`, then `write`.
-            let mut w = self.write.lock();
-            w.frozen_wals
+            // `frozen_wals`, not `write`: a write in progress (a large
+            // batch, an fsync) does not hold up the install.
+            self.frozen_wals
+                .lock()
                 .retain(|(n, _)| !edit.flushed.iter().any(|m| m.wal_number == *n));
         }
         for mem in edit.flushed {

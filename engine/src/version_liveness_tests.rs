@@ -104,6 +104,17 @@ fn every_view_no_reader_holds_is_freed() {
         db.wait_for_background_work().unwrap();
         seen.record(&db);
         let what = format!("background_work {background_work}");
+        // A background thread's cycle may still hold the view before the
+        // settle's last install for a moment after the wait returns: wait
+        // until none does (the deadline only stops a hang). Inline nothing
+        // else holds a view.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while background_work
+            && alive(&seen.views).len() > 1
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::yield_now();
+        }
         let sv = db.inner.current.load_full();
         let views = alive(&seen.views);
         assert_eq!(views.len(), 1, "{what}: views alive");
@@ -120,8 +131,11 @@ fn every_view_no_reader_holds_is_freed() {
             live,
             "{what}: table handles alive"
         );
-        // The current view is held by the store and by `sv` alone.
-        assert_eq!(Arc::strong_count(&sv), 2, "{what}");
+        // The current view is held by the store and by `sv` alone (with
+        // background threads, a cycle may load it at any moment).
+        if !background_work {
+            assert_eq!(Arc::strong_count(&sv), 2, "{what}");
+        }
         drop(sv);
         db.close().unwrap();
         // Closed: nothing of the store's views is left.

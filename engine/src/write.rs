@@ -197,14 +197,11 @@ impl DbInner {
         // view's is the frozen WAL's.
         if let Some(frozen) = w.wal.replace(new_wal) {
             let frozen_number = self.current.load().mem.wal_number;
-            w.frozen_wals.push((frozen_number, frozen));
+            self.frozen_wals.lock().push((frozen_number, frozen));
         }
         #[cfg(test)]
         self.rotate_pause.pause();
         self.replace_view(|current| {
-            // WALs older than every memtable still in the view are flushed.
-            let oldest_live = current.oldest_live_wal();
-            w.frozen_wals.retain(|(n, _)| *n >= oldest_live);
             let mut imm = vec![Arc::clone(&current.mem)];
             imm.extend(current.imm.iter().cloned());
             SuperVersion {
@@ -213,6 +210,10 @@ impl DbInner {
                 version: Arc::clone(&current.version),
             }
         });
+        // WALs older than every memtable still in the view are flushed
+        // (their installs have closed them already; this is the backstop).
+        let oldest_live = self.current.load().oldest_live_wal();
+        self.frozen_wals.lock().retain(|(n, _)| *n >= oldest_live);
         self.schedule_work();
         Ok(())
     }

@@ -105,18 +105,22 @@ impl WalWriter {
 }
 
 impl DbInner {
-    /// Marks the log closed and seals every live WAL of `w`, oldest
-    /// first. REQUIRES: the close holds the write lock (`w`), and has just
-    /// fsynced every WAL of `w` without an error. Does nothing unless the
+    /// Marks the log closed and seals every live WAL (`frozen`, then the
+    /// active one of `w`), oldest first. REQUIRES: the close holds the
+    /// write lock (`w`) and `frozen_wals` (`frozen`), and has just fsynced
+    /// every one of those WALs without an error. Does nothing unless the
     /// store is healthy.
-    pub(crate) fn seal_live_wals(&self, w: &mut WriteState) -> Result<()> {
+    pub(crate) fn seal_live_wals(
+        &self,
+        w: &mut WriteState,
+        frozen: &mut [(u64, WalWriter)],
+    ) -> Result<()> {
         if !self.may_seal() {
             return Ok(());
         }
         let oldest_live = self.current.load().oldest_live_wal();
         let next_seq = w.next_seq;
-        let mut live: Vec<&mut WalWriter> = w
-            .frozen_wals
+        let mut live: Vec<&mut WalWriter> = frozen
             .iter_mut()
             .filter(|(n, _)| *n >= oldest_live)
             .map(|(_, wal)| wal)

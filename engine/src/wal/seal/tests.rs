@@ -68,7 +68,7 @@ fn a_flushed_wal_is_not_sealed_nor_recreated() {
     // (`install.rs`): the close has nothing of it to fsync or seal.
     db.flush().unwrap();
     db.put(b"b", b"2").unwrap();
-    assert_eq!(db.inner.write.lock().frozen_wals.len(), 0);
+    assert_eq!(db.inner.frozen_wals.lock().len(), 0);
     let live = wals(dir.path());
     db.close().unwrap();
     assert_eq!(wals(dir.path()), live, "no WAL created by the seal");
