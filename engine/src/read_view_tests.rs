@@ -101,3 +101,32 @@ fn a_snapshot_taken_during_a_compaction_keeps_what_it_sees() {
         snapshot.sequence()
     );
 }
+
+/// A snapshot's get that took its view and passed its `closed` check
+/// before a close, then reads on while the close syncs, seals and empties
+/// the view: it answers from the view it took (its tables and memtable
+/// kept alive by it), never from the emptied one; the next read is
+/// `Closed`. For a key in a table and for one in the memtable.
+#[test]
+fn a_get_paused_across_a_close_answers_from_its_view() {
+    for (key, want) in [(&b"k"[..], &b"v1"[..]), (b"m", b"in memory")] {
+        let (_dir, db) = store_with_v1();
+        db.put(b"m", b"in memory").unwrap();
+        let snapshot = Arc::new(db.snapshot());
+        let (paused, resume) = db.inner.read_pause.arm_once();
+        let reader = {
+            let snapshot = Arc::clone(&snapshot);
+            std::thread::spawn(move || snapshot.get(key))
+        };
+        paused.recv().unwrap();
+        // The close's own steps, the `Db` kept: sync, seal, empty view.
+        db.inner.shutdown().unwrap();
+        let emptied = db.inner.current.load_full();
+        assert!(emptied.mem.is_empty() && emptied.version.levels[0].is_empty());
+        resume.send(()).unwrap();
+        let got = reader.join().unwrap();
+        assert_eq!(got.unwrap().as_deref(), Some(want), "{key:?}");
+        assert!(matches!(snapshot.get(key), Err(crate::Error::Closed)));
+        drop(Arc::into_inner(db).unwrap());
+    }
+}
