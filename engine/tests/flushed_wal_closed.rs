@@ -11,6 +11,16 @@ mod common;
 
 use bloomlsm::{Db, Options};
 use common::descriptors::{deleted_in, descriptors_in};
+
+/// Unlinked WALs this process holds open. (Tables are left out: with
+/// background threads a cycle may hold a view, and with it a compacted
+/// table, for a moment after the wait returns.)
+fn deleted_wals(dir: &std::path::Path) -> Vec<String> {
+    deleted_in(dir)
+        .into_iter()
+        .filter(|n| n.contains(".wal"))
+        .collect()
+}
 use common::{Rng, scratch_dir};
 
 fn options(background_work: bool) -> Options {
@@ -53,10 +63,10 @@ fn a_flushed_wal_is_closed_when_it_is_deleted() {
             let what = format!("background_work {background_work}, round {round}");
             // Quiet: every frozen memtable flushed, nothing left to do.
             db.wait_for_background_work().unwrap();
-            assert_eq!(deleted_in(dir.path()), Vec::<String>::new(), "{what}");
+            assert_eq!(deleted_wals(dir.path()), Vec::<String>::new(), "{what}");
             db.flush().unwrap();
             assert_eq!(
-                deleted_in(dir.path()),
+                deleted_wals(dir.path()),
                 Vec::<String>::new(),
                 "{what}: flush"
             );
