@@ -3,21 +3,26 @@
 //! table (JSON escapes them by itself).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-use std::process::Command;
+mod common;
+
+use common::bloomlsm;
+
+/// What `scan` prints (text) for a store holding `pairs`.
+fn scan_text(pairs: &[(&[u8], &[u8])]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
+    for (k, v) in pairs {
+        db.put(k, v).unwrap();
+    }
+    db.close().unwrap();
+    let out = bloomlsm(&["scan", dir.path().to_str().unwrap()]);
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
 
 #[test]
 fn a_value_with_a_newline_stays_on_its_row() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
-    db.put(b"tab\tkey", b"line1\nline2").unwrap();
-    db.put(b"nul\0key", b"v").unwrap();
-    db.close().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
-        .args(["scan", dir.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = scan_text(&[(b"tab\tkey", b"line1\nline2"), (b"nul\0key", b"v")]);
     // A header and one row per pair.
     assert_eq!(text.lines().count(), 3, "{text}");
     assert!(text.contains(r"line1\nline2"), "{text}");
@@ -30,17 +35,7 @@ fn a_value_with_a_newline_stays_on_its_row() {
 /// same `a\nb`, two rows a reader could not tell apart.
 #[test]
 fn a_backslash_in_a_key_is_not_read_as_an_escape() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = bloomlsm::Db::open(dir.path(), bloomlsm::Options::default()).unwrap();
-    db.put(b"a\nb", b"newline").unwrap();
-    db.put(b"a\\nb", b"backslash").unwrap();
-    db.close().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_bloomlsm"))
-        .args(["scan", dir.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = scan_text(&[(b"a\nb", b"newline"), (b"a\\nb", b"backslash")]);
     let keys: Vec<&str> = text
         .lines()
         .skip(1)
