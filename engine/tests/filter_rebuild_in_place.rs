@@ -306,17 +306,23 @@ fn old_reader_outlives_tables_rebuilt_in_place(max_open_files: Option<usize>) {
     let cached_before = db.stats().block_cache_used_bytes;
 
     let mut old_iter = old_iter;
-    let seen: Vec<_> = old_iter.by_ref().map(|r| r.unwrap()).collect();
     let want: Vec<_> = first_load
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    // Every pair, but not yet the end: an iterator lets go of its view
+    // (and so of the old tables) when it reports its end.
+    let seen: Vec<_> = old_iter
+        .by_ref()
+        .take(want.len())
+        .map(|r| r.unwrap())
         .collect();
     assert_eq!(seen, want, "the old reader's answers");
     assert!(
         db.stats().block_cache_used_bytes > cached_before,
         "the old reader filled the cache"
     );
-    drop(old_iter);
+    assert!(old_iter.next().is_none(), "the old reader's end");
     for name in &in_place {
         assert!(!dir.path().join(name).exists(), "{name}: an orphan");
     }
