@@ -44,10 +44,9 @@ pub(crate) struct BackgroundState {
 /// Locks, taken in this order (a thread holding one may take only those
 /// below it): `compaction_lock` (compactions and filter rebuilds: they
 /// remove tables), `flush_lock` (flushes), `install_lock` (manifest write
-/// and view swap), `write` (the WAL and sequence numbers), `filter_claims`
-/// `frozen_wals` (the writers of frozen memtables' WALs: taken by the
-/// install of a flush, which must not wait for a write in progress),
-/// `filter_claims`
+/// and view swap), `write` (the WAL and sequence numbers), `frozen_wals`
+/// (the writers of frozen memtables' WALs: taken by the install of a
+/// flush, which must not wait for a write in progress), `filter_claims`
 /// (filter bytes claimed by writes in flight; held while planning, which
 /// clones the view), `view_swap` (held to replace the view `current`,
 /// which readers load without any lock), then the leaves
