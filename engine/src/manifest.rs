@@ -12,7 +12,7 @@
 //!          smallest key (u32 length, bytes) | largest key (u32 length, bytes)
 //! ```
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bloomlsm_sstable::MAX_SEQUENCE;
 
@@ -67,6 +67,13 @@ pub struct TableMeta {
     pub smallest_key: Vec<u8>,
     /// Largest user key.
     pub largest_key: Vec<u8>,
+}
+
+impl TableMeta {
+    /// The table's file in the store directory `dir`.
+    pub fn file_path(&self, dir: &Path) -> PathBuf {
+        crate::fs::names::table(dir, self.number)
+    }
 }
 
 /// The tables the manifest of the store in `dir` names, as it records

@@ -133,7 +133,7 @@ fn seed_keys(db: &Db, path: &Path, absent_gets: u64) -> Result<Vec<Vec<u8>>> {
 /// in `dir`), read from its file at the size the manifest records, with no
 /// block cache.
 fn first_keys(dir: &Path, table: &TableMeta, count: usize) -> Result<Vec<Vec<u8>>> {
-    let path = dir.join(format!("{:06}.sst", table.number));
+    let path = table.file_path(dir);
     let file = std::fs::File::open(&path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     first_keys_of(Arc::new(file), &path, table.file_size, count)
 }
@@ -313,7 +313,7 @@ mod tests {
         let tables = bloomlsm::table_records(dir.path()).unwrap();
         let t = &tables[0];
         assert!(t.file_size > 512 << 10, "{}", t.file_size);
-        let path = dir.path().join(format!("{:06}.sst", t.number));
+        let path = t.file_path(dir.path());
         let counting = || {
             Arc::new(Counting {
                 file: std::fs::File::open(&path).unwrap(),
