@@ -170,6 +170,14 @@ pub enum ManifestDamage {
         /// Its largest sequence.
         largest: u64,
     },
+    /// Two table records name one file. Opened, each would be a table of
+    /// its own over the same file, and a compaction replacing one would
+    /// delete the file the other still names.
+    #[error("table {number} is named by two records")]
+    DuplicateTable {
+        /// The file number named twice.
+        number: u64,
+    },
 }
 
 /// Why WAL replay refused a store.

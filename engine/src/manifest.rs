@@ -219,8 +219,9 @@ impl ManifestState {
     }
 
     /// What every manifest this code writes satisfies; a checksummed but
-    /// crafted one that does not would overflow counters or break the
-    /// read path's order.
+    /// crafted one that does not would overflow counters, break the
+    /// read path's order, or (a file named by two records) have a
+    /// compaction delete a file a live table still reads.
     fn check(&self) -> std::result::Result<(), ManifestDamage> {
         if self.last_seq > MAX_SEQUENCE {
             return Err(ManifestDamage::LastSequence(self.last_seq));
@@ -240,6 +241,16 @@ impl ManifestState {
                     largest: t.largest_seq,
                 });
             }
+        }
+        // Each file is one table: the store opens one reader per record,
+        // and each record's table deletes the file when it is replaced
+        // (`version::TableFileLife`). A trivial move or an in-place filter
+        // rebuild hands the file on, so a written manifest never names a
+        // number twice.
+        let mut numbers: Vec<u64> = self.tables.iter().map(|t| t.number).collect();
+        numbers.sort_unstable();
+        if let Some(pair) = numbers.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(ManifestDamage::DuplicateTable { number: pair[0] });
         }
         Ok(())
     }
@@ -405,11 +416,27 @@ mod tests {
         };
         assert!(matches!(
             crafted(ManifestState {
-                tables: vec![table],
-                ..good
+                tables: vec![table.clone()],
+                ..good.clone()
             }),
             ManifestDamage::Table { number: 3, .. }
         ));
+        // One file named at two levels, each record valid on its own.
+        let fits = TableMeta {
+            largest_seq: 100,
+            ..table
+        };
+        let deeper = TableMeta {
+            level: 3,
+            ..fits.clone()
+        };
+        assert_eq!(
+            crafted(ManifestState {
+                tables: vec![fits, deeper],
+                ..good
+            }),
+            ManifestDamage::DuplicateTable { number: 3 }
+        );
     }
 
     /// `fuzzing::resealed::reseal_manifest` frames random fields into

@@ -20,8 +20,8 @@ use crate::options::WalRecovery;
 ///   largest sequence u64, each key a u8 length and bytes) while bytes
 ///   remain; bit 4 set: the table count is a u32 taken before the tables,
 ///   else the number of tables; bit 5 set: the fields are made to pass the
-///   decoder's checks (sequences and keys in order, file numbers below the
-///   next one, the last sequence at most the largest).
+///   decoder's checks (sequences and keys in order, file numbers distinct
+///   and below the next one, the last sequence at most the largest).
 pub fn reseal_manifest(data: &[u8]) -> Vec<u8> {
     let Some((&ctl, rest)) = data.split_first() else {
         return Vec::new();
@@ -40,7 +40,7 @@ pub fn reseal_manifest(data: &[u8]) -> Vec<u8> {
             next %= 1 << 40;
             last_seq %= 1 << 50;
         }
-        let mut tables = Vec::new();
+        let mut tables: Vec<(u32, [u64; 5], [Vec<u8>; 2])> = Vec::new();
         while !f.0.is_empty() {
             let level = u32::from(f.u8());
             let mut number = f.u64();
@@ -52,8 +52,13 @@ pub fn reseal_manifest(data: &[u8]) -> Vec<u8> {
             let n = usize::from(f.u8() % 32);
             let mut largest = f.bytes(n);
             if repair {
-                number %= next.max(1);
-                next = next.max(1);
+                // Room below `next` for one more distinct number, then
+                // the first free one from where the input points.
+                next = next.max(tables.len() as u64 + 1);
+                number %= next;
+                while tables.iter().any(|(_, [n, ..], _)| *n == number) {
+                    number = (number + 1) % next;
+                }
                 small %= last_seq + 1;
                 large %= last_seq + 1;
                 if small > large {
