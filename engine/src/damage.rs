@@ -178,6 +178,16 @@ pub enum ManifestDamage {
         /// The file number named twice.
         number: u64,
     },
+    /// The oldest live WAL's number is at or past the next file number,
+    /// which every WAL number was handed out below: opened, no WAL on
+    /// disk would be replayed, and each would be removed as flushed.
+    #[error("WAL number {wal} is at or past the next file number {next}")]
+    WalNumber {
+        /// The manifest's oldest live WAL number.
+        wal: u64,
+        /// The manifest's next file number.
+        next: u64,
+    },
 }
 
 /// Why WAL replay refused a store.

@@ -220,8 +220,9 @@ impl ManifestState {
 
     /// What every manifest this code writes satisfies; a checksummed but
     /// crafted one that does not would overflow counters, break the
-    /// read path's order, or (a file named by two records) have a
-    /// compaction delete a file a live table still reads.
+    /// read path's order, have a compaction delete a file a live table
+    /// still reads (a file named by two records), or drop every WAL
+    /// unread (a WAL number at or past the next file number).
     fn check(&self) -> std::result::Result<(), ManifestDamage> {
         if self.last_seq > MAX_SEQUENCE {
             return Err(ManifestDamage::LastSequence(self.last_seq));
@@ -251,6 +252,14 @@ impl ManifestState {
         numbers.sort_unstable();
         if let Some(pair) = numbers.windows(2).find(|pair| pair[0] == pair[1]) {
             return Err(ManifestDamage::DuplicateTable { number: pair[0] });
+        }
+        // The oldest live WAL was handed a number below the next one; at
+        // or past it, every WAL on disk would read as flushed and go.
+        if self.wal_number >= self.next_file_number {
+            return Err(ManifestDamage::WalNumber {
+                wal: self.wal_number,
+                next: self.next_file_number,
+            });
         }
         Ok(())
     }
@@ -421,6 +430,13 @@ mod tests {
             }),
             ManifestDamage::Table { number: 3, .. }
         ));
+        assert_eq!(
+            crafted(ManifestState {
+                wal_number: 9,
+                ..good.clone()
+            }),
+            ManifestDamage::WalNumber { wal: 9, next: 9 }
+        );
         // One file named at two levels, each record valid on its own.
         let fits = TableMeta {
             largest_seq: 100,

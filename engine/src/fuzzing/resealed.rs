@@ -21,7 +21,8 @@ use crate::options::WalRecovery;
 ///   remain; bit 4 set: the table count is a u32 taken before the tables,
 ///   else the number of tables; bit 5 set: the fields are made to pass the
 ///   decoder's checks (sequences and keys in order, file numbers distinct
-///   and below the next one, the last sequence at most the largest).
+///   and below the next one, the WAL number too, the last sequence at
+///   most the largest).
 pub fn reseal_manifest(data: &[u8]) -> Vec<u8> {
     let Some((&ctl, rest)) = data.split_first() else {
         return Vec::new();
@@ -33,7 +34,7 @@ pub fn reseal_manifest(data: &[u8]) -> Vec<u8> {
         let mut f = Fields(rest);
         let mut next = f.u64();
         let mut last_seq = f.u64();
-        let wal = f.u64();
+        let mut wal = f.u64();
         let given_count = (ctl & 16 != 0).then(|| f.u32());
         let repair = ctl & 32 != 0;
         if repair {
@@ -73,6 +74,11 @@ pub fn reseal_manifest(data: &[u8]) -> Vec<u8> {
                 [number, file_size, entries, small, large],
                 [smallest, largest],
             ));
+        }
+        if repair {
+            // Every WAL number is handed out below the next one.
+            next = next.max(1);
+            wal %= next;
         }
         let mut p = Vec::new();
         for v in [next, last_seq, wal] {
