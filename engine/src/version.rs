@@ -64,6 +64,10 @@ struct TableFileLife {
     /// Where `Options::max_open_files` bounds open files: the set that
     /// may hold this file open.
     open_files: Option<Arc<OpenTableFiles>>,
+    /// `forks::forks_seen()` when the handle was made: a copy of it in a
+    /// process forked since sees another value, and deletes nothing (the
+    /// file is the parent's, whose readers may still hold it).
+    forks_seen: u64,
 }
 
 impl TableHandle {
@@ -82,6 +86,7 @@ impl TableHandle {
             fs,
             cache,
             open_files,
+            forks_seen: crate::fs::forks::forks_seen(),
         });
         Self { meta, table, file }
     }
@@ -130,6 +135,13 @@ impl Drop for TableFileLife {
         }
         if self.obsolete.load(Ordering::Acquire) {
             self.cache.evict_table(self.number);
+            // A forked copy touches no file of the store (`Db::close`):
+            // the parent's readers of this file may still reopen it by
+            // path (`tests/fork_obsolete_tables.rs`), and the parent
+            // deletes it when they let go.
+            if crate::fs::forks::forks_seen() != self.forks_seen {
+                return;
+            }
             // Best effort: a file left behind is an orphan that the next
             // open removes.
             let _ = self.fs.remove(&self.path);
