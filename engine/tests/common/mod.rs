@@ -11,6 +11,7 @@ pub mod format_v1;
 pub mod held_iter;
 pub mod live_tables;
 pub mod model_run;
+pub mod narrow_tree;
 pub mod real_fs_methods;
 
 use std::collections::BTreeMap;
