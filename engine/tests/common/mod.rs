@@ -96,6 +96,18 @@ pub fn listing(dir: &Path) -> Vec<String> {
     names
 }
 
+/// The one table file in `dir` (panics, the failure report, unless there
+/// is exactly one).
+pub fn only_table(dir: &Path) -> PathBuf {
+    let mut tables: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .collect();
+    assert_eq!(tables.len(), 1, "{tables:?}");
+    tables.pop().unwrap()
+}
+
 /// The store's newest WAL.
 pub fn newest_wal(dir: &Path) -> PathBuf {
     let name = listing(dir)
