@@ -4,6 +4,7 @@
 #![allow(dead_code)] // Not every test binary uses every helper.
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
+pub mod bounded_files;
 pub mod crafted_manifest;
 pub mod damaged_block;
 pub mod descriptors;
