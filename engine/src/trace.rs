@@ -1,6 +1,8 @@
 //! The path of one traced `get`: every memtable and table consulted, in
 //! order, and what its filter said.
 
+use std::path::Path;
+
 use bloomlsm_sstable::{BlockSource, FilterVerdict};
 
 /// Where a step of a lookup looked.
@@ -17,6 +19,22 @@ pub enum TraceSource {
         /// Its file number.
         number: u64,
     },
+}
+
+impl TraceSource {
+    /// The name of the table's file in the store directory (the store's
+    /// one naming, as [`crate::TableMeta::file_path`]); `None` for a
+    /// memtable.
+    pub fn table_file_name(&self) -> Option<String> {
+        match *self {
+            Self::Table { number, .. } => Some(
+                crate::fs::names::table(Path::new(""), number)
+                    .display()
+                    .to_string(),
+            ),
+            Self::Memtable | Self::ImmutableMemtable(_) => None,
+        }
+    }
 }
 
 /// What a step found.

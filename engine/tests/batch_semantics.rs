@@ -14,6 +14,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use bloomlsm::{Db, Error, Options, WriteBatch};
+use common::narrow_tree::narrow_tree_options;
 use common::{key, pairs, scratch_dir, value};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -23,18 +24,13 @@ const KEYS: u64 = 300;
 fn options(background: bool) -> Options {
     Options {
         memtable_bytes: 1024,
-        target_file_bytes: 1024,
-        block_size: 128,
-        l1_bytes: 2048,
-        level_size_ratio: 2,
         num_levels: 8,
-        l0_compaction_trigger: 2,
         l0_slowdown_trigger: 4,
         l0_stop_trigger: 8,
         max_key_bytes: 64,
         max_value_bytes: 512,
         background_work: background,
-        ..Options::default()
+        ..narrow_tree_options()
     }
 }
 

@@ -12,21 +12,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bloomlsm::{Db, Error, Options};
+use common::narrow_tree::narrow_tree_options;
 use common::{key, scratch_dir, value};
 
 const KEYS: u64 = 300;
 
 fn options(background_work: bool) -> Options {
     Options {
-        block_size: 128,
-        memtable_bytes: 2048,
-        target_file_bytes: 1024,
-        l1_bytes: 2048,
-        level_size_ratio: 2,
-        num_levels: 7,
-        l0_compaction_trigger: 2,
         background_work,
-        ..Options::default()
+        ..narrow_tree_options()
     }
 }
 

@@ -12,20 +12,14 @@ mod common;
 
 use bloomlsm::{Db, Error, Options};
 use common::descriptors::descriptors_in;
+use common::narrow_tree::narrow_tree_options;
 use common::{Rng, scratch_dir};
 
 fn options(background_work: bool, max_open_files: Option<usize>) -> Options {
     Options {
-        block_size: 128,
-        memtable_bytes: 2048,
-        target_file_bytes: 1024,
-        l1_bytes: 2048,
-        level_size_ratio: 2,
-        num_levels: 7,
-        l0_compaction_trigger: 2,
         background_work,
         max_open_files,
-        ..Options::default()
+        ..narrow_tree_options()
     }
 }
 

@@ -6,23 +6,10 @@
 
 mod common;
 
-use bloomlsm::{Db, Options};
+use bloomlsm::Db;
 use common::descriptors::{deleted_in, descriptors_in};
+use common::narrow_tree::narrow_tree_options;
 use common::{listing, scratch_dir};
-
-fn options() -> Options {
-    Options {
-        block_size: 128,
-        memtable_bytes: 2048,
-        target_file_bytes: 1024,
-        l1_bytes: 2048,
-        level_size_ratio: 2,
-        num_levels: 7,
-        l0_compaction_trigger: 2,
-        background_work: false,
-        ..Options::default()
-    }
-}
 
 fn write_round(db: &Db, round: u64) {
     for i in 0..300u64 {
@@ -39,7 +26,7 @@ fn write_round(db: &Db, round: u64) {
 #[test]
 fn an_ended_scan_holds_no_deleted_table_open() {
     let dir = scratch_dir();
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = Db::open(dir.path(), narrow_tree_options()).unwrap();
     let mut ended = Vec::new();
     for round in 0..8 {
         write_round(&db, round);

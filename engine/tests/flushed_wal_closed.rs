@@ -21,21 +21,15 @@ fn deleted_wals(dir: &std::path::Path) -> Vec<String> {
         .filter(|n| n.contains(".wal"))
         .collect()
 }
+use common::narrow_tree::narrow_tree_options;
 use common::{Rng, scratch_dir};
 
 fn options(background_work: bool) -> Options {
     Options {
-        block_size: 128,
-        memtable_bytes: 2048,
         max_immutable_memtables: 3,
-        target_file_bytes: 1024,
-        l1_bytes: 2048,
-        level_size_ratio: 2,
-        num_levels: 7,
-        l0_compaction_trigger: 2,
         background_work,
         max_open_files: Some(2),
-        ..Options::default()
+        ..narrow_tree_options()
     }
 }
 

@@ -15,6 +15,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use bloomlsm::{Db, FilterPolicy, Options};
+use common::narrow_tree::narrow_tree_options;
 use common::{Rng, scratch_dir};
 
 /// The system allocator, counting the bytes it has handed out and not
@@ -53,17 +54,10 @@ const KEYS: u64 = 300;
 fn options(background_work: bool) -> Options {
     Options {
         filter_policy: FilterPolicy::Optimized { bits_per_key: 6.0 },
-        block_size: 128,
-        memtable_bytes: 2048,
-        target_file_bytes: 1024,
-        l1_bytes: 2048,
-        level_size_ratio: 2,
-        num_levels: 7,
-        l0_compaction_trigger: 2,
         block_cache_bytes: 16 << 10,
         background_work,
         max_open_files: Some(3),
-        ..Options::default()
+        ..narrow_tree_options()
     }
 }
 

@@ -330,11 +330,7 @@ fn every_failed_open_releases_the_lock() {
     // A damaged table (cut short): refused after the lock was taken.
     let dir = tempfile::tempdir().unwrap();
     build(dir.path());
-    let table = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "sst"))
-        .unwrap();
+    let table = common::only_table(dir.path());
     let whole = std::fs::read(&table).unwrap();
     std::fs::write(&table, &whole[..whole.len() - 10]).unwrap();
     let refused = Db::open(dir.path(), Options::default());

@@ -17,6 +17,7 @@ use std::path::Path;
 
 use bloomlsm::{Db, FilterPolicy, Options};
 
+use common::bounded_files::{bounded_options, key, value};
 use common::held_iter::HeldIter;
 use common::{Rng, disk_dir, scratch_dir};
 
@@ -31,24 +32,9 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// Narrow tables, a tiny block cache (reads go to the files), the bound.
 fn options(direct: bool) -> Options {
     Options {
-        memtable_bytes: 4 << 10,
-        target_file_bytes: 4 << 10,
-        l1_bytes: 16 << 10,
-        level_size_ratio: 4,
-        block_size: 512,
-        block_cache_bytes: 4 << 10,
-        max_open_files: Some(MAX_OPEN),
         use_direct_reads: direct,
-        ..Options::default()
+        ..bounded_options(MAX_OPEN)
     }
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("k{:09}", i.wrapping_mul(2_654_435_761) % 1_000_000_007).into_bytes()
-}
-
-fn value(i: u64, version: u64) -> Vec<u8> {
-    format!("{i}-{version}-{}", "v".repeat(60 + (i % 50) as usize)).into_bytes()
 }
 
 /// Descriptors this process has open on table files of `dir`.

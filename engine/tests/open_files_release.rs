@@ -9,6 +9,7 @@ mod common;
 
 use bloomlsm::{Db, Options};
 
+use common::bounded_files::{bounded_options, key, value};
 use common::scratch_dir;
 
 /// A bound far above the live tables, so only the release on deletion
@@ -18,24 +19,9 @@ const KEYS: u64 = 600;
 
 fn options() -> Options {
     Options {
-        memtable_bytes: 4 << 10,
-        target_file_bytes: 4 << 10,
-        l1_bytes: 16 << 10,
-        level_size_ratio: 4,
-        block_size: 512,
-        block_cache_bytes: 4 << 10,
-        max_open_files: Some(MAX_OPEN),
         background_work: false,
-        ..Options::default()
+        ..bounded_options(MAX_OPEN)
     }
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("k{:09}", i.wrapping_mul(2_654_435_761) % 1_000_000_007).into_bytes()
-}
-
-fn value(i: u64, round: u64) -> Vec<u8> {
-    format!("{i}-{round}-{}", "v".repeat(60 + (i % 50) as usize)).into_bytes()
 }
 
 /// Descriptors this process holds on `.sst` files of `dir` that were

@@ -10,10 +10,12 @@
 //! size when written; the bound asserted is 4x.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
+
 use std::sync::Arc;
 
 use bloomlsm_filter::fuzzing::CountingAlloc;
-use bloomlsm_sstable::format::{PROPERTIES_VERSION, TRAILER_LEN, block_trailer};
+use bloomlsm_sstable::format::{TRAILER_LEN, block_trailer};
 use bloomlsm_sstable::fuzzing::MemFile;
 use bloomlsm_sstable::{
     BlockError, BlockHandle, BlockKind, CorruptionReason, Error, Footer, Table, TableProperties,
@@ -55,23 +57,10 @@ fn table(index: &[u8], blocks: u64, data_end: u64) -> Vec<u8> {
     };
     let index = push(&mut bytes, BlockKind::Index, index);
     let properties = TableProperties {
-        format_version: PROPERTIES_VERSION,
         entries: blocks,
-        distinct_keys: 1,
-        tombstones: 0,
         data_blocks: blocks,
         data_bytes: data_end,
-        smallest_seq: 1,
-        largest_seq: 1,
-        filter_kind: None,
-        filter_hash_id: 0,
-        filter_hashes: 0,
-        filter_bits: 0,
-        bits_per_key: 0.0,
-        filter_bytes: 0,
-        created_micros: 0,
-        smallest_key: b"a".to_vec(),
-        largest_key: b"z".to_vec(),
+        ..common::properties::unfiltered()
     };
     let properties = push(&mut bytes, BlockKind::Properties, &properties.encode());
     let footer = Footer {

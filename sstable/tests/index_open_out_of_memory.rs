@@ -20,7 +20,7 @@ use std::io::{self, ErrorKind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bloomlsm_sstable::format::{PROPERTIES_VERSION, TRAILER_LEN, block_trailer};
+use bloomlsm_sstable::format::{TRAILER_LEN, block_trailer};
 use bloomlsm_sstable::{
     BlockHandle, BlockKind, Error, Footer, RandomAccessFile, Table, TableProperties,
 };
@@ -110,23 +110,13 @@ fn growing_separators(n: u64) -> Vec<u8> {
 /// with properties that agree; and the index block's offset.
 fn sparse_table(len: u64, index: &[u8], blocks: u64) -> (Sparse, u64) {
     let properties = TableProperties {
-        format_version: PROPERTIES_VERSION,
         entries: blocks,
         distinct_keys: blocks,
-        tombstones: 0,
         data_blocks: blocks,
         data_bytes: blocks * TRAILER_LEN as u64,
-        smallest_seq: 1,
-        largest_seq: 1,
-        filter_kind: None,
-        filter_hash_id: 0,
-        filter_hashes: 0,
-        filter_bits: 0,
-        bits_per_key: 0.0,
-        filter_bytes: 0,
-        created_micros: 0,
         smallest_key: b"k".to_vec(),
         largest_key: b"k".to_vec(),
+        ..common::properties::unfiltered()
     }
     .encode();
     let tail_len = index.len() + properties.len() + 2 * TRAILER_LEN + 64;

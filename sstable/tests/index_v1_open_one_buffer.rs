@@ -18,7 +18,7 @@ mod one_large;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use bloomlsm_sstable::format::{PROPERTIES_VERSION, TRAILER_LEN, block_trailer};
+use bloomlsm_sstable::format::{TRAILER_LEN, block_trailer};
 use bloomlsm_sstable::fuzzing::MemFile;
 use bloomlsm_sstable::{BlockHandle, BlockKind, Footer, Table, TableProperties};
 use one_large::{ARMED, LARGE, LIVE_LARGE};
@@ -56,23 +56,10 @@ fn v1_table(user_key: &[u8]) -> (Vec<u8>, u64) {
         handle
     };
     let properties = TableProperties {
-        format_version: PROPERTIES_VERSION,
-        entries: 1,
-        distinct_keys: 1,
-        tombstones: 0,
-        data_blocks: 1,
         data_bytes: TRAILER_LEN as u64,
-        smallest_seq: 1,
-        largest_seq: 1,
-        filter_kind: None,
-        filter_hash_id: 0,
-        filter_hashes: 0,
-        filter_bits: 0,
-        bits_per_key: 0.0,
-        filter_bytes: 0,
-        created_micros: 0,
         smallest_key: b"k".to_vec(),
         largest_key: b"k".to_vec(),
+        ..common::properties::unfiltered()
     };
     let index = push(&mut bytes, BlockKind::Index, &index);
     let properties = push(&mut bytes, BlockKind::Properties, &properties.encode());

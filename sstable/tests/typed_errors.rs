@@ -3,20 +3,22 @@
 //! the block kind and offset (or a `FilterStatus::Unusable` for the filter).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+mod common;
+
 use std::error::Error as _;
 use std::io;
 use std::sync::Arc;
 
 use bloomlsm_filter::{FilterError, KeyHash};
 use bloomlsm_sstable::format::{
-    FOOTER_LEN, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PROPERTIES_VERSION, TRAILER_LEN,
-    block_trailer,
+    FOOTER_LEN, FORMAT_VERSION, OLDEST_FORMAT_VERSION, TRAILER_LEN, block_trailer,
 };
 use bloomlsm_sstable::{
     BlockError, BlockHandle, BlockKind, CorruptionReason, Error, FilterLoadError, FilterStatus,
     Footer, FooterError, Outcome, PropertiesError, RandomAccessFile, Table, TableIter,
     TableProperties,
 };
+use common::properties::unfiltered;
 
 /// Kind tag of a put (FORMAT.md, "Entries and their order").
 const PUT: u8 = 1;
@@ -50,29 +52,6 @@ fn handle_bytes(h: BlockHandle) -> Vec<u8> {
     let mut v = Vec::new();
     h.encode_to(&mut v);
     v
-}
-
-/// Properties of a table whose keys lie in "a"..="z".
-fn properties() -> TableProperties {
-    TableProperties {
-        format_version: PROPERTIES_VERSION,
-        entries: 1,
-        distinct_keys: 1,
-        tombstones: 0,
-        data_blocks: 1,
-        data_bytes: 1,
-        smallest_seq: 1,
-        largest_seq: 1,
-        filter_kind: None,
-        filter_hash_id: 0,
-        filter_hashes: 0,
-        filter_bits: 0,
-        bits_per_key: 0.0,
-        filter_bytes: 0,
-        created_micros: 0,
-        smallest_key: b"a".to_vec(),
-        largest_key: b"z".to_vec(),
-    }
 }
 
 /// A table file put together block by block; each part may be replaced.
@@ -116,7 +95,7 @@ impl Assembly {
                 .iter()
                 .map(|(_, b)| (b.len() + TRAILER_LEN) as u64)
                 .sum(),
-            ..properties()
+            ..unfiltered()
         };
         Self {
             data,
@@ -368,7 +347,7 @@ fn properties_errors() {
     let cases = [
         (
             {
-                let mut p = properties().encode();
+                let mut p = unfiltered().encode();
                 p.push(0);
                 p
             },
@@ -377,7 +356,7 @@ fn properties_errors() {
         (
             TableProperties {
                 format_version: 2,
-                ..properties()
+                ..unfiltered()
             }
             .encode(),
             PropertiesError::Version(2),
@@ -392,7 +371,7 @@ fn properties_errors() {
         (
             TableProperties {
                 tombstones: 2,
-                ..properties()
+                ..unfiltered()
             }
             .encode(),
             PropertiesError::Counts {

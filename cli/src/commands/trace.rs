@@ -35,10 +35,10 @@ fn step(s: &TraceStep) -> Value {
     let (source, level, table) = match &s.source {
         TraceSource::Memtable => ("memtable".to_string(), None, None),
         TraceSource::ImmutableMemtable(i) => (format!("frozen memtable {i}"), None, None),
-        TraceSource::Table { level, number } => (
+        TraceSource::Table { level, .. } => (
             "table".to_string(),
             Some(*level),
-            Some(format!("{number:06}.sst")),
+            s.source.table_file_name(),
         ),
     };
     Fields::new()

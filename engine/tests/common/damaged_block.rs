@@ -2,8 +2,6 @@
 //! damaged data block between intact ones, for tests of which blocks a read
 //! reaches. Opened with [`options`] (512-byte blocks, work inline).
 
-use std::path::{Path, PathBuf};
-
 use bloomlsm::{Db, Options};
 
 /// Small blocks, so a few hundred keys span many; no background threads.
@@ -13,17 +11,6 @@ pub fn options() -> Options {
         background_work: false,
         ..Options::default()
     }
-}
-
-/// The one table file in `dir`.
-pub fn only_table(dir: &Path) -> PathBuf {
-    let mut tables: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
-        .collect();
-    assert_eq!(tables.len(), 1, "{tables:?}");
-    tables.pop().unwrap()
 }
 
 /// `pairs` flushed into one table, in L0 or (`deeper`) moved below it,
@@ -44,7 +31,7 @@ pub fn damaged_store(
         assert_eq!(db.stats().levels[0].tables, 0);
     }
     db.close().unwrap();
-    let table = only_table(dir.path());
+    let table = super::only_table(dir.path());
     let data_bytes = bloomlsm_sstable::Table::open_path(&table, 1, None)
         .unwrap()
         .properties()

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // Not every test binary uses every helper.
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
+pub mod bounded_files;
 pub mod crafted_manifest;
 pub mod damaged_block;
 pub mod descriptors;
@@ -11,6 +12,7 @@ pub mod format_v1;
 pub mod held_iter;
 pub mod live_tables;
 pub mod model_run;
+pub mod narrow_tree;
 pub mod real_fs_methods;
 
 use std::collections::BTreeMap;
@@ -93,6 +95,18 @@ pub fn listing(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// The one table file in `dir` (panics, the failure report, unless there
+/// is exactly one).
+pub fn only_table(dir: &Path) -> PathBuf {
+    let mut tables: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .collect();
+    assert_eq!(tables.len(), 1, "{tables:?}");
+    tables.pop().unwrap()
 }
 
 /// The store's newest WAL.

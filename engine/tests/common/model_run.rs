@@ -4,24 +4,18 @@
 
 use bloomlsm::{Db, Options, Snapshot};
 
+use super::narrow_tree::narrow_tree_options;
 use super::{Model, pairs, scratch_dir};
 
-/// The options of a deep store of narrow tables: 2 KiB memtables, 1 KiB
-/// tables of 128-byte blocks, an L1 of 2 KiB and a size ratio of 3 over
-/// 7 levels, L0 compacted at 2 tables.
+/// The options of a deep store of narrow tables ([`narrow_tree_options`])
+/// with a size ratio of 3, writes slowed at 4 L0 tables and stopped at 8.
 pub fn deep_narrow_options(background_work: bool) -> Options {
     Options {
-        memtable_bytes: 2048,
-        target_file_bytes: 1024,
-        l1_bytes: 2048,
-        block_size: 128,
         level_size_ratio: 3,
-        num_levels: 7,
-        l0_compaction_trigger: 2,
         l0_slowdown_trigger: 4,
         l0_stop_trigger: 8,
         background_work,
-        ..Options::default()
+        ..narrow_tree_options()
     }
 }
 

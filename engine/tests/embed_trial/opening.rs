@@ -109,11 +109,7 @@ fn a_damaged_data_block_is_reported_with_file_and_offset() {
     }
     db.flush().unwrap();
     db.close().unwrap();
-    let table = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "sst"))
-        .unwrap();
+    let table = common::only_table(dir.path());
     let mut bytes = std::fs::read(&table).unwrap();
     bytes[100] ^= 1; // in the first data block
     std::fs::write(&table, &bytes).unwrap();
@@ -244,11 +240,7 @@ fn a_trace_and_a_table_error_are_matched_through_bloomlsm_alone() {
     ));
     db.close().unwrap();
 
-    let table = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "sst"))
-        .unwrap();
+    let table = common::only_table(dir.path());
     let mut bytes = std::fs::read(&table).unwrap();
     bytes[100] ^= 1;
     std::fs::write(&table, &bytes).unwrap();

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod model_check;
+pub mod properties;
 
 use std::collections::BTreeMap;
 use std::path::Path;
