@@ -182,6 +182,11 @@ pub(crate) struct DbInner {
     /// memtable, under the write lock (see `write.rs`).
     #[cfg(test)]
     pub(crate) insert_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point in a write that found room for itself (the
+    /// frozen memtables and L0 below their limits) and has not yet taken
+    /// the write lock (see `write.rs`).
+    #[cfg(test)]
+    pub(crate) room_pause: crate::test_hooks::ReadPause,
     /// Test-only pause point in a memtable rotation, the new WAL taking
     /// writes and the view not yet swapped (see `write.rs`).
     #[cfg(test)]
@@ -266,6 +271,8 @@ impl DbInner {
             unwound_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             insert_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            room_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             rotate_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]

@@ -128,6 +128,8 @@ mod wal_cut;
 mod write;
 #[cfg(test)]
 mod write_panic_tests;
+#[cfg(test)]
+mod write_room_tests;
 mod write_stop;
 
 pub use batch::{BatchError, MAX_BATCH_BYTES, WriteBatch};

@@ -4,6 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use parking_lot::MutexGuard;
+
 use bloomlsm_sstable::{EntryKind, MAX_SEQUENCE};
 
 use crate::batch::{MAX_BATCH_BYTES, WriteBatch};
@@ -65,8 +67,7 @@ impl DbInner {
         if batch.is_empty() {
             return Ok(());
         }
-        self.make_room()?;
-        let mut w = self.write.lock();
+        let mut w = self.make_room()?;
         self.check_writable()?;
         let first = w.next_seq;
         let count = batch.len() as u64;
@@ -114,10 +115,17 @@ impl DbInner {
         Ok(())
     }
 
-    /// Waits (or slows down) while L0 or the frozen memtables are full.
-    /// Counts the write once in `write_stalls` if it waited or slowed at
-    /// all, however many rounds it waited.
-    fn make_room(&self) -> Result<()> {
+    /// Waits (or slows down) while L0 or the frozen memtables are full,
+    /// then takes the write lock. Counts the write once in `write_stalls`
+    /// if it waited or slowed at all, however many rounds it waited.
+    ///
+    /// Invariant: the frozen memtables stay at most
+    /// `max_immutable_memtables` whatever the number of writers. A write
+    /// freezes at most one memtable, under the write lock, so the room is
+    /// checked again once the lock is held: a writer that saw room before
+    /// another writer's rotation took the last slot waits instead
+    /// (`write_room_tests.rs`).
+    fn make_room(&self) -> Result<MutexGuard<'_, WriteState>> {
         let mut slowed = false;
         let mut counted = false;
         let mut count_stall = || {
@@ -139,7 +147,16 @@ impl DbInner {
                     slowed = true;
                     continue;
                 }
-                return Ok(());
+                #[cfg(test)]
+                self.room_pause.pause();
+                let w = self.write.lock();
+                if self.current.load().imm.len() < self.options.max_immutable_memtables {
+                    return Ok(w);
+                }
+                // Another writer froze the last slot meanwhile: the next
+                // round finds the frozen memtables full and waits.
+                drop(w);
+                continue;
             }
             count_stall();
             if !self.options.background_work {
