@@ -243,6 +243,12 @@ impl ManifestState {
                 });
             }
         }
+        self.check_files()
+    }
+
+    /// The part of [`Self::check`] about the files the state names, which
+    /// the writer also holds itself to ([`Self::write_staged`]).
+    fn check_files(&self) -> std::result::Result<(), ManifestDamage> {
         // Each file is one table: the store opens one reader per record,
         // and each record's table deletes the file when it is replaced
         // (`version::TableFileLife`). A trivial move or an in-place filter
@@ -266,6 +272,8 @@ impl ManifestState {
 
     /// Makes this state the store's manifest atomically: written to a
     /// temporary file, fsynced, renamed over `MANIFEST`, directory fsynced.
+    /// A state that fails [`Self::check_files`] is refused before any
+    /// file is touched ([`Error::Internal`]).
     pub(crate) fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
         self.write_staged(fs, dir).map_err(|failure| match failure {
             ManifestWriteFailure::BeforeRename(e) | ManifestWriteFailure::AfterRename(e) => e,
@@ -281,6 +289,17 @@ impl ManifestState {
         dir: &Path,
     ) -> std::result::Result<(), ManifestWriteFailure> {
         use ManifestWriteFailure::{AfterRename, BeforeRename};
+        // Never a manifest naming a file twice or its WAL number at or
+        // past its next file number, which the next open refuses
+        // (`check_files`, run by `decode`): a bug that built such a state
+        // fails this install, which stops writes, and the store's manifest
+        // stays the last good one, where written it would lock the store
+        // at its next open.
+        self.check_files().map_err(|reason| {
+            BeforeRename(Error::Internal(format!(
+                "refusing to write a manifest the open would refuse: {reason}"
+            )))
+        })?;
         let tmp = dir.join(names::MANIFEST_TMP);
         let path = dir.join(names::MANIFEST);
         let mut file = fs.create(&tmp).map_err(|e| BeforeRename(e.into()))?;
@@ -453,6 +472,50 @@ mod tests {
             }),
             ManifestDamage::DuplicateTable { number: 3 }
         );
+    }
+
+    /// The writer holds itself to what the open checks: a state `decode`
+    /// would refuse (a bug's: a table named twice, the WAL number at the
+    /// next file number) is never renamed into place, and the manifest
+    /// on disk stays the last good one, which the next open accepts.
+    #[test]
+    fn a_state_the_open_would_refuse_is_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = crate::fs::RealFs;
+        let table = TableMeta {
+            level: 1,
+            number: 3,
+            file_size: 10,
+            entries: 1,
+            smallest_seq: 1,
+            largest_seq: 5,
+            smallest_key: b"a".to_vec(),
+            largest_key: b"b".to_vec(),
+        };
+        let good = ManifestState {
+            next_file_number: 9,
+            last_seq: 100,
+            wal_number: 7,
+            tables: vec![table.clone()],
+        };
+        good.write(&fs, dir.path()).unwrap();
+        let named_twice = ManifestState {
+            tables: vec![table.clone(), TableMeta { level: 2, ..table }],
+            ..good.clone()
+        };
+        let wal_at_next = ManifestState {
+            wal_number: 9,
+            ..good.clone()
+        };
+        for bad in [named_twice, wal_at_next] {
+            assert!(
+                matches!(bad.write(&fs, dir.path()), Err(Error::Internal(_))),
+                "{bad:?}"
+            );
+            let path = dir.path().join(names::MANIFEST);
+            let on_disk = ManifestState::decode(&path, &std::fs::read(&path).unwrap());
+            assert_eq!(on_disk.unwrap(), good);
+        }
     }
 
     /// `fuzzing::resealed::reseal_manifest` frames random fields into
