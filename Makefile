@@ -26,7 +26,21 @@ test: deps
 	for d in filter sstable engine; do $(CARGO) fmt --check --manifest-path $$d/fuzz/Cargo.toml || exit 1; done
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p bloomlsm -p bloomlsm-filter -p bloomlsm-sstable
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --no-run
+	# Two streams at once, so both cores stay busy while a test binary waits
+	# on the device (direct I/O, fsync) or on its last slow test: the
+	# engine's integration tests, their output kept and shown when they
+	# end, beside everything else. Every test runs; the status is both's.
+	@log=$$(mktemp); \
+	$(CARGO) test -p bloomlsm --no-fail-fast --test '*' > $$log 2>&1 & engine=$$!; \
+	status=0; \
+	$(CARGO) test --workspace --exclude bloomlsm --no-fail-fast || status=1; \
+	$(CARGO) test -p bloomlsm --lib || status=1; \
+	$(CARGO) test -p bloomlsm --doc || status=1; \
+	wait $$engine || status=1; \
+	echo "--- the engine's integration tests:"; cat $$log; rm -f $$log; \
+	if [ $$status -ne 0 ]; then echo "error: some tests failed (above)" >&2; fi; \
+	exit $$status
 
 bench: deps
 	$(CARGO) run --release -p bloomlsm-bench --bin bloomlsm-bench -- --threads 1,2,4 $(BENCH_ARGS)
