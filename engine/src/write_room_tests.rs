@@ -71,3 +71,51 @@ fn a_writer_that_saw_room_before_another_froze_the_last_slot_waits() {
     assert_eq!(db.get(b"b").unwrap(), Some(big));
     Arc::try_unwrap(db).ok().unwrap().close().unwrap();
 }
+
+/// Inline work (no background threads): the writer that lost the race
+/// for the last slot flushes itself, after the flush the winner holds
+/// (in its own inline work) returns, and neither writer waits forever.
+#[test]
+fn inline_a_writer_that_lost_the_last_slot_flushes_and_goes_on() {
+    let dir = crate::scratch_dirs::scratch_dir();
+    let opts = Options {
+        background_work: false,
+        ..options()
+    };
+    let db = Arc::new(Db::open(dir.path(), opts).unwrap());
+    let big = vec![7u8; 2000];
+    let (room_paused, resume_b) = db.inner.room_pause.arm_once();
+    let writer_b = {
+        let db = Arc::clone(&db);
+        let big = big.clone();
+        std::thread::spawn(move || db.put(b"b", &big))
+    };
+    room_paused.recv().unwrap();
+    let (flush_paused, resume_flush) = db.inner.flush_pause.arm_once();
+    let writer_a = {
+        let db = Arc::clone(&db);
+        let big = big.clone();
+        std::thread::spawn(move || db.put(b"a", &big))
+    };
+    // A froze its memtable and is held in its inline flush.
+    flush_paused.recv().unwrap();
+    assert_eq!(db.inner.current.load().imm.len(), 1);
+    // B either freezes a second memtable (and then waits for the flush
+    // lock A holds) or stalls; one of the two must happen.
+    resume_b.send(()).unwrap();
+    while db.stats().write_stalls == 0 {
+        let frozen = db.inner.current.load().imm.len();
+        assert!(
+            frozen <= 1,
+            "a write froze memtable {frozen} past max_immutable_memtables 1"
+        );
+        std::thread::yield_now();
+    }
+    assert!(db.inner.current.load().imm.len() <= 1);
+    resume_flush.send(()).unwrap();
+    writer_a.join().unwrap().unwrap();
+    writer_b.join().unwrap().unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(big.clone()));
+    assert_eq!(db.get(b"b").unwrap(), Some(big));
+    Arc::try_unwrap(db).ok().unwrap().close().unwrap();
+}
