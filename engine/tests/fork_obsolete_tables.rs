@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use bloomlsm::{Db, Options};
 use common::{key, listing, value};
@@ -87,23 +86,13 @@ fn fork_obsolete_entry() {
 #[test]
 fn a_forked_copy_deletes_no_table_the_parent_still_reads() {
     let dir = common::scratch_dir();
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "fork_obsolete_entry",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(DIR_ENV, dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}");
-    let line = stdout
-        .lines()
-        .find_map(|l| l.split_once("FORK-PARENT: ").map(|(_, outcome)| outcome))
-        .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+    let line = common::child_entry::entry_outcome(
+        "fork_obsolete_entry",
+        DIR_ENV,
+        dir.path(),
+        "FORK-PARENT: ",
+    );
+    let line = line.as_str();
     let (kept, rest) = line.split_once(", pairs ").unwrap();
     let (kept, of) = kept
         .strip_prefix("kept ")

@@ -9,7 +9,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use bloomlsm::{Db, Options};
 use common::{key, listing, value};
@@ -102,23 +101,13 @@ fn fork_parent_entry() {
 #[test]
 fn a_parent_that_forked_still_deletes_its_obsolete_tables() {
     let dir = common::scratch_dir();
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "fork_parent_entry",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(DIR_ENV, dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}");
-    let line = stdout
-        .lines()
-        .find_map(|l| l.split_once("FORK-PARENT: ").map(|(_, outcome)| outcome))
-        .unwrap_or_else(|| panic!("no outcome: {stdout}"));
+    let line = common::child_entry::entry_outcome(
+        "fork_parent_entry",
+        DIR_ENV,
+        dir.path(),
+        "FORK-PARENT: ",
+    );
+    let line = line.as_str();
     let numbers: Vec<usize> = line
         .split(|c: char| !c.is_ascii_digit())
         .filter(|s| !s.is_empty())

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)] // Test support: a panic is the failure report.
 
 pub mod bounded_files;
+pub mod child_entry;
 pub mod crafted_manifest;
 pub mod damaged_block;
 pub mod descriptors;
