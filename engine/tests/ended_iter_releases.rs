@@ -9,7 +9,7 @@ mod common;
 use bloomlsm::Db;
 use common::descriptors::{deleted_in, descriptors_in};
 use common::narrow_tree::narrow_tree_options;
-use common::{listing, scratch_dir};
+use common::scratch_dir;
 
 fn write_round(db: &Db, round: u64) {
     for i in 0..300u64 {
@@ -43,10 +43,7 @@ fn an_ended_scan_holds_no_deleted_table_open() {
             .map(|t| format!("{:06}.sst", t.number))
             .collect();
         live.sort();
-        let ssts: Vec<String> = listing(dir.path())
-            .into_iter()
-            .filter(|n| n.ends_with(".sst"))
-            .collect();
+        let ssts = common::table_files(dir.path());
         assert_eq!(ssts, live, "round {round}");
         assert_eq!(
             deleted_in(dir.path()),

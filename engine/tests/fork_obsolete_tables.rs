@@ -10,19 +10,12 @@ mod common;
 use std::path::Path;
 
 use bloomlsm::{Db, Options};
-use common::{key, listing, value};
+use common::{key, table_files, value};
 
 /// Set in the process the test starts: the store directory.
 const DIR_ENV: &str = "BLOOMLSM_FORK_OBSOLETE_DIR";
 
 const KEYS: u64 = 300;
-
-fn tables(dir: &Path) -> Vec<String> {
-    listing(dir)
-        .into_iter()
-        .filter(|n| n.ends_with(".sst"))
-        .collect()
-}
 
 /// The body of that process: a deep store of narrow tables, an iterator
 /// taken, every table replaced by a full compaction (the iterator's view
@@ -50,11 +43,11 @@ fn fork_obsolete_entry() {
     }
     db.flush().unwrap();
     let it = db.scan::<&[u8], _>(..).unwrap();
-    let old = tables(dir);
+    let old = table_files(dir);
     // Every table rewritten: the old ones are no longer live, and stay
     // on disk while the iterator's view holds them.
     db.compact().unwrap();
-    assert!(old.iter().all(|t| tables(dir).contains(t)));
+    assert!(old.iter().all(|t| table_files(dir).contains(t)));
     // SAFETY: this process runs one test and no background thread: the
     // child may use the heap.
     let pid = unsafe { libc::fork() };
@@ -67,7 +60,7 @@ fn fork_obsolete_entry() {
     let mut status = 0;
     // SAFETY: `status` is a valid out-parameter for waitpid.
     assert_eq!(unsafe { libc::waitpid(pid, &raw mut status, 0) }, pid);
-    let now = tables(dir);
+    let now = table_files(dir);
     let kept = old.iter().filter(|t| now.contains(t)).count();
     let (mut pairs, mut errors) = (0, Vec::new());
     for r in it {
@@ -90,7 +83,7 @@ fn a_forked_copy_deletes_no_table_the_parent_still_reads() {
         "fork_obsolete_entry",
         DIR_ENV,
         dir.path(),
-        "FORK-PARENT: ",
+        "FORK-PARENT",
     );
     let line = line.as_str();
     let (kept, rest) = line.split_once(", pairs ").unwrap();

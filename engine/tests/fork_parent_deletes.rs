@@ -11,19 +11,12 @@ mod common;
 use std::path::Path;
 
 use bloomlsm::{Db, Options};
-use common::{key, listing, value};
+use common::{key, table_files, value};
 
 /// Set in the process the test starts: the store directory.
 const DIR_ENV: &str = "BLOOMLSM_FORK_PARENT_DIR";
 
 const KEYS: u64 = 300;
-
-fn tables(dir: &Path) -> Vec<String> {
-    listing(dir)
-        .into_iter()
-        .filter(|n| n.ends_with(".sst"))
-        .collect()
-}
 
 /// Forks a child that exits at once, and waits for it.
 fn fork_and_reap() {
@@ -64,7 +57,7 @@ fn fork_parent_entry() {
         db.put(&key(i), &value(i)).unwrap();
     }
     db.flush().unwrap();
-    let before_fork = tables(dir);
+    let before_fork = table_files(dir);
     let it = db.scan::<&[u8], _>(..).unwrap();
     fork_and_reap();
     // Every table made before the fork replaced (each key overwritten);
@@ -75,20 +68,20 @@ fn fork_parent_entry() {
     db.compact().unwrap();
     let held = before_fork
         .iter()
-        .filter(|t| tables(dir).contains(t))
+        .filter(|t| table_files(dir).contains(t))
         .count();
     assert_eq!(it.count(), KEYS as usize);
     let left_held = before_fork
         .iter()
-        .filter(|t| tables(dir).contains(t))
+        .filter(|t| table_files(dir).contains(t))
         .count();
     // Then tables made after the fork, replaced with no reader holding them.
-    let after_fork = tables(dir);
+    let after_fork = table_files(dir);
     for i in 0..KEYS {
         db.put(&key(i), &value(i + 2)).unwrap();
     }
     db.compact().unwrap();
-    let now = tables(dir);
+    let now = table_files(dir);
     let left_after = after_fork.iter().filter(|t| now.contains(t)).count();
     println!(
         "FORK-PARENT: before {} held {held} left {left_held}, after {} left {left_after}",
@@ -101,12 +94,8 @@ fn fork_parent_entry() {
 #[test]
 fn a_parent_that_forked_still_deletes_its_obsolete_tables() {
     let dir = common::scratch_dir();
-    let line = common::child_entry::entry_outcome(
-        "fork_parent_entry",
-        DIR_ENV,
-        dir.path(),
-        "FORK-PARENT: ",
-    );
+    let line =
+        common::child_entry::entry_outcome("fork_parent_entry", DIR_ENV, dir.path(), "FORK-PARENT");
     let line = line.as_str();
     let numbers: Vec<usize> = line
         .split(|c: char| !c.is_ascii_digit())

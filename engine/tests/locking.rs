@@ -9,31 +9,13 @@ use std::process::Command;
 use std::sync::{Arc, Barrier};
 
 use bloomlsm::{Db, Error, Options};
+use common::child_entry::entry_outcome;
 use common::direct_reads_work;
 
 /// Set in a child process: the store directory it tries to open.
 const CHILD_DIR_ENV: &str = "BLOOMLSM_LOCK_CHILD_DIR";
 /// Set in a child process: "direct" to open with `use_direct_reads`.
 const CHILD_MODE_ENV: &str = "BLOOMLSM_LOCK_CHILD_MODE";
-
-/// Runs this binary's test `entry` alone in a process of its own (one test
-/// thread, so no other test's thread is alive at its forks), with `env`
-/// set to `dir`; the text after `marker: ` on its output. Panics (the
-/// failure report) when the process fails or prints no such line.
-fn entry_outcome(entry: &str, env: &str, dir: &Path, marker: &str) -> String {
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", entry, "--nocapture", "--test-threads", "1"])
-        .env(env, dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{entry} failed: {stdout}");
-    let prefix = format!("{marker}: ");
-    stdout
-        .lines()
-        .find_map(|l| l.split_once(prefix.as_str()).map(|(_, o)| o.to_owned()))
-        .unwrap_or_else(|| panic!("no outcome from {entry}: {stdout}"))
-}
 
 fn options(direct: bool) -> Options {
     Options {

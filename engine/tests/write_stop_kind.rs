@@ -129,11 +129,7 @@ fn damage_a_compaction_reads_stops_writes_as_corruption() {
     db.flush().unwrap();
     db.close().unwrap();
     // The oldest table's first data block (it starts at offset 0).
-    let mut tables: Vec<_> = common::listing(dir.path())
-        .into_iter()
-        .filter(|n| n.ends_with(".sst"))
-        .collect();
-    tables.sort();
+    let tables = common::table_files(dir.path());
     assert_eq!(tables.len(), 2, "{tables:?}");
     let oldest = dir.path().join(&tables[0]);
     let mut bytes = std::fs::read(&oldest).unwrap();

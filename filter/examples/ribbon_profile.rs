@@ -167,21 +167,19 @@ fn main() {
         }
         return;
     }
+    // One build of each kind over the same keys (the closures only borrow
+    // `present`, so each is Copy and serves every mode below).
+    let build_blocked = || {
+        let mut f = BlockedBloomFilter::with_bits_per_key(n, 10.0);
+        present.iter().for_each(|&h| f.insert_hash(h));
+        black_box(f);
+    };
+    let build_ribbon = || {
+        black_box(RibbonFilter::from_hashes(&present, 10.0));
+    };
     if what == "medians" {
         let reps: u32 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(31);
-        let (blocked, ribbon) = timed_pairs(
-            reps,
-            n,
-            thread_cpu_ns,
-            || {
-                let mut f = BlockedBloomFilter::with_bits_per_key(n, 10.0);
-                present.iter().for_each(|&h| f.insert_hash(h));
-                black_box(f);
-            },
-            || {
-                black_box(RibbonFilter::from_hashes(&present, 10.0));
-            },
-        );
+        let (blocked, ribbon) = timed_pairs(reps, n, thread_cpu_ns, build_blocked, build_ribbon);
         let (blocked, ribbon) = (median(blocked), median(ribbon));
         println!(
             "build {n} keys, thread CPU time, medians of {reps}: blocked {blocked:.2} ns/key, ribbon {ribbon:.2} ns/key, ratio {:.2}",
@@ -190,18 +188,7 @@ fn main() {
         return;
     }
     if what == "build" || what == "all" {
-        let (blocked, ribbon) = best_pair(
-            reps,
-            n,
-            || {
-                let mut f = BlockedBloomFilter::with_bits_per_key(n, 10.0);
-                present.iter().for_each(|&h| f.insert_hash(h));
-                black_box(f);
-            },
-            || {
-                black_box(RibbonFilter::from_hashes(&present, 10.0));
-            },
-        );
+        let (blocked, ribbon) = best_pair(reps, n, build_blocked, build_ribbon);
         println!(
             "build {n} keys: blocked {blocked:.2} ns/key, ribbon {ribbon:.2} ns/key, ratio {:.2}",
             ribbon / blocked

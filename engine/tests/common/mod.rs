@@ -98,6 +98,14 @@ pub fn listing(dir: &Path) -> Vec<String> {
     names
 }
 
+/// The table files' names in a directory, sorted.
+pub fn table_files(dir: &Path) -> Vec<String> {
+    listing(dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .collect()
+}
+
 /// The one table file in `dir` (panics, the failure report, unless there
 /// is exactly one).
 pub fn only_table(dir: &Path) -> PathBuf {
