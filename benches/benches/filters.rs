@@ -14,7 +14,7 @@
 //! - Before the timings: Ribbon's bits per key against log2(1/eps) for eps
 //!   from 5% to 0.01%, measured on built filters of 1 million keys (10
 //!   million with BLOOMLSM_BENCH_HUGE=1). Not a timing: printed, and asserted
-//!   in `filter/tests/ribbon_space.rs`.
+//!   in `filter/tests/filter_suite/ribbon_space.rs`.
 
 use std::hint::black_box;
 

@@ -3,7 +3,7 @@
 //!
 //! `same_answers_as_rocksdb` runs short cases on a shallow store;
 //! `deep_tree_same_answers_as_rocksdb` runs long cases on the deep store of
-//! `engine/tests/deep_model.rs` (seven levels of narrow tables, a third of
+//! `engine/tests/engine_suite/deep_model.rs` (seven levels of narrow tables, a third of
 //! the operations deletes, drifting keys, snapshots, `rebuild_filters`,
 //! reopens, no full compaction), with the same operations generator.
 //! `BLOOMLSM_DIFF_OPS` sets its total operations (default 100,000); a hang

@@ -200,12 +200,12 @@ impl DbInner {
     /// `Optimized`) can put a level over its budget again, and the
     /// compactions that follow move the filters' targets: rounds go on
     /// until one installs nothing (at most [`SETTLE_ROUNDS`]; a few in
-    /// practice, `engine/tests/settle_fixpoint.rs`).
+    /// practice, `engine/tests/engine_suite/settle_fixpoint.rs`).
     ///
     /// Writes from other threads meanwhile can leave a flush or a
     /// compaction due after every one, so a round that flushed and
     /// compacted until none was due never ended while they went on
-    /// (`engine/tests/wait_under_writes.rs`). So each of those loops goes
+    /// (`engine/tests/engine_suite/wait_under_writes.rs`). So each of those loops goes
     /// on after a step only if no write came in during it: while writes
     /// keep coming every round is bounded, and the rounds bound the wait;
     /// a stray write cuts short only the step it landed in.

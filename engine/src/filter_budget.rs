@@ -64,7 +64,7 @@ pub(crate) fn table_keys(t: &TableHandle) -> u64 {
 /// file can put near 2^63; capped, a table's keys and its share (at
 /// most 100 bits a key) stay under 2^40, so the budget's and the
 /// compactions' sums over up to 2^23 tables fit a u64
-/// (`engine/tests/stats_crafted_sparse_counts.rs`).
+/// (`engine/tests/engine_suite/stats_crafted_sparse_counts.rs`).
 pub(crate) const MAX_PLANNED_KEYS: u64 = 1 << 36;
 
 /// Distinct keys of every table, level by level, in each level's order.

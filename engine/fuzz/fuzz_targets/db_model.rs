@@ -1,7 +1,7 @@
 #![no_main]
 //! Drives a `Db` with the operations arbitrary bytes decode to
 //! (`bloomlsm::fuzzing::db_model`, shared with the property test
-//! `engine/tests/db_model.rs`) and checks every read against a
+//! `engine/tests/engine_suite/db_model.rs`) and checks every read against a
 //! `BTreeMap`. Panics at the first wrong answer, and at any failed
 //! operation (the store is healthy: every operation must succeed).
 //!
@@ -33,8 +33,8 @@
 //! snapshot are scanned, and the hot keys and an eighth of the others
 //! read by get; every key at the end. A failing input's `Case` debug
 //! output is the Rust that replays it (`run_case` in a test);
-//! `BLOOMLSM_DB_MODEL_INPUT=FILE cargo test -p bloomlsm --test db_model
-//! replay` replays the file itself.
+//! `BLOOMLSM_DB_MODEL_INPUT=FILE cargo test -p bloomlsm --test engine_suite
+//! db_model::replay` replays the file itself.
 //!
 //! Run with `-len_control=0` (as `make fuzz` does): libFuzzer otherwise
 //! starts from inputs of a few bytes, which build no deep tree.

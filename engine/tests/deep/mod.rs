@@ -2,7 +2,7 @@
 //! driven by a write load whose keys cluster in a window that drifts over a
 //! large key space, with about a third of the operations deletes.
 //!
-//! Shared by `engine/tests/deep_model.rs` (against a `BTreeMap`) and
+//! Shared by `engine/tests/engine_suite/deep_model.rs` (against a `BTreeMap`) and
 //! `benches/tests/differential.rs` (against RocksDB), which includes this
 //! file by path. A case is generated from one `u64` seed by a generator
 //! that never changes with crate versions (SplitMix64), so a seed names

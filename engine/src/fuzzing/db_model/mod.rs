@@ -1,5 +1,5 @@
 //! The engine's model interpreter, shared by the fuzz target `db_model`
-//! (`engine/fuzz`) and the property test `engine/tests/db_model.rs`: a
+//! (`engine/fuzz`) and the property test `engine/tests/engine_suite/db_model.rs`: a
 //! [`Case`] (a store shape and operations, decoded from arbitrary bytes by
 //! [`Case::from_bytes`] or written by hand) run on a store with every
 //! answer checked against a `BTreeMap` ([`run_case`]).
