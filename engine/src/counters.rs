@@ -33,7 +33,7 @@ pub(crate) struct LevelCounters {
 /// gets go on, and a separate probe count read before the verdicts (or
 /// after) disagreed with their sum by the probes recorded in between
 /// (thousands in a snapshot beside four readers,
-/// `engine/tests/stats_probes_add_up_under_readers.rs`).
+/// `engine/tests/engine_suite/stats_probes_add_up_under_readers.rs`).
 #[derive(Debug, Default)]
 pub(crate) struct LevelReadCounters {
     negatives: AtomicU64,

@@ -7,7 +7,7 @@
 //! its "probes without a filter" from).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
