@@ -6,6 +6,9 @@
 //! counters) stay binaries of their own beside this directory.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+#[path = "../../../engine/tests/suite_modules/mod.rs"]
+mod suite_modules;
+
 #[path = "../common/mod.rs"]
 mod common;
 
@@ -43,3 +46,11 @@ mod wal_cut_note_under_pit;
 mod wal_lost_end_note;
 mod wal_recovery_flag;
 mod zero_counts;
+
+#[test]
+fn every_test_file_is_a_module() {
+    suite_modules::assert_every_file_is_a_module(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli_suite")),
+        include_str!("main.rs"),
+    );
+}

@@ -6,6 +6,9 @@
 //! counters) stay binaries of their own beside this directory.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+#[path = "../suite_modules/mod.rs"]
+mod suite_modules;
+
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../deep/mod.rs"]
@@ -95,3 +98,11 @@ mod write_path_shapes;
 mod write_stop_filter_read;
 mod write_stop_kind;
 mod written_manifests_decode;
+
+#[test]
+fn every_test_file_is_a_module() {
+    suite_modules::assert_every_file_is_a_module(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/engine_suite")),
+        include_str!("main.rs"),
+    );
+}

@@ -6,6 +6,9 @@
 //! counters) stay binaries of their own beside this directory.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+#[path = "../../../engine/tests/suite_modules/mod.rs"]
+mod suite_modules;
+
 mod blocked_few_blocks_rate;
 mod blocked_fill_estimate;
 mod blocked_k;
@@ -19,3 +22,11 @@ mod ribbon_sizing_bounds;
 mod ribbon_space;
 mod small_table_rates;
 mod varying_lengths;
+
+#[test]
+fn every_test_file_is_a_module() {
+    suite_modules::assert_every_file_is_a_module(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/filter_suite")),
+        include_str!("main.rs"),
+    );
+}

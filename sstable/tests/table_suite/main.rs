@@ -6,6 +6,9 @@
 //! counters) stay binaries of their own beside this directory.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+#[path = "../../../engine/tests/suite_modules/mod.rs"]
+mod suite_modules;
+
 #[path = "../common/mod.rs"]
 mod common;
 
@@ -30,3 +33,11 @@ mod typed_errors;
 mod upper_bound_golden;
 mod versions_across_blocks;
 mod writer_refusals;
+
+#[test]
+fn every_test_file_is_a_module() {
+    suite_modules::assert_every_file_is_a_module(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/table_suite")),
+        include_str!("main.rs"),
+    );
+}

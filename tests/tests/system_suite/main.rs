@@ -6,6 +6,9 @@
 //! counters) stay binaries of their own beside this directory.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
+#[path = "../../../engine/tests/suite_modules/mod.rs"]
+mod suite_modules;
+
 #[path = "../history/mod.rs"]
 mod history;
 #[path = "../partial/mod.rs"]
@@ -34,3 +37,11 @@ mod store_corruption;
 mod stress;
 mod stress_history;
 mod wal_zeroed_page;
+
+#[test]
+fn every_test_file_is_a_module() {
+    suite_modules::assert_every_file_is_a_module(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/system_suite")),
+        include_str!("main.rs"),
+    );
+}
