@@ -160,6 +160,20 @@ impl ReadCounters {
         self.sum(|s| &s.memtable_hits)
     }
 
+    /// `(gets, memtable_hits)` with hits at most gets in every reading,
+    /// whatever gets run meanwhile: a get counts itself in its stripe's
+    /// `gets` before it can add a hit there (with Release), and the hits
+    /// are read first (with Acquire), so each hit read has its get in the
+    /// `gets` read after it.
+    pub(crate) fn gets_and_memtable_hits(&self) -> (u64, u64) {
+        let hits = self
+            .stripes
+            .iter()
+            .map(|s| s.0.memtable_hits.load(Ordering::Acquire))
+            .fold(0, u64::wrapping_add);
+        (self.gets(), hits)
+    }
+
     /// `level`'s counters over every stripe. REQUIRES: `level` is below
     /// the store's levels. Invariant: `probes` is the sum of the four
     /// verdicts read here (each probe has exactly one), whatever gets run

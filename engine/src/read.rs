@@ -109,7 +109,9 @@ impl DbInner {
                 result: trace_result(&answer),
             });
             if let Some(found) = answer.into_final() {
-                Counters::add(&counters.memtable_hits, 1);
+                // Release: after this get's `gets` add (see
+                // `ReadCounters::gets_and_memtable_hits`).
+                counters.memtable_hits.fetch_add(1, Ordering::Release);
                 return Ok(found);
             }
         }

@@ -286,10 +286,10 @@ impl DbInner {
             0.0
         };
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let gets = self.counters.reads.gets();
+        let (gets, memtable_hits) = self.counters.reads.gets_and_memtable_hits();
         Stats {
             gets,
-            memtable_hits: self.counters.reads.memtable_hits(),
+            memtable_hits,
             data_blocks_read_per_get: ratio(total.data_blocks_read, gets),
             levels,
             total,

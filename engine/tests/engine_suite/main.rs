@@ -87,6 +87,7 @@ mod snapshot_trace;
 mod stats_crafted_file_sizes;
 mod stats_crafted_filter_items;
 mod stats_crafted_sparse_counts;
+mod stats_hits_within_gets_under_readers;
 mod stats_probes_add_up_under_readers;
 mod table_format_v1_upgrade;
 mod table_records;
