@@ -156,10 +156,6 @@ impl ReadCounters {
         self.sum(|s| &s.gets)
     }
 
-    pub(crate) fn memtable_hits(&self) -> u64 {
-        self.sum(|s| &s.memtable_hits)
-    }
-
     /// `(gets, memtable_hits)` with hits at most gets in every reading,
     /// whatever gets run meanwhile: a get counts itself in its stripe's
     /// `gets` before it can add a hit there (with Release), and the hits
@@ -271,7 +267,7 @@ mod tests {
         });
         let n = threads as u64;
         assert_eq!(reads.gets(), 1000 * n);
-        assert_eq!(reads.memtable_hits(), 1000 * (n * (n - 1) / 2));
+        assert_eq!(reads.gets_and_memtable_hits().1, 1000 * (n * (n - 1) / 2));
         assert_eq!(reads.level(2).negatives, 2000 * n);
         assert_eq!(reads.level(2).probes, 2000 * n);
         assert_eq!(reads.level(0).cache_hits, 1000 * n);
