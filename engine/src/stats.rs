@@ -149,7 +149,9 @@ pub(crate) fn ratio(a: u64, b: u64) -> f64 {
 
 /// A snapshot of the store's counters (`Db::stats`). Every counter starts
 /// from zero at each open (none is persisted); scans and iterators count
-/// nothing (docs/DESIGN.md, "Stats").
+/// nothing (docs/DESIGN.md, "Stats"). Taken while gets run, the counters
+/// are read one after another, yet each level's `table_probes` is the sum
+/// of its four verdicts and `memtable_hits` is at most `gets`.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {
