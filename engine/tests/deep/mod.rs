@@ -14,7 +14,9 @@
 
 use std::cell::Cell;
 use std::fmt;
+use std::io::Write as _;
 use std::sync::Mutex;
+use std::thread::ThreadId;
 use std::time::Instant;
 
 use bloomlsm::{FilterKind, FilterPolicy, Options};
@@ -410,60 +412,105 @@ pub fn generate(seed: u64, len: usize) -> Case {
     Case { seed, shape, ops }
 }
 
-/// The operation running now, for the watchdog.
+/// The operation a thread's case is running, for the watchdog.
 struct Progress {
+    thread: ThreadId,
     seed: u64,
     index: usize,
     op: Option<Op>,
     since: Instant,
 }
 
-static PROGRESS: Mutex<Option<Progress>> = Mutex::new(None);
+/// The operation of each case running now, one entry per thread running
+/// one. Invariant: an entry stays only while its case runs ([`progress`]
+/// puts it, [`stop_watchdog`] takes it away when the case ends, however
+/// it ends): the watchdog outlives the test that started it, in a test
+/// binary of many tests, and an entry left behind by a case that ended
+/// would read as a hang a while later and end the process of the other
+/// tests.
+static PROGRESS: Mutex<Vec<Progress>> = Mutex::new(Vec::new());
 
-/// Records that operation `index` of case `seed` starts (`None`: the
-/// final checks).
+fn running() -> std::sync::MutexGuard<'static, Vec<Progress>> {
+    PROGRESS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records that operation `index` of case `seed`, run by this thread,
+/// starts (`None`: the final checks).
 pub fn progress(seed: u64, index: usize, op: Option<&Op>) {
-    *PROGRESS.lock().unwrap_or_else(|e| e.into_inner()) = Some(Progress {
+    let thread = std::thread::current().id();
+    let now = Progress {
+        thread,
         seed,
         index,
         op: op.cloned(),
         since: Instant::now(),
-    });
+    };
+    let mut running = running();
+    match running.iter_mut().find(|p| p.thread == thread) {
+        Some(p) => *p = now,
+        None => running.push(now),
+    }
+}
+
+/// Whether this thread runs a case the watchdog watches.
+pub fn watched() -> bool {
+    let thread = std::thread::current().id();
+    running().iter().any(|p| p.thread == thread)
 }
 
 /// Turns a hang into a failure that names the case and the operation:
 /// ends the process when one operation runs for `limit` seconds
 /// (`BLOOMLSM_MODEL_STALL_SECONDS`, default 120; the slowest operation of a
-/// healthy run takes well under a second).
+/// healthy run takes well under a second). One watchdog a process, however
+/// many tests start it; it watches every case running.
 pub fn start_watchdog() {
-    let limit = std::time::Duration::from_secs(
-        std::env::var("BLOOMLSM_MODEL_STALL_SECONDS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(120),
-    );
-    std::thread::spawn(move || {
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(1));
-            if let Some(p) = &*PROGRESS.lock().unwrap_or_else(|e| e.into_inner())
-                && p.since.elapsed() > limit
-            {
-                eprintln!(
-                    "deep case: operation {} of case seed {:#018x} has run for over {} s (a hang): {:?}",
-                    p.index,
-                    p.seed,
-                    limit.as_secs(),
-                    p.op
-                );
-                std::process::exit(101);
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let limit = std::time::Duration::from_secs(
+            std::env::var("BLOOMLSM_MODEL_STALL_SECONDS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(120),
+        );
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                if let Some(p) = running().iter().find(|p| p.since.elapsed() > limit) {
+                    // Straight to the process's stderr: `eprintln!` here
+                    // writes to the output the test that started this
+                    // thread captures, dropped once that test has ended.
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "deep case: operation {} of case seed {:#018x} has run for over {} s (a hang): {:?}",
+                        p.index,
+                        p.seed,
+                        limit.as_secs(),
+                        p.op
+                    );
+                    std::process::exit(101);
+                }
             }
-        }
+        });
     });
 }
 
-/// Stops watching (the run is over).
+/// Held by a case while it runs on this thread: dropped when the case
+/// ends, however it ends (passed, failed, panicked), it stops the
+/// watchdog's watch of it ([`stop_watchdog`]).
+#[derive(Debug)]
+pub struct CaseWatch;
+
+impl Drop for CaseWatch {
+    fn drop(&mut self) {
+        stop_watchdog();
+    }
+}
+
+/// Stops watching the case this thread runs (it ended: passed, failed
+/// or panicked).
 pub fn stop_watchdog() {
-    *PROGRESS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    let thread = std::thread::current().id();
+    running().retain(|p| p.thread != thread);
 }
 
 thread_local! {

@@ -78,6 +78,8 @@ struct Run<'a> {
     recent: Vec<u32>,
     snapshots: Vec<Option<(Snapshot, Model)>>,
     figures: CaseFigures,
+    /// Ends the watchdog's watch of this case when the run ends, however.
+    _watch: deep::CaseWatch,
     /// Index of the operation running.
     at: usize,
     /// Counters of earlier opens (stats restart at each open).
@@ -101,6 +103,7 @@ impl<'a> Run<'a> {
             recent: Vec::new(),
             snapshots: (0..deep::SNAPSHOT_SLOTS).map(|_| None).collect(),
             figures: CaseFigures::default(),
+            _watch: deep::CaseWatch,
             at: 0,
             flushes_before: 0,
             compactions_before: 0,
@@ -494,6 +497,25 @@ fn deep_tree_matches_btreemap() {
         deep_cases * 4 >= figures.len() * 3,
         "only {deep_cases} of {} cases reached L4: the tree is not deep",
         figures.len()
+    );
+}
+
+/// A case that ended leaves nothing for the watchdog. The watchdog
+/// outlives the test that starts it in the engine suite's process, and an
+/// operation left recorded by a case that ended read as a hang two
+/// minutes later: the watchdog ended the process (status 101), and every
+/// test still running in it, with no message (its line went to the
+/// captured output of the test that had started it, long over). Under
+/// `--test-threads 1` the replays below run after
+/// `deep_tree_matches_btreemap` stopped watching, and the last operation
+/// of the last one stayed recorded.
+#[test]
+fn an_ended_case_leaves_no_operation_watched() {
+    let case = deep::generate(7, 40);
+    Run::new(&case).and_then(Run::run).unwrap();
+    assert!(
+        !deep::watched(),
+        "an operation of a case that ended is still watched"
     );
 }
 

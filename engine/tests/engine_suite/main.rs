@@ -8,6 +8,8 @@
 
 #[path = "../suite_modules/mod.rs"]
 mod suite_modules;
+#[path = "../suite_regressions/mod.rs"]
+mod suite_regressions;
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -106,4 +108,12 @@ fn every_test_file_is_a_module() {
         std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/engine_suite")),
         include_str!("main.rs"),
     );
+}
+
+#[test]
+fn every_regression_file_is_read() {
+    suite_regressions::assert_every_regression_file_is_read(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/engine_suite"
+    )));
 }
