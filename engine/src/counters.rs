@@ -33,7 +33,7 @@ pub(crate) struct LevelCounters {
 /// gets go on, and a separate probe count read before the verdicts (or
 /// after) disagreed with their sum by the probes recorded in between
 /// (thousands in a snapshot beside four readers,
-/// `engine/tests/engine_suite/stats_probes_add_up_under_readers.rs`).
+/// `engine/tests/engine_suite/stats_beside_readers.rs`).
 #[derive(Debug, Default)]
 pub(crate) struct LevelReadCounters {
     negatives: AtomicU64,
@@ -145,10 +145,15 @@ impl ReadCounters {
         &self.stripes[thread_stripe()].0
     }
 
+    /// One counter summed over the stripes. Acquire: a counter added to
+    /// with Release (`memtable_hits`) makes what its thread counted before
+    /// visible to the sums read after it (`gets_and_memtable_hits`); the
+    /// others gain nothing from it and lose nothing (stats are read
+    /// rarely, never on the get path).
     fn sum(&self, f: impl Fn(&ReadStripe) -> &AtomicU64) -> u64 {
         self.stripes
             .iter()
-            .map(|s| f(&s.0).load(Ordering::Relaxed))
+            .map(|s| f(&s.0).load(Ordering::Acquire))
             .fold(0, u64::wrapping_add)
     }
 
@@ -162,11 +167,7 @@ impl ReadCounters {
     /// are read first (with Acquire), so each hit read has its get in the
     /// `gets` read after it.
     pub(crate) fn gets_and_memtable_hits(&self) -> (u64, u64) {
-        let hits = self
-            .stripes
-            .iter()
-            .map(|s| s.0.memtable_hits.load(Ordering::Acquire))
-            .fold(0, u64::wrapping_add);
+        let hits = self.sum(|s| &s.memtable_hits);
         (self.gets(), hits)
     }
 
