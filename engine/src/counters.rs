@@ -57,9 +57,11 @@ impl LevelReadCounters {
             FilterVerdict::NoFilter | FilterVerdict::NotAsked => &self.no_filter_probes,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        // Release, after the verdict: a block counted is read (Acquire,
+        // first) with its verdict (`ReadCounters::level`).
         match lookup.block {
-            Some(BlockSource::File) => self.blocks_from_file.fetch_add(1, Ordering::Relaxed),
-            Some(BlockSource::Cache) => self.cache_hits.fetch_add(1, Ordering::Relaxed),
+            Some(BlockSource::File) => self.blocks_from_file.fetch_add(1, Ordering::Release),
+            Some(BlockSource::Cache) => self.cache_hits.fetch_add(1, Ordering::Release),
             None => 0,
         };
     }
@@ -146,8 +148,9 @@ impl ReadCounters {
     }
 
     /// One counter summed over the stripes. Acquire: a counter added to
-    /// with Release (`memtable_hits`) makes what its thread counted before
-    /// visible to the sums read after it (`gets_and_memtable_hits`); the
+    /// with Release (`memtable_hits`, blocks) makes what its thread counted
+    /// before visible to the sums read after it (`gets_and_memtable_hits`,
+    /// `level`); the
     /// others gain nothing from it and lose nothing (stats are read
     /// rarely, never on the get path).
     fn sum(&self, f: impl Fn(&ReadStripe) -> &AtomicU64) -> u64 {
@@ -172,11 +175,15 @@ impl ReadCounters {
     }
 
     /// `level`'s counters over every stripe. REQUIRES: `level` is below
-    /// the store's levels. Invariant: `probes` is the sum of the four
-    /// verdicts read here (each probe has exactly one), whatever gets run
-    /// meanwhile.
+    /// the store's levels. Invariants, whatever gets run meanwhile:
+    /// `probes` is the sum of the four verdicts read here (each probe has
+    /// exactly one); `blocks_from_file + cache_hits` is at most the
+    /// verdicts that search a block (true and false positives, probes
+    /// without filter), as each block is added after its verdict with
+    /// Release and the blocks are read first (equal when no get runs).
     pub(crate) fn level(&self, level: usize) -> LevelReadTotals {
         let sum = |f: fn(&LevelReadCounters) -> &AtomicU64| self.sum(|s| f(s.level(level)));
+        let (blocks_from_file, cache_hits) = (sum(|l| &l.blocks_from_file), sum(|l| &l.cache_hits));
         let (negatives, true_positives, false_positives, no_filter_probes) = (
             sum(|l| &l.negatives),
             sum(|l| &l.true_positives),
@@ -192,8 +199,8 @@ impl ReadCounters {
             true_positives,
             false_positives,
             no_filter_probes,
-            blocks_from_file: sum(|l| &l.blocks_from_file),
-            cache_hits: sum(|l| &l.cache_hits),
+            blocks_from_file,
+            cache_hits,
         }
     }
 }

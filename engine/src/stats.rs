@@ -105,7 +105,8 @@ impl LevelStats {
         self.writes_into = get(&c.writes_into);
         self.observed_fpr = ratio(
             self.filter_false_positives,
-            self.filter_false_positives + self.filter_negatives,
+            self.filter_false_positives
+                .saturating_add(self.filter_negatives),
         );
     }
 
@@ -122,23 +123,30 @@ impl LevelStats {
         self.tombstones = self.tombstones.saturating_add(o.tombstones);
         self.file_bytes = self.file_bytes.saturating_add(o.file_bytes);
         self.unused_bytes = self.unused_bytes.saturating_add(o.unused_bytes);
-        self.filter_bytes += o.filter_bytes;
-        self.table_probes += o.table_probes;
-        self.filter_negatives += o.filter_negatives;
-        self.filter_true_positives += o.filter_true_positives;
-        self.filter_false_positives += o.filter_false_positives;
-        self.probes_without_filter += o.probes_without_filter;
-        self.data_blocks_read += o.data_blocks_read;
-        self.block_cache_hits += o.block_cache_hits;
-        self.tables_without_usable_filter += o.tables_without_usable_filter;
-        self.filter_read_retries += o.filter_read_retries;
-        self.bytes_written += o.bytes_written;
-        self.bytes_compacted_read += o.bytes_compacted_read;
-        self.bytes_moved_in += o.bytes_moved_in;
-        self.writes_into += o.writes_into;
+        self.filter_bytes = self.filter_bytes.saturating_add(o.filter_bytes);
+        // Counters wrap past 2^64 as the atomics they are read from do
+        // (`ReadCounters::sum`), in release and debug builds alike.
+        let add = |a: &mut u64, b: u64| *a = a.wrapping_add(b);
+        add(&mut self.table_probes, o.table_probes);
+        add(&mut self.filter_negatives, o.filter_negatives);
+        add(&mut self.filter_true_positives, o.filter_true_positives);
+        add(&mut self.filter_false_positives, o.filter_false_positives);
+        add(&mut self.probes_without_filter, o.probes_without_filter);
+        add(&mut self.data_blocks_read, o.data_blocks_read);
+        add(&mut self.block_cache_hits, o.block_cache_hits);
+        add(
+            &mut self.tables_without_usable_filter,
+            o.tables_without_usable_filter,
+        );
+        add(&mut self.filter_read_retries, o.filter_read_retries);
+        add(&mut self.bytes_written, o.bytes_written);
+        add(&mut self.bytes_compacted_read, o.bytes_compacted_read);
+        add(&mut self.bytes_moved_in, o.bytes_moved_in);
+        add(&mut self.writes_into, o.writes_into);
         self.observed_fpr = ratio(
             self.filter_false_positives,
-            self.filter_false_positives + self.filter_negatives,
+            self.filter_false_positives
+                .saturating_add(self.filter_negatives),
         );
     }
 }
@@ -151,7 +159,9 @@ pub(crate) fn ratio(a: u64, b: u64) -> f64 {
 /// from zero at each open (none is persisted); scans and iterators count
 /// nothing (docs/DESIGN.md, "Stats"). Taken while gets run, the counters
 /// are read one after another, yet each level's `table_probes` is the sum
-/// of its four verdicts and `memtable_hits` is at most `gets`.
+/// of its four verdicts, its `data_blocks_read + block_cache_hits` is at
+/// most its true and false positives and probes without filter (equal
+/// when no get runs), and `memtable_hits` is at most `gets`.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Stats {

@@ -7,7 +7,11 @@
 //!   in the total (the relation `bloomlsm stats` prints and the study
 //!   reads its "probes without a filter" from);
 //! - each memtable hit is one of the gets, so `memtable_hits <= gets`
-//!   (the share of gets the memtable answered is at most 1).
+//!   (the share of gets the memtable answered is at most 1);
+//! - per level: each block a get searched came from a file or the cache
+//!   after a verdict that searches one, so `data_blocks_read +
+//!   block_cache_hits <= filter_true_positives + filter_false_positives +
+//!   probes_without_filter` (equal once the readers stop).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use crate::common;
@@ -69,19 +73,37 @@ fn verdicts(s: &LevelStats) -> u64 {
         + s.probes_without_filter
 }
 
-#[test]
-fn probes_equal_their_verdicts_in_every_stats_taken_beside_readers() {
-    const KEYS: u64 = 600;
-    let dir = scratch_dir();
-    let db = Db::open(dir.path(), narrow_tree_options()).unwrap();
-    fill(&db, KEYS);
+/// Verdicts after which the get searched a data block.
+fn searching_verdicts(s: &LevelStats) -> u64 {
+    s.filter_true_positives + s.filter_false_positives + s.probes_without_filter
+}
+
+/// Blocks the gets searched, from files or the cache.
+fn blocks(s: &LevelStats) -> u64 {
+    s.data_blocks_read + s.block_cache_hits
+}
+
+const TREE_KEYS: u64 = 600;
+
+/// A narrow tree of several tables below L0, every seventh key deleted.
+fn narrow_tree(dir: &std::path::Path) -> Db {
+    let db = Db::open(dir, narrow_tree_options()).unwrap();
+    fill(&db, TREE_KEYS);
     db.flush().unwrap();
-    for i in (0..KEYS).step_by(7) {
+    for i in (0..TREE_KEYS).step_by(7) {
         db.delete(&key(i)).unwrap();
     }
     db.flush().unwrap();
     let tables: u64 = db.stats().levels.iter().map(|l| l.tables).sum();
     assert!(tables >= 4, "a tree of several tables: {tables}");
+    db
+}
+
+#[test]
+fn probes_equal_their_verdicts_in_every_stats_taken_beside_readers() {
+    const KEYS: u64 = TREE_KEYS;
+    let dir = scratch_dir();
+    let db = narrow_tree(dir.path());
     let uneven = stats_beside_readers(
         &db,
         20_000,
@@ -160,4 +182,49 @@ fn memtable_hits_stay_within_gets_in_every_stats_taken_beside_readers() {
         s.memtable_hits
     );
     assert_eq!(s.memtable_hits, s.gets, "every get hit the memtable");
+}
+
+#[test]
+fn blocks_stay_within_their_verdicts_in_every_stats_taken_beside_readers() {
+    const KEYS: u64 = TREE_KEYS;
+    let dir = scratch_dir();
+    let db = narrow_tree(dir.path());
+    let over = stats_beside_readers(
+        &db,
+        20_000,
+        |i| {
+            db.get(&key(i % KEYS)).unwrap();
+            db.get(&absent(i % KEYS)).unwrap();
+        },
+        |s| s.total.table_probes > 1000,
+        |s| {
+            let levels = s.levels.iter().chain(std::iter::once(&s.total));
+            levels
+                .enumerate()
+                .filter(|(_, l)| blocks(l) > searching_verdicts(l))
+                .map(|(level, l)| {
+                    format!(
+                        "level {level}: blocks {}, verdicts that search one {}",
+                        blocks(l),
+                        searching_verdicts(l)
+                    )
+                })
+                .collect()
+        },
+    );
+    assert!(
+        over.is_empty(),
+        "{} levels of snapshots with more blocks than verdicts that search one (the last level is the total), first: {:?}",
+        over.len(),
+        &over[..over.len().min(5)]
+    );
+    let s = db.stats();
+    assert!(blocks(&s.total) > 0, "the gets searched blocks");
+    for (level, l) in s.levels.iter().chain(std::iter::once(&s.total)).enumerate() {
+        assert_eq!(
+            blocks(l),
+            searching_verdicts(l),
+            "level {level} once the readers stopped"
+        );
+    }
 }
