@@ -339,6 +339,15 @@ impl Rng {
     }
 }
 
+/// The seeds a randomized test runs: `count_var` of them (`default` when
+/// unset) from `first_var` (0 when unset), so a longer run can go past the
+/// seeds the default run tries.
+pub fn env_seeds(count_var: &str, first_var: &str, default: u64) -> std::ops::Range<u64> {
+    let var = |name: &str, unset: u64| std::env::var(name).map_or(unset, |s| s.parse().unwrap());
+    let first = var(first_var, 0);
+    first..first + var(count_var, default)
+}
+
 /// A directory for one store: in memory (`/dev/shm`) where there is one,
 /// or under `BLOOMLSM_TEST_TMPDIR`. For tests that check answers, not
 /// durability: on a disk the fsyncs of hundreds of flushes a case make

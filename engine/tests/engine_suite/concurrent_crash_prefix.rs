@@ -19,7 +19,8 @@
 //!   `flush` that returned `Ok` began (the flush put it in a table);
 //! - no write refused with `WritesStopped` is there.
 //!
-//! Never a full `compact()`; no sleeps.
+//! Never a full `compact()`; no sleeps. `LIFE21_SEEDS=N` runs N seeds,
+//! `LIFE21_FIRST=S` from seed S (0 by default).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use crate::common;
@@ -241,8 +242,7 @@ fn run(seed: u64) {
 
 #[test]
 fn a_power_loss_under_concurrent_writers_keeps_a_prefix_of_each() {
-    let n = std::env::var("LIFE21_SEEDS").map_or(24, |s| s.parse().unwrap());
-    for seed in 0..n {
+    for seed in common::env_seeds("LIFE21_SEEDS", "LIFE21_FIRST", 24) {
         run(seed);
     }
 }

@@ -29,7 +29,8 @@
 //! `compact()`.
 //!
 //! `BLOOMLSM_LEVELS_SEEDS=N` runs N seeds per shape instead of the default
-//! 3; `BLOOMLSM_LEVELS_SEED=S` runs one seed (decimal).
+//! 3, from `BLOOMLSM_LEVELS_FIRST` (1 by default); `BLOOMLSM_LEVELS_SEED=S`
+//! runs one seed (decimal).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use crate::common;
@@ -566,15 +567,13 @@ impl Run {
     }
 }
 
-fn seeds(default: u64) -> Vec<u64> {
+fn seeds(default: u64) -> std::ops::Range<u64> {
     if let Ok(s) = std::env::var("BLOOMLSM_LEVELS_SEED") {
-        return vec![s.parse().unwrap()];
+        let seed: u64 = s.parse().unwrap();
+        return seed..seed + 1;
     }
-    let n = std::env::var("BLOOMLSM_LEVELS_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default);
-    (1..=n).collect()
+    let first = std::env::var("BLOOMLSM_LEVELS_FIRST").map_or(1, |s| s.parse().unwrap());
+    first..first + std::env::var("BLOOMLSM_LEVELS_SEEDS").map_or(default, |s| s.parse().unwrap())
 }
 
 fn run_shape(

@@ -22,7 +22,8 @@
 //!   (both keys of a batch) or not at all; a write refused with
 //!   `WritesStopped` never reached the WAL, so it is never there.
 //!
-//! Never a full `compact()`; no sleeps.
+//! Never a full `compact()`; no sleeps. `LIFE21_SEEDS=N` runs N seeds,
+//! `LIFE21_FIRST=S` from seed S (0 by default).
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use crate::common;
@@ -474,11 +475,8 @@ fn run(seed: u64) {
     db.close().unwrap();
 }
 
-fn seeds(default: u64) -> Vec<u64> {
-    match std::env::var("LIFE21_SEEDS") {
-        Ok(s) => (0..s.parse::<u64>().unwrap()).collect(),
-        Err(_) => (0..default).collect(),
-    }
+fn seeds(default: u64) -> std::ops::Range<u64> {
+    common::env_seeds("LIFE21_SEEDS", "LIFE21_FIRST", default)
 }
 
 #[test]

@@ -20,7 +20,8 @@
 //! failed. A get of every key of the key space must agree with that
 //! prefix (no filter false negative, no deleted key back).
 //! `CRASHSWEEP_SEEDS=N` runs N seeds (24 by default, about 5 s in a
-//! debug build; 800 seeds, 9,600 crashes: 150 s).
+//! debug build; 800 seeds, 9,600 crashes: 150 s), `CRASHSWEEP_FIRST=S`
+//! starting at seed S (0 by default), so a longer run can try new seeds.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use std::collections::BTreeMap;
@@ -352,13 +353,24 @@ fn crash_sweep(seeds: std::ops::Range<u64>) -> (usize, usize) {
     (crashes, seconds)
 }
 
+/// The seeds to run: `CRASHSWEEP_SEEDS` of them (`default` unset) from
+/// `CRASHSWEEP_FIRST` (0 unset).
+fn seeds(default: u64) -> std::ops::Range<u64> {
+    let var = |name: &str, unset: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(unset)
+    };
+    let first = var("CRASHSWEEP_FIRST", 0);
+    first..first + var("CRASHSWEEP_SEEDS", default)
+}
+
 #[test]
 fn power_loss_at_random_points_of_random_histories_keeps_a_prefix_of_whole_batches() {
-    let seeds: u64 = std::env::var("CRASHSWEEP_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(24);
-    let (crashes, seconds) = crash_sweep(0..seeds);
+    let seeds = seeds(24);
+    let (crashes, seconds) = crash_sweep(seeds.clone());
+    let seeds = seeds.end - seeds.start;
     println!(
         "{seeds} random histories, {crashes} crashes ({seconds} again in the recovering open): \
          every store a prefix of whole batches"
@@ -368,12 +380,10 @@ fn power_loss_at_random_points_of_random_histories_keeps_a_prefix_of_whole_batch
 /// The same with background threads.
 #[test]
 fn power_loss_at_random_points_with_background_threads_keeps_a_prefix_of_whole_batches() {
-    let seeds: u64 = std::env::var("CRASHSWEEP_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(24)
-        / 2;
-    let (crashes, seconds) = crash_sweep(THREADED..THREADED + seeds);
+    let seeds = seeds(24);
+    let seeds = seeds.start..seeds.start + (seeds.end - seeds.start) / 2;
+    let (crashes, seconds) = crash_sweep(THREADED + seeds.start..THREADED + seeds.end);
+    let seeds = seeds.end - seeds.start;
     println!(
         "{seeds} random histories on background threads, {crashes} crashes ({seconds} again in \
          the recovering open): every store a prefix"
@@ -407,13 +417,10 @@ fn holds(db: &Db, ops: &[Op], what: &str) -> Option<bool> {
 /// write whose fsync failed may come back, as the last write), nothing else.
 #[test]
 fn a_transient_fault_then_a_reopen_loses_nothing_and_revives_nothing() {
-    let seeds: u64 = std::env::var("CRASHSWEEP_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(24);
+    let seeds = seeds(24);
     let mut faults = 0;
     let mut revived = 0;
-    for seed in 0..seeds {
+    for seed in seeds.clone() {
         let steps = history(seed);
         let total = {
             let fs = FaultFs::new();
@@ -506,7 +513,8 @@ fn a_transient_fault_then_a_reopen_loses_nothing_and_revives_nothing() {
         }
     }
     println!(
-        "{seeds} random histories, {faults} transient faults then a reopen ({revived} failed \
-         batches held after it): every store exactly the acknowledged batches"
+        "{} random histories, {faults} transient faults then a reopen ({revived} failed \
+         batches held after it): every store exactly the acknowledged batches",
+        seeds.end - seeds.start
     );
 }
