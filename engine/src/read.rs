@@ -81,8 +81,10 @@ impl DbInner {
         // written under a larger limit holds longer keys, which a scan
         // lists, so a get must look for them too.
         if key.is_empty() {
-            // Nothing to look up, but the trace still names the sequence
-            // the lookup was at (no view is needed: nothing is read).
+            // Nothing to look up, but a closed store still refuses, and
+            // the trace still names the sequence the lookup was at (no
+            // view is needed: nothing is read).
+            self.check_open()?;
             sink.start(KeyHash::of(key), self.read_sequence(snapshot));
             return Ok(None);
         }
