@@ -31,6 +31,11 @@ pub(crate) fn records_start(bytes: &[u8]) -> usize {
 /// Bytes of a record header.
 pub(crate) const RECORD_HEADER_LEN: usize = 8;
 
+/// The largest record buffer a [`WalWriter`] keeps between appends: the
+/// records of usual batches reuse it; a larger one is freed after its
+/// write.
+const KEPT_BUFFER_BYTES: usize = 1 << 20;
+
 /// Appends records to one WAL file.
 #[derive(Debug)]
 pub(crate) struct WalWriter {
@@ -80,9 +85,13 @@ impl WalWriter {
         self.buf
             .extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
         self.buf.extend_from_slice(payload);
-        self.file
-            .write_all(&self.buf)
-            .map_err(|e| Error::io(&self.path, e))?;
+        let written = self.file.write_all(&self.buf);
+        if self.buf.capacity() > KEPT_BUFFER_BYTES {
+            // One batch of up to 4 GiB must not hold its size in memory
+            // for the rest of the WAL's life.
+            self.buf = Vec::new();
+        }
+        written.map_err(|e| Error::io(&self.path, e))?;
         self.holds_records = true;
         if sync {
             self.file.sync().map_err(|e| Error::io(&self.path, e))?;
@@ -407,6 +416,33 @@ mod tests {
             out.extend_from_slice(r);
         }
         out
+    }
+
+    #[test]
+    fn a_large_record_s_buffer_is_not_kept_and_a_usual_one_is() {
+        let fs = crate::fs::fault::FaultFs::new();
+        let path = std::path::Path::new("/wal");
+        let file = crate::fs::FileSystem::create(&fs, path).unwrap();
+        let mut wal = WalWriter::create(file, path.to_owned(), false).unwrap();
+        wal.append(&[7; 1000], false).unwrap();
+        let usual = wal.buf.capacity();
+        assert!(usual >= 1008);
+        wal.append(&[7; 900], false).unwrap();
+        assert_eq!(
+            wal.buf.capacity(),
+            usual,
+            "a usual record reuses the buffer"
+        );
+        wal.append(&vec![7; 8 << 20], false).unwrap();
+        assert!(
+            wal.buf.capacity() <= KEPT_BUFFER_BYTES,
+            "an 8 MiB record's buffer is kept: {} bytes",
+            wal.buf.capacity()
+        );
+        wal.append(&[7; 100], true).unwrap();
+        let r = records(&crate::fs::FileSystem::read_all(&fs, path).unwrap()[header::HEADER_LEN..]);
+        let lens: Vec<usize> = r.records.iter().map(|x| x.payload.len()).collect();
+        assert_eq!(lens, [1000, 900, 8 << 20, 100]);
     }
 
     #[test]
