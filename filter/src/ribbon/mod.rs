@@ -369,7 +369,7 @@ fn tail_portable(filter: &RibbonFilter, hash: KeyHash) -> bool {
 /// [`UNSORTED_BAND_BYTES`] is banded in the keys' own order (it stays in
 /// the core's L2 cache, and sorting costs more than the misses in L1 it
 /// saves); one of at most [`REGION_BAND_BYTES`] region by region, each
-/// region a few blocks' keys in their own order ([`split_by_region`]: one
+/// region a few blocks' keys in nearly their own order ([`split_by_region`]: one
 /// pass, where the sort by block takes two); a larger one sorted by start
 /// block, so the band is walked front to back.
 fn solve(
@@ -419,8 +419,9 @@ enum Order {
     /// The keys' own.
     Unsorted,
     /// By regions of [`REGION_BLOCKS`] blocks or fewer (half as many at
-    /// least: a power of two regions), each in the keys' own order (by
-    /// block if a region overflows).
+    /// least: a power of two regions), each in nearly the keys' own order
+    /// (four runs of it, [`split_by_region`]; by block if a region
+    /// overflows).
     Regions,
     /// Sorted by start block.
     Blocks,

@@ -31,11 +31,15 @@ pub(super) const MAX_REGION_BITS: u32 = 16;
 
 /// The seeded hashes of `hashes` split into `1 << region_bits` regions by
 /// their top `region_bits` bits (so by start: the start grows with the
-/// seeded hash), each region in the keys' order. One pass, into regions of
-/// a fixed capacity (the mean plus eight standard deviations and 64):
-/// `None` if a region overflows (not expected for random keys; many
-/// duplicates, or keys chosen to land in one region, can), and the caller
-/// sorts another way.
+/// seeded hash). One pass over the keys, into [`LANES`] rooms a region, a
+/// key's room chosen by its position in `hashes` (the position mod
+/// `LANES`; the last `len % LANES` keys go to the first room), each room
+/// of a fixed capacity (the mean plus eight standard deviations and 64);
+/// then each region's rooms are moved together. A region holds its keys
+/// room by room, each room in the keys' order (any order gives the same
+/// solution). `None` if a room overflows (not expected for random keys;
+/// many duplicates, or keys chosen to land in one region, can), and the
+/// caller sorts another way.
 /// REQUIRES: `1 <= region_bits <= MAX_REGION_BITS`.
 pub(super) fn split_by_region<'a>(
     hashes: &[KeyHash],
@@ -44,36 +48,100 @@ pub(super) fn split_by_region<'a>(
     order: &'a mut Vec<u64>,
 ) -> Option<Regions<'a>> {
     assert!((1..=MAX_REGION_BITS).contains(&region_bits));
-    let regions = 1usize << region_bits;
-    let mean = hashes.len() / regions + 1;
+    let rooms = LANES << region_bits;
+    let mean = hashes.len() / rooms + 1;
     let capacity = mean + 8 * (mean as f64).sqrt() as usize + 64;
-    // Written below, a prefix of each region: not zeroed first.
+    // Written below, a prefix of each room: not zeroed first.
     order.clear();
-    order.reserve_exact(regions * capacity);
-    let slots = &mut order.spare_capacity_mut()[..regions * capacity];
-    let mut ends: Vec<usize> = (0..regions).map(|r| r * capacity).collect();
+    order.reserve_exact(rooms * capacity);
+    let slots = &mut order.spare_capacity_mut()[..rooms * capacity];
+    // Room `i` (of region `i / LANES`) is `i * capacity..ends[i]`.
+    let mut ends: Vec<usize> = (0..rooms).map(|i| i * capacity).collect();
     let shift = 64 - region_bits;
-    for &h in hashes {
+    // A room's end is not checked key by key: one that overflows runs on
+    // into the next room (or past the last, which ends the split), and
+    // is found after the loop.
+    let mut place = |h: KeyHash, lane: usize| {
         let x = hasher.seeded(h);
-        // `r < regions`: the top `region_bits` bits of `x`.
-        let r = (x >> shift) as usize;
-        let at = ends[r];
-        if at == (r + 1) * capacity {
-            return None;
+        // `< rooms`: the top `region_bits` bits of `x`, times `LANES`,
+        // plus `lane < LANES`.
+        let i = (x >> shift) as usize * LANES + lane;
+        let at = ends[i];
+        slots.get_mut(at)?.write(x);
+        ends[i] = at + 1;
+        Some(())
+    };
+    let (groups, rest) = hashes.as_chunks::<LANES>();
+    for group in groups {
+        for (lane, &h) in group.iter().enumerate() {
+            place(h, lane)?;
         }
-        slots[at].write(x);
-        ends[r] = at + 1;
     }
+    for &h in rest {
+        place(h, 0)?;
+    }
+    // If no room overflowed, every key went to its own room, in order
+    // (the rooms are disjoint); if one did, its keys ran on into the next
+    // room.
+    if ends
+        .iter()
+        .enumerate()
+        .any(|(i, &end)| end > (i + 1) * capacity)
+    {
+        return None;
+    }
+    // Each region's rooms moved down to follow its first (in cache: the
+    // rooms were just written).
+    let region_ends = ends
+        .chunks_exact(LANES)
+        .enumerate()
+        .map(|(region, room_ends)| {
+            let mut to = room_ends[0];
+            for (lane, &end) in room_ends.iter().enumerate().skip(1) {
+                let from = (region * LANES + lane) * capacity;
+                slots.copy_within(from..end, to);
+                to += end - from;
+            }
+            to
+        })
+        .collect();
     Some(Regions {
         slots,
-        capacity,
-        ends,
+        capacity: LANES * capacity,
+        ends: region_ends,
     })
+}
+
+/// Rooms a region's keys are split into by [`split_by_region`], by their
+/// positions. Each key reads its room's end and writes it back. With one
+/// room a region the split took about 9 cycles a key (3 ns at 60,000
+/// keys, thread CPU time) for about 17 instructions, most of its samples
+/// on the store; with four, a room's end comes back four keys later at
+/// the soonest, and the split takes 0% to 9% less time at 60,000 keys (64
+/// regions) and 23% to 27% less at 100,000 (128), the two alternating in
+/// one process, five runs each.
+pub(super) const LANES: usize = 4;
+
+/// The order [`split_by_region`] gives a region's keys, of `keys` all in
+/// it: room by room (by position mod [`LANES`], the last `len % LANES`
+/// keys in the first), each room in the keys' order.
+#[cfg(test)]
+pub(super) fn room_order<T: Copy>(keys: &[T]) -> Vec<T> {
+    let whole = keys.len() - keys.len() % LANES;
+    (0..LANES)
+        .flat_map(|lane| {
+            let rest = if lane == 0 { &keys[whole..] } else { &[] };
+            (lane..whole)
+                .step_by(LANES)
+                .map(|i| keys[i])
+                .chain(rest.iter().copied())
+        })
+        .collect()
 }
 
 /// Regions of seeded hashes ([`split_by_region`]). Invariant: region `r`
 /// is `slots[r * capacity..ends[r]]`, every position of it written, and
-/// `ends[r] <= (r + 1) * capacity <= slots.len()`.
+/// `r * capacity <= ends[r] <= (r + 1) * capacity <= slots.len()`.
 pub(super) struct Regions<'a> {
     slots: &'a [std::mem::MaybeUninit<u64>],
     capacity: usize,
@@ -198,7 +266,14 @@ mod tests {
 
     #[test]
     fn regions_hold_each_key_once_by_its_top_bits_in_order() {
-        for (n, bits) in [(0u64, 1u32), (1, 3), (1000, 2), (20_000, 6), (5000, 9)] {
+        for (n, bits) in [
+            (0u64, 1u32),
+            (1, 3),
+            (1000, 2),
+            (20_000, 6),
+            (5000, 9),
+            (4003, 2),
+        ] {
             let hasher = RibbonHasher::new(5, 1 << 20);
             let hashes: Vec<KeyHash> = (0..n).map(|i| KeyHash::of(&i.to_le_bytes())).collect();
             let mut order = vec![3; 7];
@@ -208,9 +283,14 @@ mod tests {
                 let got: Vec<Vec<u64>> = regions.iter().map(<[u64]>::to_vec).collect();
                 assert_eq!(got.len(), 1 << bits);
                 for (r, region) in got.iter().enumerate() {
-                    let want: Vec<u64> = hashes
+                    let seeded: Vec<(usize, u64)> = hashes
                         .iter()
                         .map(|&h| hasher.seeded(h))
+                        .enumerate()
+                        .collect();
+                    let want: Vec<u64> = room_order(&seeded)
+                        .into_iter()
+                        .map(|(_, x)| x)
                         .filter(|&x| (x >> (64 - bits)) as usize == r)
                         .collect();
                     assert_eq!(region, &want, "{n} keys, {bits} bits, region {r}");
