@@ -232,6 +232,21 @@ pub enum WalDamage {
          (WalRecovery::PointInTime recovers the writes before it)"
     )]
     ClosedWalEnd,
+    /// Damage at the end of a WAL whose header says each record was
+    /// fsynced, where the log must go on with a write at or below the
+    /// manifest's last sequence: that write was visible when the manifest
+    /// was written, so fsynced, and a crash mid-append cannot have torn it.
+    #[error(
+        "damaged WAL record where the log goes on at sequence {expected}, at or below the \
+         manifest's last sequence {last}: an fsynced write is lost \
+         (WalRecovery::PointInTime recovers the writes before it)"
+    )]
+    AcknowledgedLost {
+        /// The sequence the damaged record would have started at.
+        expected: u64,
+        /// The manifest's last sequence.
+        last: u64,
+    },
     /// A batch at sequence 0 (sequences start at 1).
     #[error("batch starts at sequence 0 (sequences start at 1)")]
     ZeroSequence,

@@ -254,6 +254,7 @@ fn read_store(
             .unwrap_or(0)
             + 1,
         highest: state.last_seq + 1,
+        acknowledged: state.last_seq,
     };
     let replay = replay_wals(
         fs.as_ref(),

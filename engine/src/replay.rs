@@ -21,6 +21,9 @@
 //! In a WAL whose header says each record was fsynced, a damaged record
 //! whose header survived must also have nothing of the log past where its
 //! length says it ends: a torn record there was the last one appended.
+//! Nor may the write at the damage be at or below the manifest's last
+//! sequence: every such write was visible, so fsynced, when the manifest
+//! was written, and a crash mid-append tears only a write that never was.
 //!
 //! Damage is any byte range that is not an intact record, a checksummed
 //! record whose sequence numbers cannot continue the log (zero, past the
@@ -55,10 +58,14 @@ use crate::wal_cut::{WalCut, WalCutCause};
 /// newest flushed entry, so the log may start later); `highest` is one
 /// past the manifest's last sequence (every write before the oldest live
 /// memtable's first was visible when the manifest was written).
+/// `acknowledged`: the manifest's last sequence, every write up to which
+/// was visible, so acknowledged, when the manifest was written (0 when
+/// unknown).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LogStart {
     pub(crate) lowest: u64,
     pub(crate) highest: u64,
+    pub(crate) acknowledged: u64,
 }
 
 impl LogStart {
@@ -66,6 +73,7 @@ impl LogStart {
     pub(crate) const ANY: Self = Self {
         lowest: 1,
         highest: MAX_SEQUENCE,
+        acknowledged: 0,
     };
 }
 
@@ -242,6 +250,20 @@ pub(crate) fn replay_logs(
                     WalFormat::Headed { synced: true } | WalFormat::Closed
                 );
             check_torn_tail(logs, i, at, next.unwrap_or(start.lowest), synced)?;
+            // A write at or below the manifest's last sequence was visible
+            // when the manifest was written: in a WAL that fsyncs each
+            // record before it is visible, no crash tears it. (Unknown when
+            // no record came before: the log may start past `lowest`.)
+            if let Some(expected) = next.filter(|&e| synced && e <= start.acknowledged) {
+                return Err(Error::corruption(
+                    &log.path,
+                    at,
+                    WalDamage::AcknowledgedLost {
+                        expected,
+                        last: start.acknowledged,
+                    },
+                ));
+            }
             // A WAL whose header says it ends with a close marker: damage
             // at its end is no torn tail, but for a damaged marker, which
             // held no write.
@@ -373,6 +395,8 @@ fn checked_batch(
     }
 }
 
+#[cfg(test)]
+mod acknowledged_tests;
 #[cfg(test)]
 mod closed_tests;
 #[cfg(test)]

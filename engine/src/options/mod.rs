@@ -33,7 +33,10 @@ pub enum WalRecovery {
     /// a close marker (an empty batch holding no write) after the last
     /// write, in either sync mode, so damage in that last write has a
     /// record after it and is an error as well; a crash mid-append leaves
-    /// no marker, and its torn record is dropped.
+    /// no marker, and its torn record is dropped, unless the manifest
+    /// recorded that write as visible (an install after it) in a WAL
+    /// written with `SyncMode::Always`: it was fsynced, and its damage is
+    /// an error.
     TolerateTornTail,
     /// Recovery stops just before the first damaged record (point in time).
     PointInTime,

@@ -229,6 +229,7 @@ fn past_damage_a_marker_must_be_at_a_sequence_the_log_goes_on_at() {
     let start = LogStart {
         lowest: 11,
         highest: 11,
+        acknowledged: 10,
     };
     let mut body = wal_of(11..=12);
     body.extend(write_ending_with(13, &marker(11)));

@@ -56,6 +56,7 @@ pub(super) fn logs(wals: Vec<Vec<u8>>) -> Vec<WalBytes> {
 pub(super) const FRESH: LogStart = LogStart {
     lowest: 1,
     highest: 1,
+    acknowledged: 0,
 };
 
 /// What replay makes of `wals`: the last sequence, or the WAL damage.
@@ -286,6 +287,7 @@ fn an_emptied_older_wal_is_a_hole() {
     let admits = LogStart {
         lowest: 1,
         highest: 3,
+        acknowledged: 2,
     };
     assert!(replay(wals(), TORN, admits).is_err());
     assert_eq!(replay(wals(), PIT, admits).unwrap(), None);
@@ -302,6 +304,7 @@ fn the_log_must_start_where_the_tables_and_manifest_say() {
     let start = LogStart {
         lowest: 7,
         highest: 10,
+        acknowledged: 9,
     };
     for first in 7..=10 {
         assert_eq!(

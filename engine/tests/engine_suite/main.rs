@@ -18,6 +18,7 @@ mod deep;
 #[path = "../read_truth/mod.rs"]
 mod read_truth;
 
+mod acknowledged_tail;
 mod bad_input_edges;
 mod batch_atomicity_races;
 mod batch_semantics;
