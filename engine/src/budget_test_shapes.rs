@@ -209,7 +209,7 @@ pub(crate) fn merge_by_hand(
         .install(VersionEdit {
             added: &outputs,
             removed: inputs,
-            flushed: &[],
+            ..VersionEdit::default()
         })
         .unwrap();
     drop(written);

@@ -40,7 +40,7 @@ fn install_compaction(
         .install(VersionEdit {
             added: outputs,
             removed: inputs,
-            flushed: &[],
+            ..VersionEdit::default()
         })
         .unwrap();
 }
