@@ -119,6 +119,7 @@ pub(crate) fn place_entries(
             },
         )
         .unwrap();
+    make_visible(inner, &tables);
     inner
         .install(VersionEdit {
             added: &tables,
@@ -167,6 +168,19 @@ pub(crate) fn advance_sequence(db: &Db, seq: u64) {
     db.inner.write.lock().next_seq = seq + 1;
 }
 
+/// Makes every entry of `tables` (written by hand, to be installed)
+/// visible, as the writes that put them in a memtable would have, unless
+/// it is already: the manifest an install writes names no table newer
+/// than its last sequence, which the open would refuse.
+pub(crate) fn make_visible(inner: &crate::inner::DbInner, tables: &[Arc<TableHandle>]) {
+    let Some(largest) = tables.iter().map(|t| t.meta.largest_seq).max() else {
+        return;
+    };
+    let mut w = inner.write.lock();
+    inner.last_visible.fetch_max(largest, Ordering::AcqRel);
+    w.next_seq = w.next_seq.max(largest + 1);
+}
+
 /// Merges `inputs` into `level` as `merge` does (under the compaction
 /// lock: filters lowered where the install would go past uniform, plan
 /// with the claim held, write cut by `cuts`, install, release), the merged entries being
@@ -205,11 +219,12 @@ pub(crate) fn merge_by_hand(
         .claim_written(write, &plan, &outputs)
         .unwrap()
         .expect("the store is open");
+    make_visible(&db.inner, &outputs);
     db.inner
         .install(VersionEdit {
             added: &outputs,
             removed: inputs,
-            flushed: &[],
+            ..VersionEdit::default()
         })
         .unwrap();
     drop(written);

@@ -117,6 +117,13 @@ pub enum TreeOrderError {
         /// Levels of the tree.
         levels: usize,
     },
+    /// An edit removes a table the version does not hold: its inputs were
+    /// replaced already (a copy or an output installed twice).
+    #[error("an edit removes table {number}, which is not live")]
+    RemovedNotLive {
+        /// Its file number.
+        number: u64,
+    },
 }
 
 /// Why a manifest was refused.

@@ -133,6 +133,15 @@ pub enum Error {
     /// it was refused (a bug in bloomlsm: please report it).
     #[error("internal invariant violated (refused, nothing changed): {0}")]
     Internal(String),
+    /// A change would have written a manifest the next open refuses (a
+    /// bug in bloomlsm: please report it). It was refused before any
+    /// file was touched: the store's manifest is the last good one, and
+    /// writes stop.
+    #[error(
+        "refused to write a manifest the next open would refuse \
+         (a bug in bloomlsm: please report it): {0}"
+    )]
+    ManifestRefused(crate::damage::ManifestDamage),
 }
 
 /// Result alias of this crate.

@@ -124,9 +124,9 @@ pub(crate) struct DbInner {
     /// Tables written by a bottommost cleanup that dropped nothing, each
     /// with the oldest live snapshot it was written under: not picked for
     /// one again while that is still the oldest (`compaction/cleanup.rs`),
-    /// so cleanups cannot loop. Entries of tables no longer live are
-    /// pruned at the next pick.
-    pub(crate) cleanup_futile: Mutex<Vec<(u64, Option<u64>)>>,
+    /// so cleanups cannot loop. Changed only by installs, each record
+    /// leaving with its table (`compaction/futile.rs`).
+    pub(crate) cleanup_futile: crate::compaction::FutileCleanups,
     /// A value of `installs` at which the tree had no table a bottommost
     /// cleanup could take under any snapshot (`u64::MAX`: none known);
     /// the search is skipped until the next install.
@@ -241,7 +241,7 @@ impl DbInner {
             closed: AtomicBool::new(false),
             filter_policy: RwLock::new(options.filter_policy.clone()),
             compact_pointer: Mutex::new(vec![Vec::new(); num_levels]),
-            cleanup_futile: Mutex::new(Vec::new()),
+            cleanup_futile: crate::compaction::FutileCleanups::default(),
             no_cleanup_at: AtomicU64::new(u64::MAX),
             no_cleanup_under: Mutex::new(None),
             no_deletion_pick_at: AtomicU64::new(u64::MAX),

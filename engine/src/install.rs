@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::compaction::FutileEdit;
 use crate::error::{Error, Result};
 use crate::fs::names;
 use crate::inner::DbInner;
@@ -21,6 +22,9 @@ pub(crate) struct VersionEdit<'a> {
     /// The frozen memtables whose contents `added` now holds: they leave
     /// the view in the same swap, and their WALs are deleted.
     pub(crate) flushed: &'a [Arc<MemTable>],
+    /// How the records of futile bottommost cleanups change besides
+    /// `removed`'s leaving (`compaction/futile.rs`).
+    pub(crate) futile: FutileEdit<'a>,
 }
 
 impl DbInner {
@@ -87,6 +91,10 @@ impl DbInner {
         }
         #[cfg(test)]
         self.after_manifest_pause.pause();
+        // Before the swap: a view holding the added tables is never read
+        // beside records that do not know them yet.
+        self.cleanup_futile
+            .installed(edit.added, &leaving, edit.futile);
         self.replace_view(|current| SuperVersion {
             mem: Arc::clone(&current.mem),
             imm: current

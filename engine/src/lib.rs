@@ -58,6 +58,8 @@ mod inline_work_tests;
 mod inner;
 mod install;
 #[cfg(test)]
+mod install_refusal_tests;
+#[cfg(test)]
 mod interleaving_tests;
 mod iter;
 #[cfg(test)]

@@ -246,8 +246,7 @@ impl ManifestState {
         self.check_files()
     }
 
-    /// The part of [`Self::check`] about the files the state names, which
-    /// the writer also holds itself to ([`Self::write_staged`]).
+    /// The part of [`Self::check`] about the files the state names.
     fn check_files(&self) -> std::result::Result<(), ManifestDamage> {
         // Each file is one table: the store opens one reader per record,
         // and each record's table deletes the file when it is replaced
@@ -272,8 +271,8 @@ impl ManifestState {
 
     /// Makes this state the store's manifest atomically: written to a
     /// temporary file, fsynced, renamed over `MANIFEST`, directory fsynced.
-    /// A state that fails [`Self::check_files`] is refused before any
-    /// file is touched ([`Error::Internal`]).
+    /// A state that fails [`Self::check`] is refused before any file is
+    /// touched ([`Error::ManifestRefused`]).
     pub(crate) fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
         self.write_staged(fs, dir).map_err(|failure| match failure {
             ManifestWriteFailure::BeforeRename(e) | ManifestWriteFailure::AfterRename(e) => e,
@@ -289,17 +288,15 @@ impl ManifestState {
         dir: &Path,
     ) -> std::result::Result<(), ManifestWriteFailure> {
         use ManifestWriteFailure::{AfterRename, BeforeRename};
-        // Never a manifest naming a file twice or its WAL number at or
-        // past its next file number, which the next open refuses
-        // (`check_files`, run by `decode`): a bug that built such a state
-        // fails this install, which stops writes, and the store's manifest
-        // stays the last good one, where written it would lock the store
-        // at its next open.
-        self.check_files().map_err(|reason| {
-            BeforeRename(Error::Internal(format!(
-                "refusing to write a manifest the open would refuse: {reason}"
-            )))
-        })?;
+        // Never a manifest the next open refuses (`check`, run by
+        // `decode`): a table newer than the last sequence, a file named
+        // twice, a WAL number at or past the next file number. A bug that
+        // built such a state fails this install, which stops writes, and
+        // the store's manifest stays the last good one, where written it
+        // would lock the store at its next open. Linear in the tables
+        // (the sort of their numbers aside), as the write itself is.
+        self.check()
+            .map_err(|reason| BeforeRename(Error::ManifestRefused(reason)))?;
         let tmp = dir.join(names::MANIFEST_TMP);
         let path = dir.join(names::MANIFEST);
         let mut file = fs.create(&tmp).map_err(|e| BeforeRename(e.into()))?;
@@ -476,8 +473,10 @@ mod tests {
 
     /// The writer holds itself to what the open checks: a state `decode`
     /// would refuse (a bug's: a table named twice, the WAL number at the
-    /// next file number) is never renamed into place, and the manifest
-    /// on disk stays the last good one, which the next open accepts.
+    /// next file number, a table newer than the last sequence or numbered
+    /// at the next file number) is never renamed into place, and the
+    /// manifest on disk stays the last good one, which the next open
+    /// accepts.
     #[test]
     fn a_state_the_open_would_refuse_is_never_written() {
         let dir = tempfile::tempdir().unwrap();
@@ -507,11 +506,28 @@ mod tests {
             wal_number: 9,
             ..good.clone()
         };
-        for bad in [named_twice, wal_at_next] {
-            assert!(
-                matches!(bad.write(&fs, dir.path()), Err(Error::Internal(_))),
-                "{bad:?}"
-            );
+        let above_last_seq = ManifestState {
+            last_seq: 4,
+            ..good.clone()
+        };
+        let number_at_next = ManifestState {
+            next_file_number: 3,
+            wal_number: 2,
+            ..good.clone()
+        };
+        for bad in [named_twice, wal_at_next, above_last_seq, number_at_next] {
+            let expected = ManifestState::decode(p(), &bad.encode());
+            let Err(Error::Corruption {
+                reason: crate::damage::Damage::Manifest(expected),
+                ..
+            }) = expected
+            else {
+                panic!("the open accepts {bad:?}");
+            };
+            match bad.write(&fs, dir.path()) {
+                Err(Error::ManifestRefused(reason)) => assert_eq!(reason, expected),
+                other => panic!("{bad:?}: {other:?}"),
+            }
             let path = dir.path().join(names::MANIFEST);
             let on_disk = ManifestState::decode(&path, &std::fs::read(&path).unwrap());
             assert_eq!(on_disk.unwrap(), good);

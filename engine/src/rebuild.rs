@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bloomlsm_sstable::{FilterLoadError, FilterStatus};
 
 use crate::FilterKind;
+use crate::compaction::FutileEdit;
 use crate::error::Result;
 use crate::filter_budget::{Plan, rebuild_targets};
 use crate::inner::DbInner;
@@ -157,6 +158,9 @@ impl DbInner {
         // reader holds them.
         let mut copied = Vec::new();
         let mut copies = Vec::new();
+        // `(old, copy)` numbers: a copy holds the same entries, so it
+        // keeps a futile cleanup's record (`compaction/futile.rs`).
+        let mut renumbered = Vec::new();
         // Rebuilt in their own files: they leave the view, their files stay.
         let mut appended_to = Vec::new();
         for job in jobs {
@@ -170,6 +174,7 @@ impl DbInner {
                         appended_to.push(Arc::clone(old));
                     } else {
                         copied.push(Arc::clone(old));
+                        renumbered.push((old.meta.number, rebuilt.table.meta.number));
                         copies.push(Arc::clone(&rebuilt.table));
                     }
                     added.push(rebuilt.table);
@@ -194,6 +199,10 @@ impl DbInner {
                 added: &added,
                 removed: &copied,
                 flushed: &[],
+                futile: FutileEdit {
+                    written_under: None,
+                    copied: &renumbered,
+                },
             },
             &appended_to,
         )?;

@@ -2,6 +2,7 @@
 //! of the current view; a table file is deleted only when it has left the
 //! manifest AND the last view holding it is dropped.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -180,17 +181,23 @@ impl Version {
     ) -> Result<Self, TreeOrderError> {
         // Only the compaction lock's holder removes tables, and it chose
         // them from the live tree: a removed table that is not live would
-        // mean a copy or an output installed for inputs already replaced.
-        debug_assert!(
-            removed
-                .iter()
-                .all(|r| self.levels.iter().flatten().any(|t| Arc::ptr_eq(r, t))),
-            "an edit removes a table that is not live"
-        );
+        // mean a copy or an output installed for inputs already replaced,
+        // its inputs' replacements left beside it. Checked in every build:
+        // the removal below visits every table anyway, and a set of the
+        // removed handles makes each visit one lookup (it was a scan of
+        // `removed` per table).
+        let mut leaving: HashSet<*const TableHandle> = removed.iter().map(Arc::as_ptr).collect();
         let mut version = self.clone();
         let levels = version.levels.len();
         for level in &mut version.levels {
-            level.retain(|t| !removed.iter().any(|r| Arc::ptr_eq(r, t)));
+            level.retain(|t| !leaving.remove(&Arc::as_ptr(t)));
+        }
+        if !leaving.is_empty()
+            && let Some(r) = removed.iter().find(|r| leaving.contains(&Arc::as_ptr(r)))
+        {
+            return Err(TreeOrderError::RemovedNotLive {
+                number: r.meta.number,
+            });
         }
         for t in added {
             let level =

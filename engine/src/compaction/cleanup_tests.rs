@@ -303,7 +303,7 @@ fn a_futile_rewrite_is_not_repeated_while_the_snapshots_stay() {
     assert_eq!(db.stats().bottom_cleanups, 1);
     assert_eq!(db.stats().levels[3].entries, 2, "both versions kept");
     assert_eq!(
-        *db.inner.cleanup_futile.lock(),
+        db.inner.cleanup_futile.records(),
         vec![(forced[0], Some(2))],
         "the output is remembered with the snapshot it was written under"
     );

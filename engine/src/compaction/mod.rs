@@ -6,6 +6,7 @@
 
 mod cleanup;
 mod deletion;
+mod futile;
 mod level_cursor;
 mod pick;
 mod retain;
@@ -18,6 +19,8 @@ mod aligned_outputs_tests;
 mod cleanup_tests;
 #[cfg(test)]
 mod deletion_tests;
+#[cfg(test)]
+mod futile_tests;
 #[cfg(test)]
 mod given_up_tests;
 #[cfg(test)]
@@ -50,6 +53,7 @@ use crate::merging_cursor::MergingCursor;
 use crate::table_files::OutputCuts;
 use crate::version::TableHandle;
 
+pub(crate) use futile::{FutileCleanups, FutileEdit};
 use level_cursor::LevelCursor;
 pub(crate) use pick::Compaction;
 use retain::Retain;
@@ -175,10 +179,24 @@ impl DbInner {
                 return Err(e);
             }
         };
+        // Recorded counts, each bounded only by its table's data bytes (a
+        // crafted store's may be near 2^63): summed saturating.
+        let entries = |ts: &[Arc<TableHandle>]| {
+            ts.iter()
+                .fold(0u64, |sum, t| sum.saturating_add(t.meta.entries))
+        };
+        // A cleanup that dropped nothing (the picker's rule says it cannot
+        // happen): its outputs are not cleaned again while the snapshots
+        // stay, or it would loop. Recorded by the install itself.
+        let futile = c.bottom_cleanup && entries(&outputs) >= entries(&inputs);
         self.install(VersionEdit {
             added: &outputs,
             removed: &inputs,
             flushed: &[],
+            futile: FutileEdit {
+                written_under: futile.then_some(oldest_snapshot),
+                copied: &[],
+            },
         })?;
         drop(written);
         drop(claim);
@@ -186,20 +204,6 @@ impl DbInner {
         Counters::add(&self.counters.levels[c.output_level].writes_into, 1);
         if c.bottom_cleanup {
             Counters::add(&self.counters.bottom_cleanups, 1);
-            // Recorded counts, each bounded only by its table's data bytes
-            // (a crafted store's may be near 2^63): summed saturating.
-            let entries = |ts: &[Arc<TableHandle>]| {
-                ts.iter()
-                    .fold(0u64, |sum, t| sum.saturating_add(t.meta.entries))
-            };
-            let (kept, read) = (entries(&outputs), entries(&inputs));
-            if kept >= read {
-                // Dropped nothing (the picker's rule says it cannot happen):
-                // not again while the snapshots stay, or it would loop.
-                self.cleanup_futile
-                    .lock()
-                    .extend(outputs.iter().map(|t| (t.meta.number, oldest_snapshot)));
-            }
         }
         Ok(())
     }
@@ -264,18 +268,10 @@ impl DbInner {
         if *self.no_cleanup_under.lock() == Some(searched) {
             return None;
         }
-        let futile: Vec<u64> = {
-            let mut futile = self.cleanup_futile.lock();
-            if !futile.is_empty() {
-                let live: Vec<u64> = levels.iter().flatten().map(|t| t.meta.number).collect();
-                futile.retain(|(n, _)| live.contains(n));
-            }
-            futile
-                .iter()
-                .filter(|(_, under)| *under == oldest_snapshot)
-                .map(|(n, _)| *n)
-                .collect()
-        };
+        // Records change only in installs (`futile.rs`): nothing here
+        // prunes them against `levels`, which may be older than the
+        // newest install.
+        let futile = self.cleanup_futile.held_back(oldest_snapshot);
         let picked = cleanup::pick_bottom_cleanup(levels, oldest_snapshot, |t| {
             if futile.contains(&t.meta.number) {
                 0

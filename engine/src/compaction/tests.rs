@@ -325,6 +325,7 @@ pub(super) mod in_a_store {
                 },
             )
             .unwrap();
+        crate::budget_test_shapes::make_visible(inner, &tables);
         inner
             .install(crate::install::VersionEdit {
                 added: &tables,
