@@ -30,7 +30,9 @@ use std::ops::Bound;
 
 use crate::common;
 
-use bloomlsm::{Db, Error, FilterKind, FilterPolicy, Options, Snapshot, WriteBatch};
+use bloomlsm::{
+    Db, Error, FilterKind, FilterPolicy, Options, Snapshot, SyncMode, WalRecovery, WriteBatch,
+};
 use common::held_iter::HeldIter;
 use common::{Model, Rng, pairs, scratch_dir};
 
@@ -65,7 +67,7 @@ fn hot_keys() -> Vec<Vec<u8>> {
 
 /// Cold keys: a numbered range on both sides of the hot keys.
 fn cold_key(i: u64) -> Vec<u8> {
-    let side = if i % 2 == 0 { "c" } else { "k" };
+    let side = if i.is_multiple_of(2) { "c" } else { "k" };
     format!("{side}{:05}", i / 2).into_bytes()
 }
 
@@ -118,6 +120,8 @@ fn random_options(
         max_key_bytes,
         max_value_bytes: 2048,
         background_work,
+        sync: *rng.pick(&[SyncMode::Never, SyncMode::Always]),
+        wal_recovery: *rng.pick(&[WalRecovery::TolerateTornTail, WalRecovery::PointInTime]),
         max_open_files: *rng.pick(&[None, Some(1), Some(3)]),
         deletion_compaction_ratio: *rng.pick(&[None, Some(0.2), Some(0.6)]),
         ..Options::default()
@@ -305,6 +309,18 @@ impl Run {
         self.model = after;
     }
 
+    /// An empty batch: writes nothing, takes no sequence number.
+    fn empty_batch(&mut self) {
+        let before = self.db().last_sequence();
+        self.db().write(WriteBatch::new()).unwrap();
+        assert_eq!(
+            self.db().last_sequence(),
+            before,
+            "{}: an empty batch took a sequence number",
+            self.ctx()
+        );
+    }
+
     fn take_snapshot(&mut self) {
         if self.snapshots.len() >= MAX_SNAPSHOTS {
             self.release_snapshot();
@@ -388,13 +404,18 @@ impl Run {
             ),
         };
         if got != want {
-            let keys =
-                |p: &[(Vec<u8>, Vec<u8>)]| p.iter().map(|(k, _)| show(k)).collect::<Vec<_>>();
+            let at = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+            let item = |p: &[(Vec<u8>, Vec<u8>)]| {
+                p.get(at)
+                    .map(|(k, v)| format!("{}={} bytes", show(k), v.len()))
+            };
             panic!(
-                "{ctx}: scan {bounds:?} of {what}: got {:?}, want {:?} (values equal where keys are: {})",
-                keys(&got),
-                keys(&want),
-                got.len() == want.len() && got.iter().zip(&want).all(|(a, b)| a == b)
+                "{ctx}: scan {bounds:?} of {what}: first difference at item {at}: got {:?}, want \
+                 {:?} ({} pairs got, {} wanted)",
+                item(&got),
+                item(&want),
+                got.len(),
+                want.len()
             );
         }
     }
@@ -470,6 +491,11 @@ impl Run {
     fn reopen(&mut self) {
         self.iters.clear();
         self.snapshots.clear();
+        if self.options.background_work {
+            // The tree's depth is read here and must not grow before the
+            // close: let the background threads finish what is due.
+            self.db().wait_for_background_work().unwrap();
+        }
         let min_levels = self.levels_in_use();
         let db = self.db.take().unwrap();
         self.last_sequence = db.last_sequence();
@@ -515,12 +541,13 @@ impl Run {
                 self.db().rebuild_filters(policy).unwrap();
             }
             96 if self.rng.below(4) == 0 => self.reopen(),
+            97 if self.rng.below(2) == 0 => self.empty_batch(),
             _ => self.check_gets(),
         }
-        if self.step % 7 == 0 {
+        if self.step.is_multiple_of(7) {
             self.check_gets();
         }
-        if self.step % 97 == 0 {
+        if self.step.is_multiple_of(97) {
             self.check_all();
         }
     }
