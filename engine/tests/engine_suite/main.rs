@@ -94,6 +94,7 @@ mod stats_crafted_sparse_counts;
 mod table_format_v1_upgrade;
 mod table_records;
 mod tree_order;
+mod version_stacks_model;
 mod wait_under_writes;
 mod write_accounting;
 mod write_panic_wal;
