@@ -99,43 +99,70 @@ fn narrow_tree(dir: &std::path::Path) -> Db {
     db
 }
 
-#[test]
-fn probes_equal_their_verdicts_in_every_stats_taken_beside_readers() {
-    const KEYS: u64 = TREE_KEYS;
+/// Takes stats beside readers of present and absent keys of
+/// [`narrow_tree`], and returns, for each snapshot and level (the last
+/// level being the total), `broken`'s account of a level breaking the
+/// relation under test.
+fn levels_beside_tree_readers(broken: fn(&LevelStats) -> Option<String>) -> Vec<String> {
     let dir = scratch_dir();
     let db = narrow_tree(dir.path());
-    let uneven = stats_beside_readers(
+    let found = stats_beside_readers(
         &db,
         20_000,
         |i| {
-            db.get(&key(i % KEYS)).unwrap();
-            db.get(&absent(i % KEYS)).unwrap();
+            db.get(&key(i % TREE_KEYS)).unwrap();
+            db.get(&absent(i % TREE_KEYS)).unwrap();
         },
         |s| s.total.table_probes > 1000,
         |s| {
             let levels = s.levels.iter().chain(std::iter::once(&s.total));
             levels
                 .enumerate()
-                .filter(|(_, l)| l.table_probes != verdicts(l))
-                .map(|(level, l)| {
-                    format!(
-                        "level {level}: probes {}, verdicts {}",
-                        l.table_probes,
-                        verdicts(l)
-                    )
-                })
+                .filter_map(|(level, l)| Some(format!("level {level}: {}", broken(l)?)))
                 .collect()
         },
     );
+    // Once the readers stopped, each relation is an equality.
+    let s = db.stats();
+    assert!(blocks(&s.total) > 0, "the gets searched blocks");
+    for (level, l) in s.levels.iter().chain(std::iter::once(&s.total)).enumerate() {
+        assert_eq!(l.table_probes, verdicts(l), "level {level}");
+        assert_eq!(blocks(l), searching_verdicts(l), "level {level}");
+    }
+    found
+}
+
+#[test]
+fn probes_equal_their_verdicts_in_every_stats_taken_beside_readers() {
+    let uneven = levels_beside_tree_readers(|l| {
+        (l.table_probes != verdicts(l))
+            .then(|| format!("probes {}, verdicts {}", l.table_probes, verdicts(l)))
+    });
     assert!(
         uneven.is_empty(),
         "{} levels of snapshots whose probes and verdicts differ (the last level is the total), first: {:?}",
         uneven.len(),
         &uneven[..uneven.len().min(5)]
     );
-    let s = db.stats();
-    assert!(s.total.table_probes > 0);
-    assert_eq!(s.total.table_probes, verdicts(&s.total));
+}
+
+#[test]
+fn blocks_stay_within_their_verdicts_in_every_stats_taken_beside_readers() {
+    let over = levels_beside_tree_readers(|l| {
+        (blocks(l) > searching_verdicts(l)).then(|| {
+            format!(
+                "blocks {}, verdicts that search one {}",
+                blocks(l),
+                searching_verdicts(l)
+            )
+        })
+    });
+    assert!(
+        over.is_empty(),
+        "{} levels of snapshots with more blocks than verdicts that search one (the last level is the total), first: {:?}",
+        over.len(),
+        &over[..over.len().min(5)]
+    );
 }
 
 #[test]
@@ -182,49 +209,4 @@ fn memtable_hits_stay_within_gets_in_every_stats_taken_beside_readers() {
         s.memtable_hits
     );
     assert_eq!(s.memtable_hits, s.gets, "every get hit the memtable");
-}
-
-#[test]
-fn blocks_stay_within_their_verdicts_in_every_stats_taken_beside_readers() {
-    const KEYS: u64 = TREE_KEYS;
-    let dir = scratch_dir();
-    let db = narrow_tree(dir.path());
-    let over = stats_beside_readers(
-        &db,
-        20_000,
-        |i| {
-            db.get(&key(i % KEYS)).unwrap();
-            db.get(&absent(i % KEYS)).unwrap();
-        },
-        |s| s.total.table_probes > 1000,
-        |s| {
-            let levels = s.levels.iter().chain(std::iter::once(&s.total));
-            levels
-                .enumerate()
-                .filter(|(_, l)| blocks(l) > searching_verdicts(l))
-                .map(|(level, l)| {
-                    format!(
-                        "level {level}: blocks {}, verdicts that search one {}",
-                        blocks(l),
-                        searching_verdicts(l)
-                    )
-                })
-                .collect()
-        },
-    );
-    assert!(
-        over.is_empty(),
-        "{} levels of snapshots with more blocks than verdicts that search one (the last level is the total), first: {:?}",
-        over.len(),
-        &over[..over.len().min(5)]
-    );
-    let s = db.stats();
-    assert!(blocks(&s.total) > 0, "the gets searched blocks");
-    for (level, l) in s.levels.iter().chain(std::iter::once(&s.total)).enumerate() {
-        assert_eq!(
-            blocks(l),
-            searching_verdicts(l),
-            "level {level} once the readers stopped"
-        );
-    }
 }
