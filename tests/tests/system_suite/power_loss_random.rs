@@ -366,6 +366,30 @@ fn seeds(default: u64) -> std::ops::Range<u64> {
     first..first + var("CRASHSWEEP_SEEDS", default)
 }
 
+/// The threaded seeds of `seeds`: half as many (each runs longer), the
+/// halves of its bounds, so that runs stepped by `CRASHSWEEP_FIRST` tile
+/// the threaded seeds as they do the others (from the start alone, runs
+/// from 0 and 24 took threaded seeds 0..12 and 24..36: 12..24 never ran).
+fn threaded(seeds: std::ops::Range<u64>) -> std::ops::Range<u64> {
+    THREADED + seeds.start / 2..THREADED + seeds.end / 2
+}
+
+/// Runs stepped by `CRASHSWEEP_FIRST` (0, N, 2N, ... with
+/// `CRASHSWEEP_SEEDS=N`) try every threaded seed once, as they do the
+/// others: their threaded ranges follow one another, no gap, no overlap.
+#[test]
+fn stepped_runs_try_every_threaded_seed_once() {
+    for n in [1, 2, 7, 24, 25] {
+        let ranges: Vec<_> = (0..6).map(|i| threaded(i * n..(i + 1) * n)).collect();
+        assert_eq!(ranges[0].start, THREADED, "{n} seeds a run");
+        for pair in ranges.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start, "{n} seeds a run: {ranges:?}");
+        }
+        assert_eq!(ranges[5].end - THREADED, 6 * n / 2, "{n} seeds a run");
+    }
+    assert_eq!(threaded(0..24), THREADED..THREADED + 12, "the default run");
+}
+
 #[test]
 fn power_loss_at_random_points_of_random_histories_keeps_a_prefix_of_whole_batches() {
     let seeds = seeds(24);
@@ -380,9 +404,8 @@ fn power_loss_at_random_points_of_random_histories_keeps_a_prefix_of_whole_batch
 /// The same with background threads.
 #[test]
 fn power_loss_at_random_points_with_background_threads_keeps_a_prefix_of_whole_batches() {
-    let seeds = seeds(24);
-    let seeds = seeds.start..seeds.start + (seeds.end - seeds.start) / 2;
-    let (crashes, seconds) = crash_sweep(THREADED + seeds.start..THREADED + seeds.end);
+    let seeds = threaded(seeds(24));
+    let (crashes, seconds) = crash_sweep(seeds.clone());
     let seeds = seeds.end - seeds.start;
     println!(
         "{seeds} random histories on background threads, {crashes} crashes ({seconds} again in \
