@@ -343,7 +343,12 @@ impl Rng {
 /// unset) from `first_var` (0 when unset), so a longer run can go past the
 /// seeds the default run tries.
 pub fn env_seeds(count_var: &str, first_var: &str, default: u64) -> std::ops::Range<u64> {
-    let var = |name: &str, unset: u64| std::env::var(name).map_or(unset, |s| s.parse().unwrap());
+    let var = |name: &str, unset: u64| {
+        std::env::var(name).map_or(unset, |s| {
+            s.parse()
+                .unwrap_or_else(|_| panic!("{name}={s:?} is not a number"))
+        })
+    };
     let first = var(first_var, 0);
     first..first + var(count_var, default)
 }

@@ -356,11 +356,13 @@ fn crash_sweep(seeds: std::ops::Range<u64>) -> (usize, usize) {
 /// The seeds to run: `CRASHSWEEP_SEEDS` of them (`default` unset) from
 /// `CRASHSWEEP_FIRST` (0 unset).
 fn seeds(default: u64) -> std::ops::Range<u64> {
+    // A knob set to something else than a number is a mistake to report,
+    // not a reason to run the default seeds.
     let var = |name: &str, unset: u64| {
-        std::env::var(name)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(unset)
+        std::env::var(name).map_or(unset, |s| {
+            s.parse()
+                .unwrap_or_else(|_| panic!("{name}={s:?} is not a number"))
+        })
     };
     let first = var("CRASHSWEEP_FIRST", 0);
     first..first + var("CRASHSWEEP_SEEDS", default)
