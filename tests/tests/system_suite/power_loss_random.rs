@@ -4,6 +4,7 @@
 //! settling, and reopens under other options (filter kind and policy,
 //! `max_open_files`, table and memtable sizes, deletion-triggered
 //! compaction, `WalRecovery` mode), inline (or on background threads, seeds from `THREADED`
+//! on; or with the sync mode drawn at each open, seeds from `MIXED_SYNC`
 //! on). Each seed's history is run once whole to count
 //! its file-system operations; then it is crashed at 12 points drawn from
 //! the seed, under fates drawn from it too (pages kept or zeroed out of
@@ -40,6 +41,10 @@ const CRASHES_PER_SEED: usize = 12;
 /// compactions and rebalancing on their own threads, racing the writes
 /// and the crash): their crash points fall wherever the threads are.
 const THREADED: u64 = 1 << 32;
+/// Seeds with this bit draw the sync mode at every open (a store written
+/// under `Always` reopened under `Never` and back), where the others keep
+/// one mode, by the seed's parity.
+const MIXED_SYNC: u64 = 1 << 33;
 
 /// SplitMix64: a case is the same in every build.
 struct Rng(u64);
@@ -90,8 +95,15 @@ fn options(seed: u64, variant: u64) -> Options {
         FilterKind::Blocked,
         FilterKind::Ribbon,
     ];
+    // Drawn apart from the other options, so a seed without the bit gets
+    // the options it always got.
+    let always = if seed & MIXED_SYNC != 0 {
+        Rng(seed ^ variant.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x51c0).below(2) == 0
+    } else {
+        seed.is_multiple_of(2)
+    };
     Options {
-        sync: if seed.is_multiple_of(2) {
+        sync: if always {
             SyncMode::Always
         } else {
             SyncMode::Never
@@ -110,7 +122,7 @@ fn options(seed: u64, variant: u64) -> Options {
         l0_compaction_trigger: 2,
         l0_slowdown_trigger: 3,
         l0_stop_trigger: 6,
-        background_work: seed >= THREADED,
+        background_work: seed & THREADED != 0,
         ..Options::default()
     }
 }
@@ -147,14 +159,20 @@ fn history(seed: u64) -> Vec<Step> {
 struct Run {
     /// Batches acknowledged.
     acked: usize,
-    /// Batches a power loss may not take: with `Never`, those acknowledged
-    /// before the last clean close.
+    /// Batches a power loss may not take: those acknowledged before the
+    /// last clean close, and with `Always` every one acknowledged.
     durable: usize,
+    /// The sync mode of the last open (tried): with `Always`, the write
+    /// that failed may come back too (its fsync's fate unknown).
+    always: bool,
 }
 
 fn run(dir: &Path, fs: &FaultFs, seed: u64, steps: &[Step]) -> Run {
-    let mut out = Run::default();
-    let always = options(seed, 0).sync == SyncMode::Always;
+    let always = |variant| options(seed, variant).sync == SyncMode::Always;
+    let mut out = Run {
+        always: always(0),
+        ..Run::default()
+    };
     let open = |variant| Db::open_with_fs(dir, options(seed, variant), Arc::new(fs.clone()));
     let Ok(mut db) = open(0) else {
         return out;
@@ -172,7 +190,7 @@ fn run(dir: &Path, fs: &FaultFs, seed: u64, steps: &[Step]) -> Run {
                 let ok = db.write(batch).is_ok();
                 if ok {
                     out.acked += 1;
-                    if always {
+                    if out.always {
                         out.durable = out.acked;
                     }
                 }
@@ -186,6 +204,7 @@ fn run(dir: &Path, fs: &FaultFs, seed: u64, steps: &[Step]) -> Run {
                     return out;
                 }
                 out.durable = out.acked;
+                out.always = always(*variant);
                 match open(*variant) {
                     Ok(d) => {
                         db = d;
@@ -308,12 +327,7 @@ fn crash_sweep(seeds: std::ops::Range<u64>) -> (usize, usize) {
             let dir = scratch_dir();
             let r = run(dir.path(), &fs, seed, &steps);
             fs.simulate_power_loss().unwrap();
-            let always = options(seed, 0).sync == SyncMode::Always;
-            let (from, to) = if always {
-                (r.acked, r.acked + 1)
-            } else {
-                (r.durable, r.acked)
-            };
+            let (from, to) = (r.durable, r.acked + usize::from(r.always));
             let mut what = format!(
                 "seed {seed}, crash at {at} of {total}: {} batches acknowledged, {} durable",
                 r.acked, r.durable
@@ -412,6 +426,21 @@ fn power_loss_at_random_points_with_background_threads_keeps_a_prefix_of_whole_b
     println!(
         "{seeds} random histories on background threads, {crashes} crashes ({seconds} again in \
          the recovering open): every store a prefix"
+    );
+}
+
+/// The same with the sync mode drawn at every open: what a crash may take
+/// follows the mode of the session it ends, and no recovery may refuse a
+/// WAL an earlier session left under the other mode.
+#[test]
+fn power_loss_with_the_sync_mode_changing_at_reopens_keeps_a_prefix_of_whole_batches() {
+    let seeds = seeds(24);
+    let seeds = MIXED_SYNC + seeds.start / 2..MIXED_SYNC + seeds.end / 2;
+    let (crashes, seconds) = crash_sweep(seeds.clone());
+    let seeds = seeds.end - seeds.start;
+    println!(
+        "{seeds} random histories, the sync mode drawn at each open, {crashes} crashes \
+         ({seconds} again in the recovering open): every store a prefix"
     );
 }
 
