@@ -192,9 +192,7 @@ impl Version {
         for level in &mut version.levels {
             level.retain(|t| !leaving.remove(&Arc::as_ptr(t)));
         }
-        if !leaving.is_empty()
-            && let Some(r) = removed.iter().find(|r| leaving.contains(&Arc::as_ptr(r)))
-        {
+        if let Some(r) = removed.iter().find(|r| leaving.contains(&Arc::as_ptr(r))) {
             return Err(TreeOrderError::RemovedNotLive {
                 number: r.meta.number,
             });

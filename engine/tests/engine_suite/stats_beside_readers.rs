@@ -66,6 +66,17 @@ fn stats_beside_readers(
     })
 }
 
+/// Fails naming how many of `found` (what `stats_beside_readers`
+/// returned) broke the relation, as `what`, and the first five.
+fn assert_none_broken(found: &[String], what: &str) {
+    assert!(
+        found.is_empty(),
+        "{} {what}, first: {:?}",
+        found.len(),
+        &found[..found.len().min(5)]
+    );
+}
+
 fn verdicts(s: &LevelStats) -> u64 {
     s.filter_negatives
         + s.filter_true_positives
@@ -138,11 +149,9 @@ fn probes_equal_their_verdicts_in_every_stats_taken_beside_readers() {
         (l.table_probes != verdicts(l))
             .then(|| format!("probes {}, verdicts {}", l.table_probes, verdicts(l)))
     });
-    assert!(
-        uneven.is_empty(),
-        "{} levels of snapshots whose probes and verdicts differ (the last level is the total), first: {:?}",
-        uneven.len(),
-        &uneven[..uneven.len().min(5)]
+    assert_none_broken(
+        &uneven,
+        "levels of snapshots whose probes and verdicts differ (the last level is the total)",
     );
 }
 
@@ -157,11 +166,9 @@ fn blocks_stay_within_their_verdicts_in_every_stats_taken_beside_readers() {
             )
         })
     });
-    assert!(
-        over.is_empty(),
-        "{} levels of snapshots with more blocks than verdicts that search one (the last level is the total), first: {:?}",
-        over.len(),
-        &over[..over.len().min(5)]
+    assert_none_broken(
+        &over,
+        "levels of snapshots with more blocks than verdicts that search one (the last level is the total)",
     );
 }
 
@@ -196,12 +203,7 @@ fn memtable_hits_stay_within_gets_in_every_stats_taken_beside_readers() {
                 .collect()
         },
     );
-    assert!(
-        over.is_empty(),
-        "{} snapshots with more memtable hits than gets, first: {:?}",
-        over.len(),
-        &over[..over.len().min(5)]
-    );
+    assert_none_broken(&over, "snapshots with more memtable hits than gets");
     let s = db.stats();
     assert!(
         s.memtable_hits > 1000,
