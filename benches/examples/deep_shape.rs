@@ -9,7 +9,10 @@
 //! `cargo run --release -p bloomlsm-bench --example deep_shape -- KEYS ENGINES`
 //! (KEYS default 2000000, ENGINES default `bloomlsm,rocksdb`); the
 //! environment may change the deep configuration's `MEMTABLE_BYTES`
-//! (32 KiB), `TARGET_FILE_BYTES` (512 KiB) and `L1_BYTES` (128 KiB).
+//! (64 KiB, RocksDB's smallest), `TARGET_FILE_BYTES` (512 KiB) and `L1_BYTES` (128 KiB), and
+//! `FILL_RATE` holds the load to that many puts a second (0, the default:
+//! unpaced), as `bloomlsm-bench --fill-rate` does; `DIR` is the parent of
+//! the stores' directory (default `/var/tmp`).
 
 use anyhow::{Context, Result};
 use bloomlsm_bench::engines::{Engine, Mirror};
@@ -39,13 +42,15 @@ fn main() -> Result<()> {
     };
     let m = Mirror {
         block_cache_bytes: 0,
-        memtable_bytes: size("MEMTABLE_BYTES", 32 << 10)?,
+        memtable_bytes: size("MEMTABLE_BYTES", 64 << 10)?,
         target_file_bytes: size("TARGET_FILE_BYTES", 512 << 10)? as u64,
         l1_bytes: size("L1_BYTES", 128 << 10)? as u64,
         entry_bytes: KEY_BYTES + VALUE_BYTES,
         ..Mirror::bench_defaults()
     };
-    let temp = tempfile::tempdir_in("/var/tmp").context("creating a directory")?;
+    let pace = size("FILL_RATE", 0)? as u64;
+    let temp = tempfile::tempdir_in(std::env::var("DIR").unwrap_or_else(|_| "/var/tmp".into()))
+        .context("creating a directory")?;
     for name in &engines {
         let dir = temp.path().join(name);
         let e = open_engine(name, &dir, &m, "uniform")?;
@@ -56,6 +61,12 @@ fn main() -> Result<()> {
         let mut reads = 0.0;
         let mut absent = 0u64;
         for i in 0..keys {
+            if pace > 0 && i % 256 == 0 {
+                let due = std::time::Duration::from_secs_f64(i as f64 / pace as f64);
+                if let Some(wait) = due.checked_sub(start.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+            }
             e.put(&present_key(i, KEY_BYTES), &value(i, VALUE_BYTES))?;
             if (i + 1) % step == 0 {
                 let per_level = sample(e.as_ref(), &mut absent)?;

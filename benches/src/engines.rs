@@ -27,6 +27,12 @@ pub struct ReadCounters {
 /// less this many.
 const ROCKSDB_NON_TABLE_FILES: usize = 10;
 
+/// The smallest write buffer RocksDB takes: it raises any smaller
+/// `write_buffer_size` to this, silently (`SanitizeOptions` in
+/// `db/column_family.cc`; its LOG then shows `Options.write_buffer_size:
+/// 65536`).
+pub const ROCKSDB_MIN_WRITE_BUFFER_BYTES: usize = 64 << 10;
+
 /// Settings both engines share.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Mirror {
@@ -36,7 +42,8 @@ pub struct Mirror {
     pub block_cache_bytes: u64,
     /// Data block size.
     pub block_size: usize,
-    /// Memtable (write buffer) bytes.
+    /// Memtable (write buffer) bytes; both engines run at
+    /// `memtable_bytes_in_effect`.
     pub memtable_bytes: usize,
     /// Target table size.
     pub target_file_bytes: u64,
@@ -85,6 +92,14 @@ impl Mirror {
             entry_bytes: 16 + 100,
             max_open_files: 0,
         }
+    }
+
+    /// The memtable bytes both engines run at: `memtable_bytes`, but at
+    /// least RocksDB's minimum write buffer, which RocksDB would apply to
+    /// itself alone (with 32 KiB asked, its memtables held 64 KiB, about
+    /// 800 entries of 48 bytes, where ours held about 460).
+    pub fn memtable_bytes_in_effect(&self) -> usize {
+        self.memtable_bytes.max(ROCKSDB_MIN_WRITE_BUFFER_BYTES)
     }
 
     /// Keys a full table of `target_file_bytes` holds, about: each entry
@@ -159,8 +174,79 @@ pub trait Engine: Sync {
     /// of absent gets that probe it), the extent from its first table's
     /// smallest key to its last's largest, and those two keys.
     fn shape(&self) -> String {
-        String::new()
+        shape_of(&self.tables())
     }
+    /// Every live table (empty where the engine cannot list them).
+    fn tables(&self) -> Vec<TableDump> {
+        Vec::new()
+    }
+}
+
+/// One live table: its level, key range and entries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableDump {
+    /// Level (0: the overlapping tables).
+    pub level: usize,
+    /// Smallest key.
+    pub smallest: Vec<u8>,
+    /// Largest key.
+    pub largest: Vec<u8>,
+    /// Entries (RocksDB: `num_entries`).
+    pub entries: u64,
+    /// File bytes.
+    pub bytes: u64,
+}
+
+/// Per level: tables, MB, the share of the key space its tables span (the
+/// share of absent gets that probe it), the extent from its first table's
+/// smallest key to its last's largest, and those two keys.
+pub fn shape_of(tables: &[TableDump]) -> String {
+    let mut tables: Vec<&TableDump> = tables.iter().collect();
+    tables.sort_by(|a, b| (a.level, &a.smallest).cmp(&(b.level, &b.smallest)));
+    let deepest = tables.iter().map(|t| t.level).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for level in 0..=deepest {
+        let l: Vec<_> = tables.iter().filter(|t| t.level == level).collect();
+        let (Some(first), Some(last)) = (l.first(), l.last()) else {
+            continue;
+        };
+        let span: f64 = l
+            .iter()
+            .map(|t| key_fraction(&t.largest) - key_fraction(&t.smallest))
+            .sum();
+        let extent = key_fraction(&last.largest) - key_fraction(&first.smallest);
+        let bytes: u64 = l.iter().map(|t| t.bytes).sum();
+        out.push(format!(
+            "L{level} {}t {:.2}MB span {:.2} extent {:.2} [{:.2},{:.2}]",
+            l.len(),
+            bytes as f64 / 1048576.0,
+            span,
+            extent,
+            key_fraction(&first.smallest),
+            key_fraction(&last.largest)
+        ));
+    }
+    out.join(" | ")
+}
+
+/// Every table of `tables` in one line each, level then smallest key:
+/// `table NAME WHEN L<level> <smallest> <largest> <entries>` with the keys
+/// as fractions of the key space.
+pub fn dump_tables(name: &str, when: &str, tables: &[TableDump]) -> String {
+    let mut tables: Vec<&TableDump> = tables.iter().collect();
+    tables.sort_by(|a, b| (a.level, &a.smallest).cmp(&(b.level, &b.smallest)));
+    tables
+        .iter()
+        .map(|t| {
+            format!(
+                "table {name} {when} L{} {:.6} {:.6} {}\n",
+                t.level,
+                key_fraction(&t.smallest),
+                key_fraction(&t.largest),
+                t.entries
+            )
+        })
+        .collect()
 }
 
 /// A key of the benchmark (`keys::present_key`: decimal digits, then
@@ -195,7 +281,7 @@ impl Bloom {
         let mut options = Options {
             block_cache_bytes: m.block_cache_bytes,
             block_size: m.block_size,
-            memtable_bytes: m.memtable_bytes,
+            memtable_bytes: m.memtable_bytes_in_effect(),
             target_file_bytes: m.target_file_bytes,
             l1_bytes: m.l1_bytes,
             sync: SyncMode::Never,
@@ -360,21 +446,18 @@ impl Engine for Bloom {
         }
         runs
     }
-    fn shape(&self) -> String {
-        let s = self.db.stats();
-        s.levels
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.tables > 0)
-            .map(|(i, l)| {
-                format!(
-                    "L{i} {}t {:.2}MB",
-                    l.tables,
-                    l.file_bytes as f64 / 1048576.0
-                )
+    fn tables(&self) -> Vec<TableDump> {
+        bloomlsm::table_records(self.db.path())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| TableDump {
+                level: t.level,
+                smallest: t.smallest_key,
+                largest: t.largest_key,
+                entries: t.entries,
+                bytes: t.file_size,
             })
-            .collect::<Vec<_>>()
-            .join(" | ")
+            .collect()
     }
     fn filter_kind(&self) -> Option<FilterKind> {
         Some(self.kind)
@@ -452,7 +535,7 @@ impl Rocks {
         options.create_if_missing(true);
         options.set_block_based_table_factory(&table);
         options.set_compression_type(rocksdb::DBCompressionType::None);
-        options.set_write_buffer_size(m.memtable_bytes);
+        options.set_write_buffer_size(m.memtable_bytes_in_effect());
         options.set_target_file_size_base(m.target_file_bytes);
         options.set_max_bytes_for_level_base(m.l1_bytes);
         options.set_level_zero_file_num_compaction_trigger(4);
@@ -583,35 +666,20 @@ impl Engine for Rocks {
     fn count_probes_on_this_thread(&self, on: bool) {
         rocks_probes::count_on_this_thread(on);
     }
-    fn shape(&self) -> String {
-        let Ok(mut files) = self.db.live_files() else {
-            return String::new();
+    fn tables(&self) -> Vec<TableDump> {
+        let Ok(files) = self.db.live_files() else {
+            return Vec::new();
         };
-        files.sort_by(|a, b| (a.level, &a.start_key).cmp(&(b.level, &b.start_key)));
-        let mut out = Vec::new();
-        for level in 0..7 {
-            let l: Vec<_> = files.iter().filter(|f| f.level == level).collect();
-            if l.is_empty() {
-                continue;
-            }
-            let frac = |k: &Option<Vec<u8>>| key_fraction(k.as_deref().unwrap_or_default());
-            let span: f64 = l
-                .iter()
-                .map(|f| frac(&f.end_key) - frac(&f.start_key))
-                .sum();
-            let extent = frac(&l[l.len() - 1].end_key) - frac(&l[0].start_key);
-            let bytes: usize = l.iter().map(|f| f.size).sum();
-            out.push(format!(
-                "L{level} {}t {:.2}MB span {:.2} extent {:.2} [{:.2},{:.2}]",
-                l.len(),
-                bytes as f64 / 1048576.0,
-                span,
-                extent,
-                frac(&l[0].start_key),
-                frac(&l[l.len() - 1].end_key)
-            ));
-        }
-        out.join(" | ")
+        files
+            .into_iter()
+            .map(|f| TableDump {
+                level: usize::try_from(f.level).unwrap_or(0),
+                smallest: f.start_key.unwrap_or_default(),
+                largest: f.end_key.unwrap_or_default(),
+                entries: f.num_entries,
+                bytes: f.size as u64,
+            })
+            .collect()
     }
 }
 

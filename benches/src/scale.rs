@@ -121,7 +121,7 @@ pub fn run_point(config: &PointConfig) -> Result<ScalePoint> {
         memory_at_start,
         memory_after_fill,
         memory_after_reads,
-        configured_cache_bytes: m.block_cache_bytes + 3 * m.memtable_bytes as u64,
+        configured_cache_bytes: m.block_cache_bytes + 3 * m.memtable_bytes_in_effect() as u64,
     })
 }
 

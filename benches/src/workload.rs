@@ -204,10 +204,18 @@ pub fn fill(engine: &dyn Engine, s: &Sizes) -> Result<Measurement> {
     }
     if shape_every > 0 {
         eprintln!("shape {} loaded: {}", engine.name(), engine.shape());
+        eprint!(
+            "{}",
+            crate::engines::dump_tables(engine.name(), "loaded", &engine.tables())
+        );
     }
     engine.settle()?;
     if shape_every > 0 {
         eprintln!("shape {} settled: {}", engine.name(), engine.shape());
+        eprint!(
+            "{}",
+            crate::engines::dump_tables(engine.name(), "settled", &engine.tables())
+        );
     }
     progress.finish();
     Ok(phase.finish(engine, "fill", 1, &hist, 0))
