@@ -400,6 +400,8 @@ mod acknowledged_tests;
 #[cfg(test)]
 mod closed_tests;
 #[cfg(test)]
+mod embedded_tests;
+#[cfg(test)]
 mod header_tests;
 #[cfg(test)]
 mod marker_tests;
