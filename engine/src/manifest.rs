@@ -45,7 +45,14 @@ pub(crate) const MANIFEST_MAGIC: u64 = 0x6e61_6d6d_6f6f_6c62;
 /// version 4 reads as an unknown table version at the first table it
 /// opens; it refuses the store's version instead. Older stores open
 /// unchanged (their tables are version 1, which this build reads).
-pub const STORE_FORMAT_VERSION: u32 = 5;
+/// 6: new WALs are written in WAL format version 3 (a per-file salt in
+/// the header and in every record's checksum, `wal/header.rs`), which a
+/// build that knows only WAL version 2 reads as a damaged header: it
+/// would refuse the store naming damage that is not there, or under
+/// `WalRecovery::PointInTime` cut the WAL at byte 0 and drop its writes;
+/// it refuses the version instead. Older stores open unchanged (their
+/// WALs of version 1 and 2 are read as before).
+pub const STORE_FORMAT_VERSION: u32 = 6;
 const HEADER_LEN: usize = 8 + 4 + 4 + 4;
 
 /// One live table as the manifest records it.

@@ -223,7 +223,7 @@ pub(crate) fn replay_logs(
         let Some(at) = damage else {
             // A WAL whose header says it ends with a close marker, cut
             // cleanly before it: its end, marker and maybe writes, is lost.
-            if replay.format == WalFormat::Closed && !ends_in_marker {
+            if replay.format.is_closed() && !ends_in_marker {
                 let end = log.bytes.len() as u64;
                 if mode == WalRecovery::TolerateTornTail {
                     return Err(Error::corruption(&log.path, end, WalDamage::ClosedWalEnd));
@@ -247,7 +247,7 @@ pub(crate) fn replay_logs(
             let synced = closed
                 || matches!(
                     replay.format,
-                    WalFormat::Headed { synced: true } | WalFormat::Closed
+                    WalFormat::Headed { synced: true, .. } | WalFormat::Closed { .. }
                 );
             check_torn_tail(logs, i, at, next.unwrap_or(start.lowest), synced)?;
             // A write at or below the manifest's last sequence was visible
@@ -267,7 +267,7 @@ pub(crate) fn replay_logs(
             // A WAL whose header says it ends with a close marker: damage
             // at its end is no torn tail, but for a damaged marker, which
             // held no write.
-            if replay.format == WalFormat::Closed
+            if replay.format.is_closed()
                 && !wal::is_damaged_marker(&log.bytes, at as usize)
             {
                 return Err(Error::corruption(&log.path, at, WalDamage::ClosedWalEnd));

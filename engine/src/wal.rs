@@ -1,12 +1,23 @@
 //! The write-ahead log: one record per write batch, appended before the
 //! memtable is touched.
 //!
-//! File: a 16-byte header (`header.rs`: format version 2, and whether the
+//! File: a 24-byte header (`header.rs`: format version 3, whether the
 //! writer fsynced each record before the next, or a clean close fsynced
-//! them all, `seal.rs`), then records. A version 1
-//! WAL has no header. Record: `length: u32 LE | crc32 of payload: u32 LE |
-//! payload`, the payload a batch (`first sequence: u64 LE | op count: u32
-//! LE | ops`).
+//! them all, `seal.rs`, and a random salt drawn when the file was
+//! created), then records. Record: `length: u32 LE | crc32: u32 LE |
+//! payload`, the crc32 over the salt's 8 bytes (LE) then the payload, the
+//! payload a batch (`first sequence: u64 LE | op count: u32 LE | ops`).
+//! Older builds wrote version 2 (a 16-byte header, no salt, the crc32
+//! over the payload alone) and version 1 (no header, records from byte
+//! 0, as version 2's); both are still read so.
+//!
+//! The salt makes "an intact record" mean a record of this file: bytes
+//! of another log (another store's WAL, or another WAL file of this
+//! store, stored inside a value, say) never verify under this file's
+//! salt, but by a 2^-32 chance per record, so the torn-tail search below
+//! never takes them for the log's (`replay/embedded_tests.rs`). Every
+//! function here that checksums records reads the salt from the header
+//! of the whole file it is given.
 //! This module splits a WAL into its intact records up to the first damage
 //! and can look for a record of the log after it; whether damage is a torn
 //! tail (a crash mid-append) or corruption is decided across all WALs in
@@ -47,6 +58,9 @@ pub(crate) struct WalWriter {
     synced: bool,
     /// A record was appended (so a close has a write to mark).
     holds_records: bool,
+    /// The salt of this file's header, in every record's checksum; the
+    /// seal's header rewrite keeps it.
+    salt: u64,
     buf: Vec<u8>,
 }
 
@@ -60,7 +74,8 @@ impl WalWriter {
         path: PathBuf,
         synced: bool,
     ) -> Result<Self> {
-        file.write_all(&header::encode(synced))
+        let salt = header::new_salt(&path);
+        file.write_all(&header::encode(synced, salt))
             .and_then(|()| file.sync())
             .map_err(|e| Error::io(&path, e))?;
         Ok(Self {
@@ -68,6 +83,7 @@ impl WalWriter {
             path,
             synced,
             holds_records: false,
+            salt,
             buf: Vec::new(),
         })
     }
@@ -83,7 +99,7 @@ impl WalWriter {
         self.buf.clear();
         self.buf.extend_from_slice(&len.to_le_bytes());
         self.buf
-            .extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+            .extend_from_slice(&header::record_crc(Some(self.salt), payload).to_le_bytes());
         self.buf.extend_from_slice(payload);
         let written = self.file.write_all(&self.buf);
         if self.buf.capacity() > KEPT_BUFFER_BYTES {
@@ -201,7 +217,7 @@ pub(crate) fn record_at_framed_end(bytes: &[u8], at: usize, filter: SeqFilter) -
     else {
         return false;
     };
-    first_seq_at(bytes, end) == Some(successor) && record_at(bytes, end).is_some()
+    first_seq_at(bytes, end) == Some(successor) && record_at(bytes, end, salt_of(bytes)).is_some()
 }
 
 /// Bytes a device writes whole: a power cut tears a write only at a
@@ -265,7 +281,7 @@ pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
         return false;
     };
     let intact_marker = at >= records_start(bytes)
-        && record_at(bytes, at).is_some_and(|(end, payload)| {
+        && record_at(bytes, at, salt_of(bytes)).is_some_and(|(end, payload)| {
             end == bytes.len() && batch_header(payload).is_some_and(|(_, count)| count == 0)
         });
     let Some(seq) = first_seq_at(bytes, at).filter(|_| intact_marker) else {
@@ -299,6 +315,7 @@ pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
 /// frames exactly the rest of the file).
 fn intact_record_ending_at_end(bytes: &[u8], from: usize, to: usize) -> Option<bool> {
     let mut budget = search_budget(bytes);
+    let salt = salt_of(bytes);
     for at in from..to {
         let Some((len, start)) = plausible_header(bytes, at) else {
             continue;
@@ -307,20 +324,30 @@ fn intact_record_ending_at_end(bytes: &[u8], from: usize, to: usize) -> Option<b
             continue;
         }
         budget = budget.checked_sub(len)?;
-        if record_at(bytes, at).is_some() {
+        if record_at(bytes, at, salt).is_some() {
             return Some(true);
         }
     }
     Some(false)
 }
 
-/// Parses one record at `at`: `Some((payload end, payload))` when intact.
-fn record_at(bytes: &[u8], at: usize) -> Option<(usize, &[u8])> {
+/// Parses one record at `at` of a WAL whose header holds `salt`:
+/// `Some((payload end, payload))` when intact, its checksum verifying
+/// under that salt (so a record of another WAL, another salt, is no
+/// record of this one: `header.rs`).
+fn record_at(bytes: &[u8], at: usize, salt: Option<u64>) -> Option<(usize, &[u8])> {
     let (len, start) = plausible_header(bytes, at)?;
     let header = &bytes[at..start];
     let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
     let payload = &bytes[start..start + len];
-    (crc32fast::hash(payload) == crc).then_some((start + len, payload))
+    (header::record_crc(salt, payload) == crc).then_some((start + len, payload))
+}
+
+/// The salt of the WAL whose whole bytes are `bytes` (`None` for a version
+/// 1 or 2 WAL, or a damaged header, whose records are then checksummed
+/// over the payload alone).
+fn salt_of(bytes: &[u8]) -> Option<u64> {
+    format_of(bytes).salt()
 }
 
 /// The payload length and start of a record header at `at` that fits in
@@ -346,6 +373,7 @@ pub(crate) fn record_follows(
     filter: SeqFilter,
     mut budget: usize,
 ) -> Option<bool> {
+    let salt = salt_of(bytes);
     for at in from..bytes.len().saturating_sub(RECORD_HEADER_LEN - 1) {
         let Some((len, _)) = plausible_header(bytes, at) else {
             continue;
@@ -354,7 +382,7 @@ pub(crate) fn record_follows(
             continue;
         }
         budget = budget.checked_sub(len)?;
-        if record_at(bytes, at).is_some() {
+        if record_at(bytes, at, salt).is_some() {
             return Some(true);
         }
     }
@@ -383,7 +411,7 @@ pub(crate) fn records(bytes: &[u8]) -> Replay {
     }
     let mut at = format.records_start();
     while at < bytes.len() {
-        if let Some((end, payload)) = record_at(bytes, at) {
+        if let Some((end, payload)) = record_at(bytes, at, format.salt()) {
             out.records.push(Record {
                 offset: at as u64,
                 payload: payload.to_vec(),
@@ -440,7 +468,8 @@ mod tests {
             wal.buf.capacity()
         );
         wal.append(&[7; 100], true).unwrap();
-        let r = records(&crate::fs::FileSystem::read_all(&fs, path).unwrap()[header::HEADER_LEN..]);
+        let r = records(&crate::fs::FileSystem::read_all(&fs, path).unwrap());
+        assert_eq!(r.damage, None);
         let lens: Vec<usize> = r.records.iter().map(|x| x.payload.len()).collect();
         assert_eq!(lens, [1000, 900, 8 << 20, 100]);
     }

@@ -13,8 +13,8 @@ use std::process::Output;
 use bloomlsm::{Db, Options, SyncMode};
 use common::bloomlsm;
 
-/// Where a version 2 WAL's records begin (after its 16-byte header).
-const WAL_RECORDS_START: usize = 16;
+/// Where a version 3 WAL's records begin (after its 24-byte header).
+const WAL_RECORDS_START: usize = 24;
 const WRITES: usize = 20;
 /// The record whose checksum is damaged (each put is one record).
 const DAMAGED: usize = 10;

@@ -28,11 +28,15 @@ pub fn replay_wal(bytes: &[u8], point_in_time: bool) -> Result<usize, String> {
     Ok(mem.len())
 }
 
-/// The header this build writes at the start of a WAL whose records are
-/// each fsynced (`synced`) or not: a fuzz target puts it before its bytes
-/// to reach the recovery of version 2 WALs.
-pub fn wal_header(synced: bool) -> [u8; 16] {
-    crate::wal::header::encode(synced)
+/// The headers a WAL whose records are each fsynced (`synced`) or not
+/// begins with: version 2 (older builds) and version 3 (this build, salt
+/// 0). A fuzz target puts each before its bytes to reach the recovery of
+/// headed WALs.
+pub fn wal_headers(synced: bool) -> [Vec<u8>; 2] {
+    [
+        crate::wal::header::encode_v2(synced).to_vec(),
+        crate::wal::header::encode(synced, 0).to_vec(),
+    ]
 }
 
 /// Decodes manifest bytes; returns the number of tables named.

@@ -149,7 +149,9 @@ pub fn exercise_manifest(bytes: &[u8]) -> bool {
 ///   from the input, else the sequence continues and the count is true;
 ///   bit 5 set: ops of any kind tag, else puts and deletes; bits 6-7: the
 ///   number of WALs less one, each record going to a WAL the input picks;
-/// - byte 1: the first sequence of the log, less one (clean logs);
+/// - byte 1: bits 0-6 the first sequence of the log, less one (clean
+///   logs); bit 7 set: headers of version 2 (no salt, as older builds
+///   wrote), else of version 3, each WAL its own salt;
 /// - then records while bytes remain: for a batch, a byte whose low 3
 ///   bits are the op count (and whose high bits pick its WAL), then per
 ///   op a kind byte, a key (u8 length below 16, bytes) and for a put a
@@ -165,16 +167,29 @@ pub fn reseal_wal(data: &[u8]) -> (Vec<Vec<u8>>, bool) {
     let raw_batch_header = ctl & 16 != 0;
     let any_kind = ctl & 32 != 0;
     let num_wals = usize::from(ctl >> 6) + 1;
-    let header = match (header_kind, raw_flags) {
+    let flags = match (header_kind, raw_flags) {
         (0, _) => None,
-        (_, true) => Some(crate::wal::header::with_flags(u16::from_le_bytes(f.take()))),
-        (1, false) => Some(crate::wal::header::encode(false)),
-        (2, false) => Some(crate::wal::header::encode(true)),
-        _ => Some(crate::wal::header::encode_closed()),
+        (_, true) => Some(u16::from_le_bytes(f.take())),
+        (1, false) => Some(0),
+        (2, false) => Some(1),
+        _ => Some(3),
     };
     let mut clean = !raw_flags && !raw_payloads && !raw_batch_header && !any_kind;
-    let mut next_seq = u64::from(f.u8()) + 1;
-    let mut wals: Vec<Vec<u8>> = vec![header.map(|h| h.to_vec()).unwrap_or_default(); num_wals];
+    let seq_byte = f.u8();
+    let v2 = seq_byte & 0x80 != 0;
+    let mut next_seq = u64::from(seq_byte & 0x7f) + 1;
+    // Each WAL file its own salt (version 3), or none (version 2).
+    let salts: Vec<Option<u64>> = (0..num_wals as u64)
+        .map(|i| (flags.is_some() && !v2).then_some(0x5a17_0000_0000_0001 ^ (i << 17)))
+        .collect();
+    let mut wals: Vec<Vec<u8>> = salts
+        .iter()
+        .map(|salt| match (flags, salt) {
+            (None, _) => Vec::new(),
+            (Some(flags), None) => crate::wal::header::v2_with_flags(flags).to_vec(),
+            (Some(flags), Some(salt)) => crate::wal::header::with_flags(flags, *salt).to_vec(),
+        })
+        .collect();
     let mut records = vec![0usize; num_wals];
     let mut wal = 0;
     while !f.0.is_empty() {
@@ -216,7 +231,7 @@ pub fn reseal_wal(data: &[u8]) -> (Vec<Vec<u8>>, bool) {
             next_seq += u64::from(count);
             p
         };
-        push_record(&mut wals[wal], &payload);
+        push_record(&mut wals[wal], salts[wal], &payload);
         records[wal] += 1;
     }
     if header_kind == 3 && !raw_flags && !raw_payloads {
@@ -225,7 +240,7 @@ pub fn reseal_wal(data: &[u8]) -> (Vec<Vec<u8>>, bool) {
             if w + 1 == num_wals {
                 let mut marker = next_seq.to_le_bytes().to_vec();
                 marker.extend_from_slice(&0u32.to_le_bytes());
-                push_record(bytes, &marker);
+                push_record(bytes, salts[w], &marker);
             } else {
                 // Only the newest WAL holds the marker a close appends.
                 clean = false;
@@ -290,9 +305,9 @@ pub fn clean_wal_input(
     data
 }
 
-fn push_record(wal: &mut Vec<u8>, payload: &[u8]) {
+fn push_record(wal: &mut Vec<u8>, salt: Option<u64>, payload: &[u8]) {
     wal.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    wal.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    wal.extend_from_slice(&crate::wal::header::record_crc(salt, payload).to_le_bytes());
     wal.extend_from_slice(payload);
 }
 

@@ -12,7 +12,7 @@ use crate::wal::header;
 
 /// A version 2 WAL of one-op batches at `seqs`.
 fn headed(synced: bool, seqs: impl IntoIterator<Item = u64>) -> Vec<u8> {
-    let mut out = header::encode(synced).to_vec();
+    let mut out = header::encode_v2(synced).to_vec();
     out.extend(wal_of(seqs));
     out
 }

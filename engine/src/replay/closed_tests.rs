@@ -11,14 +11,14 @@ fn marker(seq: u64) -> Vec<u8> {
     record(&batch(seq, 0, 0))
 }
 
-fn with_header(header: [u8; header::HEADER_LEN], body: &[u8]) -> Vec<u8> {
+fn with_header(header: [u8; header::V2_HEADER_LEN], body: &[u8]) -> Vec<u8> {
     let mut out = header.to_vec();
     out.extend_from_slice(body);
     out
 }
 
 fn closed(body: &[u8]) -> Vec<u8> {
-    with_header(header::encode_closed(), body)
+    with_header(header::encode_closed_v2(), body)
 }
 
 /// Writes `seqs`, then the marker at the sequence after them.
@@ -56,9 +56,9 @@ fn point_in_time_reports_a_closed_wal_cut_before_its_marker() {
 #[test]
 fn a_closed_wal_behind_a_newer_one_opens() {
     let older = closed(&closed_body(1..=3));
-    let newer_empty = header::encode(false).to_vec();
-    let torn_header = header::encode(true)[..5].to_vec();
-    let mut continuing = header::encode(true).to_vec();
+    let newer_empty = header::encode_v2(false).to_vec();
+    let torn_header = header::encode_v2(true)[..5].to_vec();
+    let mut continuing = header::encode_v2(true).to_vec();
     continuing.extend(wal_of(4..=5));
     for mode in [TORN, PIT] {
         for (newer, last) in [
@@ -79,7 +79,7 @@ fn a_closed_wal_behind_a_newer_one_opens() {
 /// was lost), and is cut before it when it does not.
 #[test]
 fn a_closed_wal_behind_a_newer_one_refuses_a_lost_end() {
-    let mut newer = header::encode(true).to_vec();
+    let mut newer = header::encode_v2(true).to_vec();
     newer.extend(wal_of(4..=5));
     for kept in [2, 3] {
         let older = closed(&wal_of(1..=kept));
@@ -101,10 +101,10 @@ fn damage_in_an_older_wal_behind_a_closed_one_is_refused() {
     let older_body = wal_of(1..=3);
     let second = wal_of(1..=1).len();
     let newest = closed(&closed_body(4..=5));
-    for older_header in [header::encode(true), header::encode(false)] {
+    for older_header in [header::encode_v2(true), header::encode_v2(false)] {
         for flip in [second + 2, second + 12, older_body.len() - 1] {
             let mut older = with_header(older_header, &older_body);
-            older[header::HEADER_LEN + flip] ^= 0x04;
+            older[header::V2_HEADER_LEN + flip] ^= 0x04;
             // The newest's marker vouches for the older WAL, whatever its
             // header says: strict.
             let wals = vec![older, newest.clone()];
@@ -115,7 +115,7 @@ fn damage_in_an_older_wal_behind_a_closed_one_is_refused() {
             // The damaged record: the second, or the third for the last byte.
             let third = wal_of(1..=2).len();
             let damaged = if flip >= third { third } else { second };
-            assert_eq!(cut.offset as usize, header::HEADER_LEN + damaged);
+            assert_eq!(cut.offset as usize, header::V2_HEADER_LEN + damaged);
         }
     }
 }
@@ -134,18 +134,18 @@ fn a_marker_past_damage_vouches_at_any_lowest_bound() {
     let body = closed_body(50..=53);
     let starts: Vec<usize> = (50..=53).map(|s| wal_of(50..s).len()).collect();
     for (n, at) in starts.iter().enumerate() {
-        let mut damaged = with_header(header::encode(false), &body);
-        damaged[header::HEADER_LEN + at + 12] ^= 0x10; // its payload
+        let mut damaged = with_header(header::encode_v2(false), &body);
+        damaged[header::V2_HEADER_LEN + at + 12] ^= 0x10; // its payload
         assert!(
             wal::ends_with_close_marker(&damaged, start.lowest),
             "write {n}"
         );
         let (_, offset, _) = wal_damage(replay(vec![damaged], TORN, start));
-        assert_eq!(offset as usize, header::HEADER_LEN + at, "write {n}");
+        assert_eq!(offset as usize, header::V2_HEADER_LEN + at, "write {n}");
     }
     // The marker alone after a header (the frozen WAL before it holds the
     // writes), its header damaged by a torn rewrite: still a marker.
-    let mut only = with_header(header::encode(false), &marker(54));
+    let mut only = with_header(header::encode_v2(false), &marker(54));
     only[12] ^= 0x01;
     assert!(wal::ends_with_close_marker(&only, start.lowest));
 }

@@ -6,19 +6,19 @@
 
 use super::tests::{FRESH, PIT, TORN, batch, record, replay, wal_damage, wal_of};
 use super::*;
-use crate::wal::header::{self, HEADER_LEN};
+use crate::wal::header::{self, V2_HEADER_LEN};
 use crate::wal_cut::WalCutCause;
 
 /// A version 2 WAL of one-op batches at `seqs`.
 fn headed(synced: bool, seqs: impl IntoIterator<Item = u64>) -> Vec<u8> {
-    let mut out = header::encode(synced).to_vec();
+    let mut out = header::encode_v2(synced).to_vec();
     out.extend(wal_of(seqs));
     out
 }
 
 /// Where each record of `headed(_, 1..=n)` starts, and the end of the last.
 fn record_starts(n: u64) -> Vec<usize> {
-    (0..=n).map(|k| HEADER_LEN + wal_of(1..=k).len()).collect()
+    (0..=n).map(|k| V2_HEADER_LEN + wal_of(1..=k).len()).collect()
 }
 
 /// A page of the file: what a power loss keeps or loses whole.
@@ -29,7 +29,7 @@ const PAGE: usize = 4096;
 fn first_record_ending_two_bytes_before_a_page() -> Vec<u8> {
     (1..PAGE)
         .map(|v| record(&batch(1, 1, v)))
-        .find(|r| (HEADER_LEN + r.len()) % PAGE == PAGE - 2)
+        .find(|r| (V2_HEADER_LEN + r.len()) % PAGE == PAGE - 2)
         .expect("a first record ending two bytes before a page")
 }
 
@@ -89,7 +89,7 @@ fn a_lost_tail_of_an_older_unsynced_wal_ends_the_log_there() {
     let older = headed(false, 1..=3);
     let starts = record_starts(3);
     let lost_last = zeroed(&older, starts[2]..starts[3]);
-    let header_only = older[..HEADER_LEN].to_vec();
+    let header_only = older[..V2_HEADER_LEN].to_vec();
     for (older, kept) in [(lost_last, Some(2)), (header_only, None)] {
         let newer = headed(false, 4..=5);
         assert_eq!(replay(vec![older, newer], TORN, FRESH).unwrap(), kept);
@@ -97,8 +97,8 @@ fn a_lost_tail_of_an_older_unsynced_wal_ends_the_log_there() {
     // Synced, the older WAL was fsynced before the newer one's first record.
     let older = headed(true, 1..=3);
     let lost_last = zeroed(&older, starts[2]..starts[3]);
-    let header_only = older[..HEADER_LEN].to_vec();
-    for (older, at) in [(lost_last, starts[2]), (header_only, HEADER_LEN)] {
+    let header_only = older[..V2_HEADER_LEN].to_vec();
+    for (older, at) in [(lost_last, starts[2]), (header_only, V2_HEADER_LEN)] {
         let newer = headed(true, 4..=5);
         let (path, offset, reason) = wal_damage(replay(vec![older, newer], TORN, FRESH));
         assert_eq!((path.as_str(), offset), ("000001.wal", at as u64));
@@ -116,7 +116,7 @@ fn a_damaged_header_before_intact_records_is_corruption() {
         // Any bit of the header: a flipped magic makes a version 1 file
         // whose first "record" is the header, and a flipped flag or
         // checksum a damaged header. Neither relaxes recovery.
-        for bit in 0..HEADER_LEN * 8 {
+        for bit in 0..V2_HEADER_LEN * 8 {
             let mut damaged = bytes.clone();
             damaged[bit / 8] ^= 1 << (bit % 8);
             let (_, offset, reason) = wal_damage(replay(vec![damaged.clone()], TORN, FRESH));
@@ -154,7 +154,7 @@ fn version_1_and_version_2_wals_replay_the_same_batches() {
     let unheaded: Vec<u8> = payloads.iter().flat_map(|p| record(p)).collect();
     for wal in [
         unheaded.clone(),
-        [&header::encode(false)[..], &unheaded].concat(),
+        [&header::encode_v2(false)[..], &unheaded].concat(),
     ] {
         let mem = MemTable::new(0);
         let logs = [WalBytes {
@@ -176,15 +176,15 @@ fn a_lost_page_in_the_middle_of_a_wal_is_refused_only_when_synced() {
     let n = 12u64;
     let payloads: Vec<Vec<u8>> = (1..=n).map(|s| batch(s, 1, 1500)).collect();
     let records: Vec<u8> = payloads.iter().flat_map(|p| record(p)).collect();
-    let mut starts = vec![HEADER_LEN];
+    let mut starts = vec![V2_HEADER_LEN];
     for p in &payloads {
         starts.push(starts.last().unwrap() + 8 + p.len());
     }
     let mut refused = 0;
     for synced in [false, true] {
-        let bytes = [&header::encode(synced)[..], &records].concat();
+        let bytes = [&header::encode_v2(synced)[..], &records].concat();
         for page in 0..bytes.len().div_ceil(PAGE) {
-            let range = (page * PAGE).max(HEADER_LEN)..((page + 1) * PAGE).min(bytes.len());
+            let range = (page * PAGE).max(V2_HEADER_LEN)..((page + 1) * PAGE).min(bytes.len());
             let damaged = zeroed(&bytes, range.clone());
             // Records wholly before the page survive; the first one it
             // touches is the damage.
@@ -229,7 +229,7 @@ fn a_newer_wal_skipping_sequences_ends_the_log_only_after_an_unsynced_wal() {
         (path.as_str(), offset, reason),
         (
             "000002.wal",
-            HEADER_LEN as u64,
+            V2_HEADER_LEN as u64,
             WalDamage::Gap {
                 expected: 3,
                 found: 4
@@ -259,7 +259,7 @@ fn a_newer_wal_skipping_sequences_ends_the_log_only_after_an_unsynced_wal() {
 #[test]
 fn a_torn_length_of_a_synced_wal_framing_a_record_inside_its_value_is_a_torn_tail() {
     let first = first_record_ending_two_bytes_before_a_page();
-    let before = [&header::encode(true)[..], &first].concat();
+    let before = [&header::encode_v2(true)[..], &first].concat();
     let payload_len = 70_000;
     let framed = payload_len & !0xffff; // 65,536: what the torn length says
     let embedded = record(&batch(1_000, 1, 5));
@@ -292,14 +292,14 @@ fn a_lost_page_after_a_straddling_intact_length_of_a_synced_wal_is_refused() {
     let second = record(&batch(2, 1, 6_000));
     let third = record(&batch(3, 1, 3_000));
     let fourth = record(&batch(4, 1, 100));
-    let at = HEADER_LEN + first.len();
+    let at = V2_HEADER_LEN + first.len();
     let third_at = at + second.len();
     let fourth_at = third_at + third.len();
     // The lost page holds the second record's end and the third's header,
     // and ends before the fourth.
     assert!(2 * PAGE < third_at && third_at + 8 <= 3 * PAGE && 3 * PAGE <= fourth_at);
     assert_ne!(&second[..2], &[0, 0]);
-    let bytes = [&header::encode(true)[..], &first, &second, &third, &fourth].concat();
+    let bytes = [&header::encode_v2(true)[..], &first, &second, &third, &fourth].concat();
     let damaged = zeroed(&bytes, 2 * PAGE..3 * PAGE);
     let (_, offset, reason) = wal_damage(replay(vec![damaged.clone()], TORN, FRESH));
     assert_eq!((offset, reason), (at as u64, WalDamage::BeforeIntact));
@@ -358,8 +358,8 @@ fn a_replay_ending_early_says_where_and_why() {
         ),
         (
             Some("000002.wal"),
-            HEADER_LEN as u64,
-            (newer.len() - HEADER_LEN) as u64,
+            V2_HEADER_LEN as u64,
+            (newer.len() - V2_HEADER_LEN) as u64,
             WalCutCause::UnsyncedWal
         )
     );
@@ -368,7 +368,7 @@ fn a_replay_ending_early_says_where_and_why() {
     let cut = replay_cut(vec![older.clone(), headed(false, 4..=5)], TORN).unwrap();
     assert_eq!(
         cut.bytes_not_replayed,
-        (older.len() - starts[2] + newer.len() - HEADER_LEN) as u64
+        (older.len() - starts[2] + newer.len() - V2_HEADER_LEN) as u64
     );
 }
 
@@ -396,8 +396,8 @@ fn empty_wals_replayed_whole_are_no_cut() {
 fn a_torn_header_of_the_newest_wal_is_no_cut() {
     use super::tests::replay_cut;
     for synced in [false, true] {
-        for len in 1..HEADER_LEN {
-            let torn = header::encode(synced)[..len].to_vec();
+        for len in 1..V2_HEADER_LEN {
+            let torn = header::encode_v2(synced)[..len].to_vec();
             for mode in [TORN, PIT] {
                 assert_eq!(
                     replay_cut(vec![torn.clone()], mode),

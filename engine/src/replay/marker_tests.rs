@@ -13,7 +13,7 @@ fn marker(seq: u64) -> Vec<u8> {
 }
 
 fn headed(synced: bool, body: &[u8]) -> Vec<u8> {
-    let mut out = header::encode(synced).to_vec();
+    let mut out = header::encode_v2(synced).to_vec();
     out.extend_from_slice(body);
     out
 }
@@ -53,7 +53,7 @@ fn an_empty_batch_where_the_log_does_not_go_on_is_damage() {
         body.extend(wal_of(4..=5));
         let (_, offset, reason) = wal_damage(replay(vec![headed(true, &body)], TORN, FRESH));
         assert_eq!(reason, WalDamage::EmptyBatch, "marker at {seq}");
-        assert_eq!(offset as usize, header::HEADER_LEN + wal_of(1..=3).len());
+        assert_eq!(offset as usize, header::V2_HEADER_LEN + wal_of(1..=3).len());
     }
     // Nor may a log begin with one outside the range a first record has.
     let (_, _, reason) = wal_damage(replay(vec![headed(true, &marker(7))], TORN, FRESH));
@@ -68,7 +68,7 @@ fn damage_in_the_last_write_before_a_marker_is_refused_when_synced() {
     body.extend(marker(4));
     body[last + 12] ^= 0x01; // the last write's payload
     let (_, offset, reason) = wal_damage(replay(vec![headed(true, &body)], TORN, FRESH));
-    assert_eq!(offset as usize, header::HEADER_LEN + last);
+    assert_eq!(offset as usize, header::V2_HEADER_LEN + last);
     assert_eq!(reason, WalDamage::BeforeIntact);
     // Without the marker the same damage is a torn tail: the write dropped.
     let mut torn = writes;
@@ -81,7 +81,7 @@ fn damage_in_the_last_write_before_a_marker_is_refused_when_synced() {
     // never rewritten: a file system without `overwrite`, or a power loss
     // before the rewrite) was fsynced whole before the marker: refused too.
     let (_, offset, reason) = wal_damage(replay(vec![headed(false, &body)], TORN, FRESH));
-    assert_eq!(offset as usize, header::HEADER_LEN + last);
+    assert_eq!(offset as usize, header::V2_HEADER_LEN + last);
     assert_eq!(reason, WalDamage::BeforeIntact);
     // Without an intact marker at its end it ends the log there (what a
     // power loss leaves of a WAL written without fsync).
@@ -218,7 +218,7 @@ fn past_damage_a_marker_must_be_at_a_sequence_the_log_goes_on_at() {
         let got = replay(vec![headed(false, &body)], TORN, FRESH);
         if refused {
             let (_, offset, _) = wal_damage(got);
-            assert_eq!(offset as usize, header::HEADER_LEN + second);
+            assert_eq!(offset as usize, header::V2_HEADER_LEN + second);
         } else {
             assert_eq!(got.unwrap(), Some(1), "marker-like bytes at {fake_seq}");
         }
@@ -250,7 +250,7 @@ fn a_closed_wal_refuses_damage_at_its_end_but_a_damaged_marker() {
     let mut body = wal_of(1..=3);
     body.extend(marker(4));
     let closed = |body: &[u8]| {
-        let mut out = header::encode_closed().to_vec();
+        let mut out = header::encode_closed_v2().to_vec();
         out.extend_from_slice(body);
         out
     };
@@ -258,7 +258,7 @@ fn a_closed_wal_refuses_damage_at_its_end_but_a_damaged_marker() {
     let mut zeroed = body.clone();
     zeroed[last + 4..].fill(0); // the last write's checksum on, and the marker
     let (_, offset, reason) = wal_damage(replay(vec![closed(&zeroed)], TORN, FRESH));
-    assert_eq!(offset as usize, header::HEADER_LEN + last);
+    assert_eq!(offset as usize, header::V2_HEADER_LEN + last);
     assert_eq!(reason, WalDamage::ClosedWalEnd);
     // The same bytes under a "synced" header: a torn tail.
     assert_eq!(

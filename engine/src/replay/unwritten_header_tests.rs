@@ -9,21 +9,23 @@
 
 use super::tests::{FRESH, PIT, TORN, logs, replay_cut, wal_of};
 use super::*;
-use crate::wal::header::{self, HEADER_LEN};
+use crate::wal::header::{self, V2_HEADER_LEN};
 
 /// A version 2 WAL of one-op batches at `seqs`.
 fn headed(synced: bool, seqs: impl IntoIterator<Item = u64>) -> Vec<u8> {
-    let mut out = header::encode(synced).to_vec();
+    let mut out = header::encode_v2(synced).to_vec();
     out.extend(wal_of(seqs));
     out
 }
 
-/// What a power loss leaves of a header never fsynced: each of its
-/// prefixes, and 1 to 16 zeros.
+/// What a power loss leaves of a header never fsynced: each prefix of a
+/// version 2 or version 3 header, and 1 to 24 zeros.
 fn never_durable_headers() -> Vec<Vec<u8>> {
-    let mut out: Vec<Vec<u8>> = (1..=HEADER_LEN).map(|n| vec![0; n]).collect();
+    let mut out: Vec<Vec<u8>> = (1..=header::HEADER_LEN).map(|n| vec![0; n]).collect();
     for synced in [false, true] {
-        out.extend((1..HEADER_LEN).map(|n| header::encode(synced)[..n].to_vec()));
+        out.extend((1..V2_HEADER_LEN).map(|n| header::encode_v2(synced)[..n].to_vec()));
+        let v3 = header::encode(synced, 0x5a17_0000_dead_beef);
+        out.extend((1..header::HEADER_LEN).map(|n| v3[..n].to_vec()));
     }
     out
 }
@@ -101,7 +103,7 @@ fn a_header_never_made_durable_reads_as_an_empty_file() {
 /// cut is reported, whole, in both modes.
 #[test]
 fn zeros_longer_than_a_header_are_still_a_cut() {
-    let mut closed = header::encode_closed().to_vec();
+    let mut closed = header::encode_closed_v2().to_vec();
     closed.extend(wal_of(1..=3));
     let mut marker = WriteBatch::new();
     let marker = marker.encode(4).to_vec();
@@ -123,7 +125,8 @@ fn zeros_longer_than_a_header_are_still_a_cut() {
             );
         }
     }
-    // The shortest such file: one byte past a header.
-    let cut = replay_cut(vec![vec![0; HEADER_LEN + 1]], TORN).unwrap();
-    assert_eq!(cut.bytes_not_replayed, HEADER_LEN as u64 + 1);
+    // The shortest such file: one byte past a version 3 header (the
+    // longest this build writes).
+    let cut = replay_cut(vec![vec![0; header::HEADER_LEN + 1]], TORN).unwrap();
+    assert_eq!(cut.bytes_not_replayed, header::HEADER_LEN as u64 + 1);
 }

@@ -1,9 +1,34 @@
-//! The header of a WAL file (format version 2): what its writer promised
+//! The header of a WAL file (format version 3): what its writer promised
 //! about the records after it, so that recovery can tell bytes a power
-//! loss never wrote from damage to bytes that were durable.
+//! loss never wrote from damage to bytes that were durable, and the salt
+//! that makes its records its own.
 //!
-//! `magic "bloomWAL" (8 bytes) | version: u16 LE = 2 | flags: u16 LE |
-//! crc32 of the 12 bytes before: u32 LE`, then the records.
+//! `magic "bloomWAL" (8 bytes) | version: u16 LE = 3 | flags: u16 LE |
+//! salt: u64 LE | crc32 of the 20 bytes before: u32 LE`, then the records.
+//!
+//! The salt is drawn at random when the file is created (`new_salt`), and
+//! every record's crc32 covers it (the salt's 8 bytes, then the payload:
+//! `record_crc`). Why: recovery decides whether damage is a torn tail or
+//! lost durable data by looking past it for an intact record of the log
+//! (`replay.rs`). Without the salt, WAL records of another log stored in
+//! a value (a replica's copy of a primary's WAL, whose sequences run near
+//! this store's) verify too, and a torn append of such a value, its
+//! header page lost by a power cut, was refused as corruption though the
+//! write was never acknowledged. With it they fail the checksum (as
+//! SQLite salts its WAL frames, and RocksDB's recyclable log records
+//! carry their log number). A record of this very file stored in a value
+//! would verify, but the writer cannot know the salt without reading the
+//! live WAL file, and such a copy carries a sequence the log has passed,
+//! which the search's sequence filter refuses.
+//!
+//! Version 2 (older builds): `magic | version = 2 | flags | crc32 of the
+//! 12 bytes before`, 16 bytes, no salt; its records' crc32 covers the
+//! payload alone. It is read as before, so the search in such a WAL can
+//! still take another log's records in a torn value for its own (the
+//! refusal above stays possible until the store's WALs are all version
+//! 3: the first read-write open replays and flushes them). A version
+//! this build does not know is a damaged header. Flags mean the same in
+//! both versions.
 //!
 //! Flag bit 0, `SYNCED`: the writer fsynced every record before it
 //! appended the next, and the file before the next WAL's first record
@@ -17,7 +42,8 @@
 //! (`seal.rs`): only once the close has fsynced every live WAL without an
 //! error, in a store whose writes were not stopped by one, so every record
 //! before it is durable and damage after it is corruption, as in a synced
-//! WAL. The header is rewritten in place, within one sector, and fsynced:
+//! WAL. The header is rewritten in place (its salt kept), within one
+//! sector, and fsynced:
 //! a power loss before that fsync leaves either header, both true; a torn
 //! rewrite leaves a header that fails its checksum, read strictly
 //! (`DamagedHeader`), which refuses the open and loses nothing, since the
@@ -32,16 +58,21 @@
 //! The header is written and fsynced when the file is created, before any
 //! record is appended: a WAL that holds a record has its header durable.
 //! A file that does not begin with the magic is a version 1 WAL (written
-//! before the header existed): its records start at byte 0 and recovery
-//! reads it strictly, as if synced. A version 1 file begins with the magic
+//! before the header existed): its records start at byte 0, their crc32
+//! over the payload alone, and recovery reads it strictly, as if synced. A version 1 file begins with the magic
 //! only if its first record is a batch of exactly 1,869,573,218 bytes whose
 //! checksum is the magic's last four bytes (a 2^-32 chance at that size).
 
-/// Bytes of the header.
-pub(crate) const HEADER_LEN: usize = 16;
+/// Bytes of the header this build writes (version 3).
+pub(crate) const HEADER_LEN: usize = 24;
+/// Bytes of a version 2 header (no salt), written by older builds.
+pub(crate) const V2_HEADER_LEN: usize = 16;
 
 const MAGIC: [u8; 8] = *b"bloomWAL";
-const VERSION: u16 = 2;
+/// The version this build writes.
+const VERSION: u16 = 3;
+/// The version before the salt, still read.
+const V2: u16 = 2;
 /// Flag: each record was fsynced before the next was appended.
 const SYNCED: u16 = 1;
 /// Flag (with `SYNCED` only): a clean close appended and fsynced a close
@@ -50,15 +81,18 @@ const SYNCED: u16 = 1;
 const CLOSED: u16 = 2;
 
 /// How a WAL's bytes begin, and so how recovery may read damage in it.
+/// `salt`: the salt of a version 3 header, which every record's checksum
+/// covers; `None` in a version 2 WAL (checksum over the payload alone).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WalFormat {
     /// Version 1: no header, records from byte 0.
     Unheaded,
-    /// Version 2. `synced`: the writer fsynced each record before the next.
-    Headed { synced: bool },
-    /// Version 2, synced, and closed: its last record is a close marker
-    /// a clean close fsynced before rewriting the header to say so.
-    Closed,
+    /// Version 2 or 3. `synced`: the writer fsynced each record before
+    /// the next.
+    Headed { synced: bool, salt: Option<u64> },
+    /// Version 2 or 3, synced, and closed: its last record is a close
+    /// marker a clean close fsynced before rewriting the header to say so.
+    Closed { salt: Option<u64> },
     /// The magic, then a header that is damaged or of a version this build
     /// does not know: no record of it is read.
     DamagedHeader,
@@ -70,8 +104,22 @@ impl WalFormat {
     pub(crate) const fn records_start(self) -> usize {
         match self {
             Self::Unheaded | Self::DamagedHeader => 0,
-            Self::Headed { .. } | Self::Closed => HEADER_LEN,
+            Self::Headed { salt: None, .. } | Self::Closed { salt: None } => V2_HEADER_LEN,
+            Self::Headed { salt: Some(_), .. } | Self::Closed { salt: Some(_) } => HEADER_LEN,
         }
+    }
+
+    /// The salt every record's checksum covers (version 3 only).
+    pub(crate) const fn salt(self) -> Option<u64> {
+        match self {
+            Self::Headed { salt, .. } | Self::Closed { salt } => salt,
+            Self::Unheaded | Self::DamagedHeader => None,
+        }
+    }
+
+    /// Whether the header says a clean close ended this WAL with a marker.
+    pub(crate) const fn is_closed(self) -> bool {
+        matches!(self, Self::Closed { .. })
     }
 
     /// Whether every record was durable before the next one was written,
@@ -79,39 +127,94 @@ impl WalFormat {
     /// True unless the header says otherwise: a version 1 WAL or a damaged
     /// header promises nothing we could relax.
     pub(crate) const fn each_record_durable(self) -> bool {
-        !matches!(self, Self::Headed { synced: false })
+        !matches!(self, Self::Headed { synced: false, .. })
     }
 }
 
-/// The header of a new WAL whose writer fsyncs each record (`synced`) or not.
-pub(crate) fn encode(synced: bool) -> [u8; HEADER_LEN] {
-    with_flags(if synced { SYNCED } else { 0 })
+/// The checksum of a record of `payload` in a WAL whose header holds
+/// `salt` (version 3: crc32 of the salt's 8 bytes LE, then the payload),
+/// or none (versions 1 and 2: crc32 of the payload).
+pub(crate) fn record_crc(salt: Option<u64>, payload: &[u8]) -> u32 {
+    let mut crc = crc32fast::Hasher::new();
+    if let Some(salt) = salt {
+        crc.update(&salt.to_le_bytes());
+    }
+    crc.update(payload);
+    crc.finalize()
+}
+
+/// A salt for a new WAL file: random per file (`RandomState`'s keys are
+/// random per process and differ per instance), mixed with the file's
+/// path and the time, so two WALs, of one store or of two, differ in it
+/// but by a 2^-64 chance.
+pub(crate) fn new_salt(path: &std::path::Path) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    path.hash(&mut h);
+    std::process::id().hash(&mut h);
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        t.as_nanos().hash(&mut h);
+    }
+    h.finish()
+}
+
+/// The header of a new WAL whose writer fsyncs each record (`synced`) or
+/// not, its records checksummed with `salt`.
+pub(crate) fn encode(synced: bool, salt: u64) -> [u8; HEADER_LEN] {
+    with_flags(if synced { SYNCED } else { 0 }, salt)
 }
 
 /// The header of a WAL whose records a clean close fsynced, the last one
-/// its close marker.
-pub(crate) fn encode_closed() -> [u8; HEADER_LEN] {
-    with_flags(SYNCED | CLOSED)
+/// its close marker; `salt` is the one the file was created with.
+pub(crate) fn encode_closed(salt: u64) -> [u8; HEADER_LEN] {
+    with_flags(SYNCED | CLOSED, salt)
 }
 
-pub(crate) fn with_flags(flags: u16) -> [u8; HEADER_LEN] {
+/// A version 3 header of any flags.
+pub(crate) fn with_flags(flags: u16, salt: u64) -> [u8; HEADER_LEN] {
     let mut out = [0u8; HEADER_LEN];
     out[..8].copy_from_slice(&MAGIC);
     out[8..10].copy_from_slice(&VERSION.to_le_bytes());
+    out[10..12].copy_from_slice(&flags.to_le_bytes());
+    out[12..20].copy_from_slice(&salt.to_le_bytes());
+    let crc = crc32fast::hash(&out[..20]);
+    out[20..].copy_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// A version 2 header (no salt) of any flags, as older builds wrote it:
+/// for tests and fuzz targets that read WALs of those builds.
+pub(crate) fn v2_with_flags(flags: u16) -> [u8; V2_HEADER_LEN] {
+    let mut out = [0u8; V2_HEADER_LEN];
+    out[..8].copy_from_slice(&MAGIC);
+    out[8..10].copy_from_slice(&V2.to_le_bytes());
     out[10..12].copy_from_slice(&flags.to_le_bytes());
     let crc = crc32fast::hash(&out[..12]);
     out[12..].copy_from_slice(&crc.to_le_bytes());
     out
 }
 
+/// A version 2 header of a WAL synced or not.
+pub(crate) fn encode_v2(synced: bool) -> [u8; V2_HEADER_LEN] {
+    v2_with_flags(if synced { SYNCED } else { 0 })
+}
+
+/// A version 2 header of a closed WAL.
+#[cfg(test)]
+pub(crate) fn encode_closed_v2() -> [u8; V2_HEADER_LEN] {
+    v2_with_flags(SYNCED | CLOSED)
+}
+
 /// Whether `bytes`, a whole WAL file, are what a power loss leaves of a
 /// WAL whose header's fsync never returned: a proper prefix of a header
-/// this build writes (its write torn), or zeros no longer than a header
-/// (the file's length durable, the directory entry too, say by a later
-/// fsync of the directory, but its page never written back, which ext4
-/// and xfs show as zeros: `UnsyncedFate::Pages`). The header is fsynced
-/// before any record is appended (`WalWriter::create`), so such a file
-/// never held a record.
+/// this build or an older one writes (its write torn: for version 3, the
+/// magic, version and flags of a new WAL as far as they reach, then any
+/// bytes of the salt and checksum), or zeros no longer than a version 3
+/// header (the file's length durable, the directory entry too, say by a
+/// later fsync of the directory, but its page never written back, which
+/// ext4 and xfs show as zeros: `UnsyncedFate::Pages`). The header is
+/// fsynced before any record is appended (`WalWriter::create`), so such a
+/// file never held a record.
 ///
 /// No file that held an acknowledged write reads so: such a write's
 /// record was fsynced after a durable header (in `SyncMode::Never`, by
@@ -119,18 +222,27 @@ pub(crate) fn with_flags(flags: u16) -> [u8; HEADER_LEN] {
 /// loss keeps a file's fsynced length and bytes, so the file is longer
 /// than a header and its header intact. A device that zeroed a durable
 /// page leaves the file's length, so a WAL whose only page it zeroed
-/// reads as more than 16 zeros and is cut as before. A version 1 WAL
-/// (no header) of at most 16 zeros is read the same way: its first
-/// record's append was torn and never fsynced, no acknowledged write.
+/// reads as more zeros than a header (a record is at least 20 bytes, a
+/// version 2 header 16) and is cut as before. A version 1 WAL (no
+/// header) of at most 24 zeros is read the same way: a record of a write
+/// is more than 24 bytes, so its first record's append was torn and never
+/// fsynced, no acknowledged write.
 pub(crate) fn never_durable(bytes: &[u8]) -> bool {
     if bytes.is_empty() || bytes.len() > HEADER_LEN {
         return false;
     }
-    let torn = bytes.len() < HEADER_LEN
-        && [encode(false), encode(true)]
+    let v2_torn = bytes.len() < V2_HEADER_LEN
+        && [encode_v2(false), encode_v2(true)]
             .iter()
             .any(|h| h.starts_with(bytes));
-    torn || bytes.iter().all(|&b| b == 0)
+    // Magic, version and flags of a new version 3 WAL; the salt and
+    // checksum after them are any bytes.
+    let v3_torn = bytes.len() < HEADER_LEN
+        && [encode(false, 0), encode(true, 0)].iter().any(|h| {
+            let fixed = bytes.len().min(12);
+            h[..fixed] == bytes[..fixed]
+        });
+    v2_torn || v3_torn || bytes.iter().all(|&b| b == 0)
 }
 
 /// How `bytes`, a whole WAL file, begin. Never panics on any bytes.
@@ -138,21 +250,41 @@ pub(crate) fn decode(bytes: &[u8]) -> WalFormat {
     if bytes.get(..MAGIC.len()) != Some(&MAGIC[..]) {
         return WalFormat::Unheaded;
     }
-    let Some(header) = bytes.get(..HEADER_LEN) else {
+    let Some(version) = bytes.get(8..10).map(|v| u16::from_le_bytes([v[0], v[1]])) else {
         return WalFormat::DamagedHeader;
     };
-    let field = |at: usize| u16::from_le_bytes([header[at], header[at + 1]]);
-    let crc = u32::from_le_bytes([header[12], header[13], header[14], header[15]]);
-    let flags = field(10);
+    let (len, salt) = match version {
+        V2 => (V2_HEADER_LEN, None),
+        VERSION => (HEADER_LEN, Some(12)),
+        _ => return WalFormat::DamagedHeader,
+    };
+    let Some(header) = bytes.get(..len) else {
+        return WalFormat::DamagedHeader;
+    };
+    let crc_at = len - 4;
+    let crc = u32::from_le_bytes([
+        header[crc_at],
+        header[crc_at + 1],
+        header[crc_at + 2],
+        header[crc_at + 3],
+    ]);
+    let flags = u16::from_le_bytes([header[10], header[11]]);
     let known = flags == 0 || flags == SYNCED || flags == SYNCED | CLOSED;
-    if crc32fast::hash(&header[..12]) != crc || field(8) != VERSION || !known {
+    if crc32fast::hash(&header[..crc_at]) != crc || !known {
         return WalFormat::DamagedHeader;
     }
+    let salt = salt.and_then(|at: usize| {
+        header
+            .get(at..at + 8)
+            .and_then(|s| s.try_into().ok())
+            .map(u64::from_le_bytes)
+    });
     if flags & CLOSED != 0 {
-        return WalFormat::Closed;
+        return WalFormat::Closed { salt };
     }
     WalFormat::Headed {
         synced: flags & SYNCED != 0,
+        salt,
     }
 }
 
@@ -161,43 +293,98 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    const SALT: u64 = 0x0123_4567_89ab_cdef;
+
     #[test]
     fn a_header_decodes_to_what_it_promised() {
         for synced in [false, true] {
-            let mut bytes = encode(synced).to_vec();
-            assert_eq!(decode(&bytes), WalFormat::Headed { synced });
+            let mut bytes = encode(synced, SALT).to_vec();
+            let want = WalFormat::Headed {
+                synced,
+                salt: Some(SALT),
+            };
+            assert_eq!(decode(&bytes), want);
             bytes.extend_from_slice(b"records follow");
-            assert_eq!(decode(&bytes), WalFormat::Headed { synced });
+            assert_eq!(decode(&bytes), want);
+            assert_eq!(want.records_start(), HEADER_LEN);
         }
-        assert_eq!(decode(&encode_closed()), WalFormat::Closed);
-        // Closed without synced, or an unknown flag: damage.
-        assert_eq!(decode(&with_flags(CLOSED)), WalFormat::DamagedHeader);
-        assert_eq!(decode(&with_flags(4 | SYNCED)), WalFormat::DamagedHeader);
-        assert!(WalFormat::Closed.each_record_durable());
         assert_eq!(
-            WalFormat::Headed { synced: true }.records_start(),
-            HEADER_LEN
+            decode(&encode_closed(SALT)),
+            WalFormat::Closed { salt: Some(SALT) }
         );
+        // Closed without synced, or an unknown flag: damage.
+        assert_eq!(decode(&with_flags(CLOSED, SALT)), WalFormat::DamagedHeader);
+        assert_eq!(
+            decode(&with_flags(4 | SYNCED, SALT)),
+            WalFormat::DamagedHeader
+        );
+        assert!(WalFormat::Closed { salt: None }.each_record_durable());
+    }
+
+    #[test]
+    fn a_version_2_header_still_decodes_without_a_salt() {
+        for synced in [false, true] {
+            let got = decode(&encode_v2(synced));
+            assert_eq!(got, WalFormat::Headed { synced, salt: None });
+            assert_eq!(got.records_start(), V2_HEADER_LEN);
+            assert_eq!(got.salt(), None);
+        }
+        assert_eq!(
+            decode(&encode_closed_v2()),
+            WalFormat::Closed { salt: None }
+        );
+        // Its records are checksummed over the payload alone.
+        assert_eq!(record_crc(None, b"payload"), crc32fast::hash(b"payload"));
+    }
+
+    #[test]
+    fn the_salt_round_trips_and_is_in_every_record_checksum() {
+        for salt in [0, 1, SALT, u64::MAX] {
+            assert_eq!(decode(&encode(true, salt)).salt(), Some(salt));
+            assert_eq!(decode(&encode_closed(salt)).salt(), Some(salt));
+        }
+        assert_ne!(record_crc(Some(1), b"payload"), record_crc(Some(2), b"payload"));
+        assert_ne!(record_crc(Some(1), b"payload"), record_crc(None, b"payload"));
+        let a = new_salt(std::path::Path::new("/db/000001.log"));
+        let b = new_salt(std::path::Path::new("/db/000001.log"));
+        assert_ne!(a, b, "two WAL files drew the same salt");
+    }
+
+    #[test]
+    fn an_unknown_version_is_a_damaged_header() {
+        for version in [0u16, 1, 4, u16::MAX] {
+            let mut bytes = encode(true, SALT);
+            bytes[8..10].copy_from_slice(&version.to_le_bytes());
+            let crc = crc32fast::hash(&bytes[..20]);
+            bytes[20..].copy_from_slice(&crc.to_le_bytes());
+            assert_eq!(decode(&bytes), WalFormat::DamagedHeader, "{version}");
+        }
     }
 
     #[test]
     fn any_flipped_bit_or_cut_of_a_header_is_damage_never_another_promise() {
-        for synced in [false, true] {
-            let good = encode(synced);
-            for bit in 0..HEADER_LEN * 8 {
-                let mut bytes = good;
+        let headers: [Vec<u8>; 4] = [
+            encode(false, SALT).to_vec(),
+            encode(true, SALT).to_vec(),
+            encode_v2(false).to_vec(),
+            encode_v2(true).to_vec(),
+        ];
+        for good in headers {
+            for bit in 0..good.len() * 8 {
+                let mut bytes = good.clone();
                 bytes[bit / 8] ^= 1 << (bit % 8);
                 let got = decode(&bytes);
                 // A flip in the magic makes a version 1 file, whose first
-                // record is then damaged at byte 0.
+                // record is then damaged at byte 0; a flip in the salt
+                // (or any byte after the magic) fails the checksum.
                 let expected = if bit < 64 {
                     WalFormat::Unheaded
                 } else {
                     WalFormat::DamagedHeader
                 };
-                assert_eq!(got, expected, "synced {synced}, bit {bit}");
+                assert_eq!(got, expected, "{good:?}, bit {bit}");
             }
-            for cut in 8..HEADER_LEN {
+            for cut in 8..good.len() {
                 assert_eq!(decode(&good[..cut]), WalFormat::DamagedHeader);
             }
             for cut in 0..8 {
@@ -209,12 +396,17 @@ mod tests {
     #[test]
     fn a_header_never_made_durable_is_a_prefix_of_one_or_zeros_no_longer() {
         for synced in [false, true] {
-            let h = encode(synced);
+            let h = encode(synced, SALT);
             for len in 1..HEADER_LEN {
                 assert!(never_durable(&h[..len]), "synced {synced}, {len} bytes");
             }
             // A whole header is a WAL with no record yet, not a torn one.
             assert!(!never_durable(&h));
+            let v2 = encode_v2(synced);
+            for len in 1..V2_HEADER_LEN {
+                assert!(never_durable(&v2[..len]), "v2 synced {synced}, {len}");
+            }
+            assert!(!never_durable(&v2));
         }
         for len in 1..=HEADER_LEN {
             assert!(never_durable(&vec![0; len]), "{len} zeros");
@@ -225,6 +417,7 @@ mod tests {
         assert!(!never_durable(&[]));
         assert!(!never_durable(&[0; HEADER_LEN + 1]));
         assert!(!never_durable(b"bloomWAX"));
+        assert!(!never_durable(&encode_closed(SALT)[..20]));
         let mut one_bit = [0u8; HEADER_LEN];
         one_bit[HEADER_LEN - 1] = 1;
         assert!(!never_durable(&one_bit));
@@ -232,8 +425,10 @@ mod tests {
 
     #[test]
     fn only_an_unsynced_header_relaxes_recovery() {
-        assert!(!WalFormat::Headed { synced: false }.each_record_durable());
-        assert!(WalFormat::Headed { synced: true }.each_record_durable());
+        for salt in [None, Some(SALT)] {
+            assert!(!WalFormat::Headed { synced: false, salt }.each_record_durable());
+            assert!(WalFormat::Headed { synced: true, salt }.each_record_durable());
+        }
         assert!(WalFormat::Unheaded.each_record_durable());
         assert!(WalFormat::DamagedHeader.each_record_durable());
     }
@@ -248,9 +443,14 @@ mod tests {
         #[test]
         fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
             let _ = decode(&bytes);
-            let mut headed = MAGIC.to_vec();
-            headed.extend_from_slice(&bytes);
-            let _ = decode(&headed);
+            let _ = never_durable(&bytes);
+            for version in [V2, VERSION] {
+                let mut headed = MAGIC.to_vec();
+                headed.extend_from_slice(&version.to_le_bytes());
+                headed.extend_from_slice(&bytes);
+                let _ = decode(&headed);
+                let _ = never_durable(&headed);
+            }
         }
     }
 }

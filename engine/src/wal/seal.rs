@@ -51,9 +51,10 @@
 //!   and only when a live WAL holds a write, so it always follows one; the
 //!   `CLOSED` flag is set only on the WAL holding it, after its fsync.
 //! - Every live WAL was started by [`WalWriter::create`], so it has a
-//!   version 2 header; a version 1 WAL (no header) is only ever replayed,
-//!   never written, and is left as it is.
-//! - The seal rewrites the 16 header bytes in place and fsyncs them. A
+//!   version 3 header, whose salt the rewrite keeps (every record's
+//!   checksum covers it); a version 1 or 2 WAL of an older build is only
+//!   ever replayed, never written, and is left as it is.
+//! - The seal rewrites the 24 header bytes in place and fsyncs them. A
 //!   power loss before that fsync leaves the old header or the new one
 //!   (the header lies within one sector, which devices write whole), and
 //!   either is true. A device that tore the sector anyway leaves a header
@@ -79,10 +80,12 @@ impl WalWriter {
         if self.synced && !marked {
             return Ok(());
         }
+        // The salt the file was created with: its records' checksums
+        // cover it, so the rewrite keeps it.
         let header = if marked {
-            header::encode_closed()
+            header::encode_closed(self.salt)
         } else {
-            header::encode(true)
+            header::encode(true, self.salt)
         };
         match fs.overwrite(&self.path, 0, &header) {
             Ok(()) => {}

@@ -137,9 +137,18 @@ pub fn close_unsealed(db: bloomlsm::Db, fs: &bloomlsm::fs::fault::FaultFs) {
     assert!(db.close().is_err(), "the close's fsync was to fail");
 }
 
-/// Where a WAL's first record starts: past the 16-byte header that every
-/// WAL this build writes begins with (`engine/src/wal/header.rs`).
-pub const WAL_RECORDS_START: usize = 16;
+/// Where a WAL's first record starts: past the 24-byte header (version 3)
+/// that every WAL this build writes begins with
+/// (`engine/src/wal/header.rs`: magic, version, flags, salt, crc32).
+pub const WAL_RECORDS_START: usize = 24;
+
+/// The salt in the version 3 header of WAL bytes `bytes` (bytes 12..20),
+/// which every record's checksum of that file covers; `None` unless the
+/// bytes begin with a version 3 header.
+pub fn wal_salt(bytes: &[u8]) -> Option<u64> {
+    (bytes.get(..10) == Some(&b"bloomWAL\x03\x00"[..]))
+        .then(|| u64::from_le_bytes(bytes[12..20].try_into().unwrap()))
+}
 
 /// Where the close marker of WAL bytes `bytes` starts: the record a clean
 /// close appends after the last write (an empty batch, 12 bytes of
@@ -169,9 +178,17 @@ pub fn close_marker_offset(bytes: &[u8]) -> usize {
 /// model a crash mid-append makes it read as that crash would leave it
 /// (a closed WAL's cut end is damage, not a torn tail).
 pub fn as_if_never_closed(bytes: &mut [u8]) {
-    bytes[10..12].copy_from_slice(&1u16.to_le_bytes());
-    let crc = crc32fast::hash(&bytes[..12]);
-    bytes[12..16].copy_from_slice(&crc.to_le_bytes());
+    set_wal_flags(bytes, 1);
+}
+
+/// Rewrites the flags of the version 3 WAL header of `bytes` (bytes
+/// 10..12) and its crc32 (of the 20 bytes before it, at 20..24), keeping
+/// the salt.
+pub fn set_wal_flags(bytes: &mut [u8], flags: u16) {
+    assert!(wal_salt(bytes).is_some(), "not a version 3 WAL header");
+    bytes[10..12].copy_from_slice(&flags.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[..20]);
+    bytes[20..24].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Where record `n` (from 0) of WAL bytes `bytes` starts, walking the
@@ -187,8 +204,21 @@ pub fn wal_record_offset(bytes: &[u8], n: usize) -> usize {
 
 /// A checksummed WAL record of one batch: a put of `key = "v"` at
 /// `first_seq` (encoded by hand, as docs/DESIGN.md and the WAL module
-/// describe it, so the engine's own encoder is not what is tested).
+/// describe it, so the engine's own encoder is not what is tested),
+/// checksummed over the payload alone: a record of a version 1 or 2 WAL
+/// (or of no WAL this build wrote).
 pub fn wal_record(first_seq: u64, key: &[u8]) -> Vec<u8> {
+    salted_wal_record(None, first_seq, key)
+}
+
+/// [`wal_record`] as a record of the WAL whose bytes (its header at
+/// least) are `wal`: checksummed under its salt when it has one (crc32 of
+/// the salt's 8 bytes LE, then the payload).
+pub fn wal_record_in(wal: &[u8], first_seq: u64, key: &[u8]) -> Vec<u8> {
+    salted_wal_record(wal_salt(wal), first_seq, key)
+}
+
+fn salted_wal_record(salt: Option<u64>, first_seq: u64, key: &[u8]) -> Vec<u8> {
     let mut payload = Vec::new();
     payload.extend_from_slice(&first_seq.to_le_bytes());
     payload.extend_from_slice(&1u32.to_le_bytes());
@@ -199,7 +229,12 @@ pub fn wal_record(first_seq: u64, key: &[u8]) -> Vec<u8> {
     payload.push(b'v');
     let mut record = Vec::new();
     record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    record.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    let mut crc = crc32fast::Hasher::new();
+    if let Some(salt) = salt {
+        crc.update(&salt.to_le_bytes());
+    }
+    crc.update(&payload);
+    record.extend_from_slice(&crc.finalize().to_le_bytes());
     record.extend_from_slice(&payload);
     record
 }

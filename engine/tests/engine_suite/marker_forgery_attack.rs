@@ -209,9 +209,7 @@ fn rounds_of_close_and_reopen_with_unsealed_marked_wals_keep_every_write() {
                 // The seal's rewrite undone: the header written at the
                 // WAL's creation (flags 0), as without `overwrite`.
                 assert_eq!(bytes[10] & 1, 1, "sealed");
-                bytes[10] = 0;
-                let crc = crc32fast::hash(&bytes[..12]);
-                bytes[12..16].copy_from_slice(&crc.to_le_bytes());
+                common::set_wal_flags(&mut bytes, 0);
                 std::fs::write(&newest, &bytes).unwrap();
             }
             let ro = Db::open_read_only(dir.path(), options.clone()).unwrap();

@@ -5,7 +5,7 @@
 use crate::common;
 
 use bloomlsm::{CorruptFilterPolicy, Db, FilterPolicy, Options};
-use common::{WAL_RECORDS_START, listing, newest_wal, wal_record};
+use common::{WAL_RECORDS_START, listing, newest_wal, wal_record, wal_record_in};
 
 fn no_compaction() -> Options {
     Options {
@@ -380,7 +380,8 @@ fn crafted_wal_sequence_numbers_are_refused_naming_file_and_offset() {
         let wal = newest_wal(dir.path());
         let mut bytes = std::fs::read(&wal).unwrap();
         let offset = bytes.len();
-        bytes.extend_from_slice(&wal_record(first, b"crafted"));
+        let record = wal_record_in(&bytes, first, b"crafted");
+        bytes.extend_from_slice(&record);
         std::fs::write(&wal, &bytes).unwrap();
         let err = Db::open(dir.path(), Options::default()).unwrap_err();
         match &err {
@@ -470,7 +471,8 @@ fn older_wal_cut_at_a_record_boundary(
     // The newer WAL gets a record continuing the older one (seq 3).
     let start = WAL_RECORDS_START;
     let mut newer_bytes = std::fs::read(&newer).unwrap()[..start].to_vec();
-    newer_bytes.extend_from_slice(&wal_record(3, b"w3"));
+    let record = wal_record_in(&newer_bytes, 3, b"w3");
+    newer_bytes.extend_from_slice(&record);
     std::fs::write(&newer, newer_bytes).unwrap();
     let older_bytes = std::fs::read(&older).unwrap();
     let len = u32::from_le_bytes(older_bytes[start..start + 4].try_into().unwrap()) as usize;
@@ -553,7 +555,8 @@ fn a_failed_open_leaves_no_file_it_created() {
     // Damage the WAL in the middle: open refuses, after reading it.
     let wal = newest_wal(dir.path());
     let mut bytes = std::fs::read(&wal).unwrap();
-    bytes.extend_from_slice(&wal_record(2, b"second"));
+    let record = wal_record_in(&bytes, 2, b"second");
+    bytes.extend_from_slice(&record);
     bytes[9] ^= 0xff;
     std::fs::write(&wal, &bytes).unwrap();
     let before = listing(dir.path());

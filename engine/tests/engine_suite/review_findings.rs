@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bloomlsm::fs::fault::FaultFs;
 use bloomlsm::{Db, Options, SyncMode, WalRecovery, WriteBatch};
-use common::{WAL_RECORDS_START, listing, newest_wal, wal_record};
+use common::{WAL_RECORDS_START, listing, newest_wal, wal_record, wal_record_in};
 
 /// Bytes that look random (xorshift), as compressed or encrypted values do.
 fn random_bytes(n: usize, mut x: u64) -> Vec<u8> {
@@ -100,12 +100,13 @@ fn torn_tail_mode_refuses_an_intact_record_after_damage_in_a_newer_wal() {
     let bytes = std::fs::read(&older).unwrap();
     std::fs::write(&older, &bytes[..bytes.len() - 3]).unwrap();
     // The newer WAL: a damaged record, then an intact one.
-    let mut damaged = wal_record(3, b"w3");
+    let mut newer_bytes = std::fs::read(&newer).unwrap()[..WAL_RECORDS_START].to_vec();
+    let mut damaged = wal_record_in(&newer_bytes, 3, b"w3");
     let last = damaged.len() - 1;
     damaged[last] ^= 0xff;
-    let mut newer_bytes = std::fs::read(&newer).unwrap()[..WAL_RECORDS_START].to_vec();
+    let record = wal_record_in(&newer_bytes, 4, b"w4");
     newer_bytes.extend_from_slice(&damaged);
-    newer_bytes.extend_from_slice(&wal_record(4, b"w4"));
+    newer_bytes.extend_from_slice(&record);
     std::fs::write(&newer, &newer_bytes).unwrap();
     let opened = Db::open(
         dir.path(),
@@ -149,7 +150,8 @@ fn a_wal_record_reusing_table_sequences_is_corruption() {
     let wal = newest_wal(dir.path());
     let mut bytes = std::fs::read(&wal).unwrap();
     assert_eq!(bytes.len(), WAL_RECORDS_START, "only the header");
-    bytes.extend_from_slice(&wal_record(2, b"k")); // k = "v" at seq 2 < 6
+    let record = wal_record_in(&bytes, 2, b"k"); // k = "v" at seq 2 < 6
+    bytes.extend_from_slice(&record);
     std::fs::write(&wal, &bytes).unwrap();
     let opened = Db::open(dir.path(), options);
     let db = match opened {
@@ -285,7 +287,8 @@ fn point_in_time_drops_newer_wals_for_good() {
     let bytes = std::fs::read(&older).unwrap();
     std::fs::write(&older, &bytes[..bytes.len() - 3]).unwrap();
     let mut newer_bytes = std::fs::read(&newer).unwrap()[..WAL_RECORDS_START].to_vec();
-    newer_bytes.extend_from_slice(&wal_record(3, b"w3"));
+    let record = wal_record_in(&newer_bytes, 3, b"w3");
+    newer_bytes.extend_from_slice(&record);
     std::fs::write(&newer, newer_bytes).unwrap();
     let pit = Options {
         wal_recovery: WalRecovery::PointInTime,
@@ -325,7 +328,8 @@ fn a_wal_emptied_by_power_loss_is_a_hole_never_replayed_past() {
         let header = std::fs::read(&older).unwrap()[..WAL_RECORDS_START].to_vec();
         std::fs::write(&older, &header).unwrap();
         let mut newer_bytes = std::fs::read(&newer).unwrap()[..WAL_RECORDS_START].to_vec();
-        newer_bytes.extend_from_slice(&wal_record(3, b"w3"));
+        let record = wal_record_in(&newer_bytes, 3, b"w3");
+    newer_bytes.extend_from_slice(&record);
         std::fs::write(&newer, newer_bytes).unwrap();
         let options = Options {
             wal_recovery: mode,

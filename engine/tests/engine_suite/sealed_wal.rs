@@ -73,12 +73,12 @@ fn wals(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Whether the WAL at `path` has an intact header with the SYNCED flag
-/// (`engine/src/wal/header.rs`: magic, version 2, flags, crc32).
+/// (`engine/src/wal/header.rs`: magic, version 3, flags, salt, crc32).
 fn says_synced(path: &Path) -> bool {
     let bytes = std::fs::read(path).unwrap();
-    assert_eq!(&bytes[..8], b"bloomWAL", "{path:?}");
-    let crc = u32::from_le_bytes(bytes[12..16].try_into().unwrap());
-    assert_eq!(crc, crc32(&bytes[..12]), "{path:?}: a damaged header");
+    assert_eq!(&bytes[..10], b"bloomWAL\x03\x00", "{path:?}");
+    let crc = u32::from_le_bytes(bytes[20..24].try_into().unwrap());
+    assert_eq!(crc, crc32(&bytes[..20]), "{path:?}: a damaged header");
     u16::from_le_bytes([bytes[10], bytes[11]]) & 1 == 1
 }
 
