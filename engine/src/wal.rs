@@ -273,9 +273,12 @@ pub(crate) fn is_damaged_marker(bytes: &[u8], at: usize) -> bool {
 /// it, and their sequence could follow every write before the damage and
 /// the write at it (at `lowest` or later: where the store's log may
 /// start, `replay::LogStart::lowest`). A value holding the same store's
-/// earlier marker fails that (the log has since moved past it); another
-/// store's marker at a sequence this log could reach, in a write whose
-/// header the damage took, remains indistinguishable from a marker.
+/// earlier marker fails that (the log has since moved past it, and in a
+/// version 3 WAL it was another file's, another salt); another store's
+/// marker at a sequence this log could reach, in a write whose header the
+/// damage took, remains indistinguishable from a marker only in a
+/// version 2 WAL: in version 3 it fails the checksum under this file's
+/// salt.
 pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
     let Some(at) = bytes.len().checked_sub(MARKER_LEN) else {
         return false;

@@ -4,7 +4,7 @@
 //! snapshots is right, read-only and read-write; writes then compact its
 //! version 1 tables into version 2 ones beside the ones left alone; an
 //! in-place filter rebuild keeps each table's version; the store is
-//! version 5 once written.
+//! at the current store format version (`STORE_FORMAT_VERSION`) once written.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use crate::common;
