@@ -267,9 +267,7 @@ pub(crate) fn replay_logs(
             // A WAL whose header says it ends with a close marker: damage
             // at its end is no torn tail, but for a damaged marker, which
             // held no write.
-            if replay.format.is_closed()
-                && !wal::is_damaged_marker(&log.bytes, at as usize)
-            {
+            if replay.format.is_closed() && !wal::is_damaged_marker(&log.bytes, at as usize) {
                 return Err(Error::corruption(&log.path, at, WalDamage::ClosedWalEnd));
             }
             WalCutCause::TornTail

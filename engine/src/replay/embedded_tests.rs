@@ -55,7 +55,9 @@ fn torn_image(
         image.extend(salted(own, &batch(s, 1, 5)));
     }
     let at = image.len();
-    let run: Vec<u8> = embedded.flat_map(|s| salted(other, &batch(s, 1, 40))).collect();
+    let run: Vec<u8> = embedded
+        .flat_map(|s| salted(other, &batch(s, 1, 40)))
+        .collect();
     let mut value = vec![0x5a; 9000];
     value.extend_from_slice(&run);
     value.resize(value.len().max(16_000), 0xa5);
@@ -202,8 +204,8 @@ fn a_store_crashed_mid_append_of_such_a_value_opens_in_torn_tail_mode() {
             std::fs::copy(entry.path(), copy.path().join(entry.file_name())).unwrap();
         }
         for (path, mode) in [(dir.path(), TORN), (copy.path(), PIT)] {
-            let db = Db::open(path, opts(mode))
-                .unwrap_or_else(|e| panic!("seed {seed}, {mode:?}: {e}"));
+            let db =
+                Db::open(path, opts(mode)).unwrap_or_else(|e| panic!("seed {seed}, {mode:?}: {e}"));
             for i in 0..5u8 {
                 assert_eq!(
                     db.get(&[b'k', i]).unwrap().as_deref(),

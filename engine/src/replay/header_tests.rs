@@ -18,7 +18,9 @@ fn headed(synced: bool, seqs: impl IntoIterator<Item = u64>) -> Vec<u8> {
 
 /// Where each record of `headed(_, 1..=n)` starts, and the end of the last.
 fn record_starts(n: u64) -> Vec<usize> {
-    (0..=n).map(|k| V2_HEADER_LEN + wal_of(1..=k).len()).collect()
+    (0..=n)
+        .map(|k| V2_HEADER_LEN + wal_of(1..=k).len())
+        .collect()
 }
 
 /// A page of the file: what a power loss keeps or loses whole.
@@ -299,7 +301,14 @@ fn a_lost_page_after_a_straddling_intact_length_of_a_synced_wal_is_refused() {
     // and ends before the fourth.
     assert!(2 * PAGE < third_at && third_at + 8 <= 3 * PAGE && 3 * PAGE <= fourth_at);
     assert_ne!(&second[..2], &[0, 0]);
-    let bytes = [&header::encode_v2(true)[..], &first, &second, &third, &fourth].concat();
+    let bytes = [
+        &header::encode_v2(true)[..],
+        &first,
+        &second,
+        &third,
+        &fourth,
+    ]
+    .concat();
     let damaged = zeroed(&bytes, 2 * PAGE..3 * PAGE);
     let (_, offset, reason) = wal_damage(replay(vec![damaged.clone()], TORN, FRESH));
     assert_eq!((offset, reason), (at as u64, WalDamage::BeforeIntact));

@@ -343,8 +343,14 @@ mod tests {
             assert_eq!(decode(&encode(true, salt)).salt(), Some(salt));
             assert_eq!(decode(&encode_closed(salt)).salt(), Some(salt));
         }
-        assert_ne!(record_crc(Some(1), b"payload"), record_crc(Some(2), b"payload"));
-        assert_ne!(record_crc(Some(1), b"payload"), record_crc(None, b"payload"));
+        assert_ne!(
+            record_crc(Some(1), b"payload"),
+            record_crc(Some(2), b"payload")
+        );
+        assert_ne!(
+            record_crc(Some(1), b"payload"),
+            record_crc(None, b"payload")
+        );
         let a = new_salt(std::path::Path::new("/db/000001.log"));
         let b = new_salt(std::path::Path::new("/db/000001.log"));
         assert_ne!(a, b, "two WAL files drew the same salt");
@@ -426,7 +432,13 @@ mod tests {
     #[test]
     fn only_an_unsynced_header_relaxes_recovery() {
         for salt in [None, Some(SALT)] {
-            assert!(!WalFormat::Headed { synced: false, salt }.each_record_durable());
+            assert!(
+                !WalFormat::Headed {
+                    synced: false,
+                    salt
+                }
+                .each_record_durable()
+            );
             assert!(WalFormat::Headed { synced: true, salt }.each_record_durable());
         }
         assert!(WalFormat::Unheaded.each_record_durable());

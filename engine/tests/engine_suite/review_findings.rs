@@ -329,7 +329,7 @@ fn a_wal_emptied_by_power_loss_is_a_hole_never_replayed_past() {
         std::fs::write(&older, &header).unwrap();
         let mut newer_bytes = std::fs::read(&newer).unwrap()[..WAL_RECORDS_START].to_vec();
         let record = wal_record_in(&newer_bytes, 3, b"w3");
-    newer_bytes.extend_from_slice(&record);
+        newer_bytes.extend_from_slice(&record);
         std::fs::write(&newer, newer_bytes).unwrap();
         let options = Options {
             wal_recovery: mode,

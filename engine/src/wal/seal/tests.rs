@@ -46,7 +46,13 @@ fn a_clean_close_seals_a_frozen_wal_and_the_active_one() {
     let salts: Vec<Option<u64>> = live.iter().map(|wal| format(wal).salt()).collect();
     for (wal, &salt) in live.iter().zip(&salts) {
         assert!(salt.is_some(), "{wal:?} has no salt (version 3)");
-        assert_eq!(format(wal), WalFormat::Headed { synced: false, salt });
+        assert_eq!(
+            format(wal),
+            WalFormat::Headed {
+                synced: false,
+                salt
+            }
+        );
     }
     assert_ne!(salts[0], salts[1], "two WAL files with one salt");
     db.close().unwrap();
@@ -54,7 +60,11 @@ fn a_clean_close_seals_a_frozen_wal_and_the_active_one() {
     // rewrite keeps each file's salt, which its records' checksums cover.
     let (newest, older) = live.split_last().unwrap();
     for (wal, &salt) in older.iter().zip(&salts) {
-        assert_eq!(format(wal), WalFormat::Headed { synced: true, salt }, "{wal:?}");
+        assert_eq!(
+            format(wal),
+            WalFormat::Headed { synced: true, salt },
+            "{wal:?}"
+        );
     }
     let salt = salts[salts.len() - 1];
     assert_eq!(format(newest), WalFormat::Closed { salt }, "{newest:?}");
