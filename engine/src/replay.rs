@@ -33,11 +33,13 @@
 //! a write, so only the active WAL may be empty; a power cut can empty an
 //! older one).
 //!
-//! "A record of the log after the damage" is a checksummed record with a
+//! "A record of the log after the damage" is a record whose checksum
+//! verifies under its WAL file's salt (version 3; `wal/header.rs`) with a
 //! sequence number the log could hold there: exactly the successor of a
 //! torn record whose header survived, else any sequence from the damaged
-//! one on. Checksummed bytes inside a torn value, or random bytes, are not
-//! taken for one.
+//! one on. Records of another log inside a torn value (another salt, or
+//! none), or random bytes, are not taken for one; in a version 2 WAL (no
+//! salt) another log's records at those sequences still are.
 
 use std::path::{Path, PathBuf};
 
