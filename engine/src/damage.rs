@@ -223,6 +223,16 @@ pub enum WalDamage {
         /// The newer WAL.
         newer: PathBuf,
     },
+    /// A WAL whose header is damaged (or of a version this build does not
+    /// know) and that is longer than a header: a header is fsynced before
+    /// any record is appended, so no crash leaves it damaged with records
+    /// after it, and in a salted WAL (version 3) the records cannot be
+    /// checked without it.
+    #[error(
+        "damaged WAL header with bytes after it \
+         (WalRecovery::PointInTime recovers the writes before it)"
+    )]
+    DamagedHeader,
     /// A checksummed record that is not a batch.
     #[error("record is not a batch: {0}")]
     Batch(#[from] BatchError),

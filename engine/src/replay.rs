@@ -300,6 +300,14 @@ fn check_torn_tail(
 ) -> Result<()> {
     let log = &logs[i];
     let at_usize = at as usize;
+    // A header is fsynced before any record (`WalWriter::create`): a
+    // damaged one with more than a header's bytes after its start held
+    // records, whose salt (version 3) may be what the damage took.
+    if wal::format_of(&log.bytes) == WalFormat::DamagedHeader
+        && log.bytes.len() > wal::header::HEADER_LEN
+    {
+        return Err(Error::corruption(&log.path, at, WalDamage::DamagedHeader));
+    }
     let filter = match wal::successor_of_torn(&log.bytes, at_usize, expected) {
         Some(successor) => SeqFilter::Exactly(successor),
         None => SeqFilter::From(expected),

@@ -217,7 +217,8 @@ pub(crate) fn record_at_framed_end(bytes: &[u8], at: usize, filter: SeqFilter) -
     else {
         return false;
     };
-    first_seq_at(bytes, end) == Some(successor) && record_at(bytes, end, salt_of(bytes)).is_some()
+    first_seq_at(bytes, end) == Some(successor)
+        && record_at(bytes, end, search_salts(bytes)).is_some()
 }
 
 /// Bytes a device writes whole: a power cut tears a write only at a
@@ -284,7 +285,7 @@ pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
         return false;
     };
     let intact_marker = at >= records_start(bytes)
-        && record_at(bytes, at, salt_of(bytes)).is_some_and(|(end, payload)| {
+        && record_at(bytes, at, search_salts(bytes)).is_some_and(|(end, payload)| {
             end == bytes.len() && batch_header(payload).is_some_and(|(_, count)| count == 0)
         });
     let Some(seq) = first_seq_at(bytes, at).filter(|_| intact_marker) else {
@@ -318,7 +319,7 @@ pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
 /// frames exactly the rest of the file).
 fn intact_record_ending_at_end(bytes: &[u8], from: usize, to: usize) -> Option<bool> {
     let mut budget = search_budget(bytes);
-    let salt = salt_of(bytes);
+    let salt = search_salts(bytes);
     for at in from..to {
         let Some((len, start)) = plausible_header(bytes, at) else {
             continue;
@@ -334,23 +335,44 @@ fn intact_record_ending_at_end(bytes: &[u8], from: usize, to: usize) -> Option<b
     Some(false)
 }
 
-/// Parses one record at `at` of a WAL whose header holds `salt`:
+/// The salts a record of a WAL may be checksummed under: one, or two
+/// when the header cannot say which.
+type Salts = [Option<u64>; 2];
+
+/// Parses one record at `at` of a WAL whose header holds one of `salts`:
 /// `Some((payload end, payload))` when intact, its checksum verifying
-/// under that salt (so a record of another WAL, another salt, is no
+/// under one of them (so a record of another WAL, another salt, is no
 /// record of this one: `header.rs`).
-fn record_at(bytes: &[u8], at: usize, salt: Option<u64>) -> Option<(usize, &[u8])> {
+fn record_at(bytes: &[u8], at: usize, salts: Salts) -> Option<(usize, &[u8])> {
     let (len, start) = plausible_header(bytes, at)?;
     let header = &bytes[at..start];
     let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
     let payload = &bytes[start..start + len];
-    (header::record_crc(salt, payload) == crc).then_some((start + len, payload))
+    let verifies = |salt| header::record_crc(salt, payload) == crc;
+    (verifies(salts[0]) || (salts[1] != salts[0] && verifies(salts[1])))
+        .then_some((start + len, payload))
 }
 
-/// The salt of the WAL whose whole bytes are `bytes` (`None` for a version
-/// 1 or 2 WAL, or a damaged header, whose records are then checksummed
-/// over the payload alone).
-fn salt_of(bytes: &[u8]) -> Option<u64> {
-    format_of(bytes).salt()
+/// The salts the records of the WAL whose whole bytes are `bytes` may be
+/// checksummed under, for the search for a record of the log past
+/// damage: the header's (none for version 2) when it is intact. When it
+/// is damaged, or its magic is (the file then reads as version 1), the
+/// records may be of any version: none, or the salt where a version 3
+/// header keeps it (bytes 12..20), so that damage to a header's magic,
+/// version, flags or checksum does not hide the records after it and
+/// make them a torn tail (damage to its salt is refused by replay: a
+/// damaged header longer than a header held records).
+fn search_salts(bytes: &[u8]) -> Salts {
+    match format_of(bytes) {
+        WalFormat::Headed { salt, .. } | WalFormat::Closed { salt } => [salt, salt],
+        WalFormat::Unheaded | WalFormat::DamagedHeader => [
+            None,
+            bytes
+                .get(12..20)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes),
+        ],
+    }
 }
 
 /// The payload length and start of a record header at `at` that fits in
@@ -376,7 +398,7 @@ pub(crate) fn record_follows(
     filter: SeqFilter,
     mut budget: usize,
 ) -> Option<bool> {
-    let salt = salt_of(bytes);
+    let salt = search_salts(bytes);
     for at in from..bytes.len().saturating_sub(RECORD_HEADER_LEN - 1) {
         let Some((len, _)) = plausible_header(bytes, at) else {
             continue;
@@ -414,7 +436,8 @@ pub(crate) fn records(bytes: &[u8]) -> Replay {
     }
     let mut at = format.records_start();
     while at < bytes.len() {
-        if let Some((end, payload)) = record_at(bytes, at, format.salt()) {
+        let salt = format.salt();
+        if let Some((end, payload)) = record_at(bytes, at, [salt, salt]) {
             out.records.push(Record {
                 offset: at as u64,
                 payload: payload.to_vec(),
@@ -475,6 +498,36 @@ mod tests {
         assert_eq!(r.damage, None);
         let lens: Vec<usize> = r.records.iter().map(|x| x.payload.len()).collect();
         assert_eq!(lens, [1000, 900, 8 << 20, 100]);
+    }
+
+    #[test]
+    fn a_record_counts_only_under_its_file_s_salt() {
+        let salted = |salt: Option<u64>, payload: &[u8]| {
+            let mut out = (payload.len() as u32).to_le_bytes().to_vec();
+            out.extend_from_slice(&header::record_crc(salt, payload).to_le_bytes());
+            out.extend_from_slice(payload);
+            out
+        };
+        let head = header::encode(true, 7);
+        let own = [&head[..], &salted(Some(7), &batch(1))].concat();
+        assert_eq!(records(&own).records.len(), 1);
+        // Another WAL's record (another salt) or a version 2 one (none).
+        for other in [None, Some(8)] {
+            let foreign = [&head[..], &salted(other, &batch(1))].concat();
+            let r = records(&foreign);
+            assert_eq!(
+                (r.records.len(), r.damage),
+                (0, Some(header::HEADER_LEN as u64))
+            );
+            let budget = search_budget(&foreign);
+            assert_eq!(
+                record_follows(&foreign, 1, SeqFilter::From(1), budget),
+                Some(false)
+            );
+        }
+        // A version 2 file's records are checksummed without a salt.
+        let v2 = [&header::encode_v2(true)[..], &salted(None, &batch(1))].concat();
+        assert_eq!(records(&v2).records.len(), 1);
     }
 
     #[test]
@@ -568,9 +621,17 @@ mod tests {
     proptest! {
         #[test]
         fn random_bytes_never_panic(
-            bytes in proptest::collection::vec(any::<u8>(), 0..300),
+            body in proptest::collection::vec(any::<u8>(), 0..300),
             seq in any::<u64>(),
+            headed in 0..3u8,
         ) {
+            // As they are (version 1), or after a version 2 or 3 header,
+            // so that the salted checksum is reached too.
+            let bytes = match headed {
+                0 => body,
+                1 => [&header::encode_v2(true)[..], &body].concat(),
+                _ => [&header::encode(true, seq)[..], &body].concat(),
+            };
             let r = records(&bytes);
             if let Some(at) = r.damage {
                 let _ = successor_of_torn(&bytes, at as usize, seq);

@@ -113,21 +113,43 @@ fn a_lost_tail_of_an_older_unsynced_wal_ends_the_log_there() {
 
 #[test]
 fn a_damaged_header_before_intact_records_is_corruption() {
+    const SALT: u64 = 0x5a17_0000_0000_0026;
+    let v3 = |synced| {
+        let mut out = header::encode(synced, SALT).to_vec();
+        for s in 1..=3 {
+            let payload = super::tests::batch(s, 1, 5);
+            out.extend((payload.len() as u32).to_le_bytes());
+            out.extend(header::record_crc(Some(SALT), &payload).to_le_bytes());
+            out.extend(payload);
+        }
+        out
+    };
     for synced in [false, true] {
-        let bytes = headed(synced, 1..=3);
-        // Any bit of the header: a flipped magic makes a version 1 file
-        // whose first "record" is the header, and a flipped flag or
-        // checksum a damaged header. Neither relaxes recovery.
-        for bit in 0..V2_HEADER_LEN * 8 {
-            let mut damaged = bytes.clone();
-            damaged[bit / 8] ^= 1 << (bit % 8);
-            let (_, offset, reason) = wal_damage(replay(vec![damaged.clone()], TORN, FRESH));
-            assert_eq!(
-                (offset, reason),
-                (0, WalDamage::BeforeIntact),
-                "synced {synced}, bit {bit}"
-            );
-            assert_eq!(replay(vec![damaged], PIT, FRESH).unwrap(), None);
+        // Version 2 and version 3 (salted) WALs.
+        for bytes in [headed(synced, 1..=3), v3(synced)] {
+            let header_len = header::format_of_len(&bytes);
+            // Any bit of the header: a flipped magic makes a version 1
+            // file whose first "record" is the header, with records of
+            // the log after it (under no salt or the salt where a version
+            // 3 header keeps it); a flipped version, flag, salt or
+            // checksum a damaged header with bytes after it. Neither
+            // relaxes recovery.
+            for bit in 0..header_len * 8 {
+                let mut damaged = bytes.clone();
+                damaged[bit / 8] ^= 1 << (bit % 8);
+                let (_, offset, reason) = wal_damage(replay(vec![damaged.clone()], TORN, FRESH));
+                let want = if bit < 64 {
+                    WalDamage::BeforeIntact
+                } else {
+                    WalDamage::DamagedHeader
+                };
+                assert_eq!(
+                    (offset, reason),
+                    (0, want),
+                    "synced {synced}, {header_len}-byte header, bit {bit}"
+                );
+                assert_eq!(replay(vec![damaged], PIT, FRESH).unwrap(), None);
+            }
         }
     }
 }

@@ -245,6 +245,12 @@ pub(crate) fn never_durable(bytes: &[u8]) -> bool {
     v2_torn || v3_torn || bytes.iter().all(|&b| b == 0)
 }
 
+/// The length of the intact header `bytes` begin with (0 if none).
+#[cfg(test)]
+pub(crate) fn format_of_len(bytes: &[u8]) -> usize {
+    decode(bytes).records_start()
+}
+
 /// How `bytes`, a whole WAL file, begin. Never panics on any bytes.
 pub(crate) fn decode(bytes: &[u8]) -> WalFormat {
     if bytes.get(..MAGIC.len()) != Some(&MAGIC[..]) {

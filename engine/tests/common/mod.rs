@@ -211,6 +211,24 @@ pub fn wal_record(first_seq: u64, key: &[u8]) -> Vec<u8> {
     salted_wal_record(None, first_seq, key)
 }
 
+/// The records of version 3 WAL bytes `bytes` up to `end` (a record
+/// boundary), re-checksummed without the salt: the body of a version 1
+/// (no header) or version 2 WAL holding the same writes.
+pub fn unsalted_records(bytes: &[u8], end: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut at = WAL_RECORDS_START;
+    while at < end {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let payload = &bytes[at + 8..at + 8 + len];
+        out.extend_from_slice(&bytes[at..at + 4]);
+        out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        out.extend_from_slice(payload);
+        at += 8 + len;
+    }
+    assert_eq!(at, end, "not a record boundary");
+    out
+}
+
 /// [`wal_record`] as a record of the WAL whose bytes (its header at
 /// least) are `wal`: checksummed under its salt when it has one (crc32 of
 /// the salt's 8 bytes LE, then the payload).
