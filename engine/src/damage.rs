@@ -224,10 +224,10 @@ pub enum WalDamage {
         newer: PathBuf,
     },
     /// A WAL whose header is damaged (or of a version this build does not
-    /// know) and that is longer than a header: a header is fsynced before
-    /// any record is appended, so no crash leaves it damaged with records
-    /// after it, and in a salted WAL (version 3) the records cannot be
-    /// checked without it.
+    /// know, or reads as zeros) with bytes other than zeros after it: a
+    /// header is fsynced before any record is appended, so no crash
+    /// leaves it damaged with records after it, and in a salted WAL
+    /// (version 3) the records cannot be checked without it.
     #[error(
         "damaged WAL header with bytes after it \
          (WalRecovery::PointInTime recovers the writes before it)"

@@ -301,11 +301,24 @@ fn check_torn_tail(
     let log = &logs[i];
     let at_usize = at as usize;
     // A header is fsynced before any record (`WalWriter::create`): a
-    // damaged one with more than a header's bytes after its start held
-    // records, whose salt (version 3) may be what the damage took.
-    if wal::format_of(&log.bytes) == WalFormat::DamagedHeader
-        && log.bytes.len() > wal::header::HEADER_LEN
-    {
+    // damaged one, or one that reads as zeros (a durable page the device
+    // lost), with bytes other than zeros after it held records, whose
+    // salt (version 3) may be what the damage took, so that no record
+    // after it could be checked. (A version 1 WAL, which has no header,
+    // beginning with a header's length of zeros and more after them is
+    // refused too: its first record's length field lost. Zeros alone
+    // after it are cut as before: nothing there to check.)
+    let header_len = wal::header::HEADER_LEN;
+    let header_lost = match wal::format_of(&log.bytes) {
+        WalFormat::DamagedHeader => true,
+        WalFormat::Unheaded => log
+            .bytes
+            .get(..header_len)
+            .is_some_and(|h| h.iter().all(|&b| b == 0)),
+        WalFormat::Headed { .. } | WalFormat::Closed { .. } => false,
+    };
+    let after = log.bytes.get(header_len..).unwrap_or_default();
+    if header_lost && after.iter().any(|&b| b != 0) {
         return Err(Error::corruption(&log.path, at, WalDamage::DamagedHeader));
     }
     let filter = match wal::successor_of_torn(&log.bytes, at_usize, expected) {

@@ -46,21 +46,21 @@ fn a_sealed_wal_whose_end_is_gone_is_noted() {
         .filter(|p| p.extension().is_some_and(|x| x == "wal"))
         .max()
         .unwrap();
-    // Keep the WAL's 16-byte header only: `b`'s record and the marker are
+    // Keep the WAL's 24-byte header (version 3) only: `b`'s record and the marker are
     // gone, cut at a record boundary (no torn byte left).
     std::fs::OpenOptions::new()
         .write(true)
         .open(&wal)
         .unwrap()
-        .set_len(16)
+        .set_len(24)
         .unwrap();
     let (cut_wal, offset, bytes) = cut(d);
     assert!(cut_wal.ends_with(wal.file_name().unwrap().to_str().unwrap()));
-    assert_eq!((offset, bytes), (16, 0), "the scenario: a cut of 0 bytes");
+    assert_eq!((offset, bytes), (24, 0), "the scenario: a cut of 0 bytes");
     let says = |err: &str| {
         err.starts_with("note: ")
             && err.contains(&cut_wal)
-            && err.contains("offset 16")
+            && err.contains("offset 24")
             && err.lines().count() == 1
     };
 
