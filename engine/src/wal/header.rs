@@ -47,7 +47,10 @@
 //! a power loss before that fsync leaves either header, both true; a torn
 //! rewrite leaves a header that fails its checksum, read strictly
 //! (`DamagedHeader`), which refuses the open and loses nothing, since the
-//! records were fsynced first.
+//! records were fsynced first. (Replay refuses a damaged header, or one
+//! that reads as zeros, with any byte other than zero after it,
+//! `WalDamage::DamagedHeader`: without the salt the records after it
+//! could not be checked.)
 //!
 //! Flag bit 1, `CLOSED` (only with `SYNCED`): set by the same rewrite on
 //! the WAL the close appended its close marker to, after the marker's
