@@ -63,7 +63,7 @@ fn a_wait_returns_while_other_threads_keep_writing() {
     }
     let (tx, rx) = mpsc::channel();
     let waiter = Arc::clone(&db);
-    std::thread::spawn(move || {
+    let waiting = std::thread::spawn(move || {
         let _ = tx.send(waiter.wait_for_background_work());
     });
     let answer = rx.recv_timeout(WATCHDOG);
@@ -75,5 +75,8 @@ fn a_wait_returns_while_other_threads_keep_writing() {
         answer.unwrap_or_else(|_| panic!("hung: the wait outlived {WATCHDOG:?} of writes"));
     answer.unwrap();
     drop(rx);
+    // The waiter drops its handle after it sends: join it, so that ours
+    // is the last one.
+    waiting.join().unwrap();
     Arc::try_unwrap(db).unwrap().close().unwrap();
 }
