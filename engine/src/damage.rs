@@ -224,7 +224,9 @@ pub enum WalDamage {
         newer: PathBuf,
     },
     /// A WAL whose header is damaged (or of a version this build does not
-    /// know, or reads as zeros) with bytes other than zeros after it: a
+    /// know, or, in a store whose WALs are all of version 3, missing: zeros
+    /// or other bytes where the magic is) with bytes other than zeros
+    /// after it: a
     /// header is fsynced before any record is appended, so no crash
     /// leaves it damaged with records after it, and in a salted WAL
     /// (version 3) the records cannot be checked without it.

@@ -53,6 +53,17 @@ pub(crate) const MANIFEST_MAGIC: u64 = 0x6e61_6d6d_6f6f_6c62;
 /// it refuses the version instead. Older stores open unchanged (their
 /// WALs of version 1 and 2 are read as before).
 pub const STORE_FORMAT_VERSION: u32 = 6;
+/// The store format version since which every live WAL is of WAL format
+/// version 3 (salted): such a store's first read-write open flushed the
+/// older WALs it replayed before it wrote this version.
+pub(crate) const SALTED_WALS_SINCE: u32 = 6;
+
+/// The store format version a manifest's bytes name (after its magic), if
+/// they are long enough to hold one.
+pub(crate) fn store_format_version(bytes: &[u8]) -> Option<u32> {
+    let v = bytes.get(8..12)?;
+    Some(u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+}
 const HEADER_LEN: usize = 8 + 4 + 4 + 4;
 
 /// One live table as the manifest records it.

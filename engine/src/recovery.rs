@@ -184,16 +184,20 @@ fn read_store(
     let listing = fs.list(dir)?;
     let fresh = !fs.exists(&manifest_path);
     refuse_non_store(dir, &listing, fresh)?;
-    let state = if fresh {
-        ManifestState {
+    let (state, salted) = if fresh {
+        let state = ManifestState {
             next_file_number: 2,
             last_seq: 0,
             wal_number: 1,
             tables: Vec::new(),
-        }
+        };
+        (state, true)
     } else {
         let bytes = fs.read_all(&manifest_path)?;
-        ManifestState::decode(&manifest_path, &bytes)?
+        let state = ManifestState::decode(&manifest_path, &bytes)?;
+        let salted = crate::manifest::store_format_version(&bytes)
+            .is_some_and(|v| v >= crate::manifest::SALTED_WALS_SINCE);
+        (state, salted)
     };
 
     // Read everything that may refuse the store.
@@ -255,6 +259,7 @@ fn read_store(
             + 1,
         highest: state.last_seq + 1,
         acknowledged: state.last_seq,
+        salted,
     };
     let replay = replay_wals(
         fs.as_ref(),

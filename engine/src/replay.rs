@@ -62,12 +62,19 @@ use crate::wal_cut::{WalCut, WalCutCause};
 /// memtable's first was visible when the manifest was written).
 /// `acknowledged`: the manifest's last sequence, every write up to which
 /// was visible, so acknowledged, when the manifest was written (0 when
-/// unknown).
+/// unknown). `salted`: every live WAL is of WAL format version 3 (the
+/// store is new, or its manifest's store format version is 6 or more: a
+/// read-write open flushes the WALs it replays and writes that manifest
+/// after creating its own WAL, so older WALs fall below its WAL number),
+/// so a WAL that does not begin with an intact header and holds bytes
+/// other than zeros past a header's length lost a header that was
+/// durable, and with it the salt its records' checksums need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LogStart {
     pub(crate) lowest: u64,
     pub(crate) highest: u64,
     pub(crate) acknowledged: u64,
+    pub(crate) salted: bool,
 }
 
 impl LogStart {
@@ -76,6 +83,7 @@ impl LogStart {
         lowest: 1,
         highest: MAX_SEQUENCE,
         acknowledged: 0,
+        salted: false,
     };
 }
 
@@ -251,7 +259,14 @@ pub(crate) fn replay_logs(
                     replay.format,
                     WalFormat::Headed { synced: true, .. } | WalFormat::Closed { .. }
                 );
-            check_torn_tail(logs, i, at, next.unwrap_or(start.lowest), synced)?;
+            check_torn_tail(
+                logs,
+                i,
+                at,
+                next.unwrap_or(start.lowest),
+                synced,
+                start.salted,
+            )?;
             // A write at or below the manifest's last sequence was visible
             // when the manifest was written: in a WAL that fsyncs each
             // record before it is visible, no crash tears it. (Unknown when
@@ -297,24 +312,24 @@ fn check_torn_tail(
     at: u64,
     expected: u64,
     synced: bool,
+    salted_store: bool,
 ) -> Result<()> {
     let log = &logs[i];
     let at_usize = at as usize;
     // A header is fsynced before any record (`WalWriter::create`): a
-    // damaged one, or one that reads as zeros (a durable page the device
-    // lost), with bytes other than zeros after it held records, whose
+    // damaged one with bytes other than zeros after it held records, whose
     // salt (version 3) may be what the damage took, so that no record
-    // after it could be checked. (A version 1 WAL, which has no header,
-    // beginning with a header's length of zeros and more after them is
-    // refused too: its first record's length field lost. Zeros alone
-    // after it are cut as before: nothing there to check.)
+    // after it could be checked. In a store whose WALs are all of version
+    // 3 (`salted`), a WAL without the magic (zeros, say a durable page the
+    // device lost, or any other bytes over its header) is such a WAL too.
+    // In an older store a WAL without the magic is of version 1, whose
+    // damage is read by the search below as before (a first record whose
+    // first page a power loss lost is a torn tail there). Zeros alone
+    // after it are cut as before: nothing there to check.
     let header_len = wal::header::HEADER_LEN;
     let header_lost = match wal::format_of(&log.bytes) {
         WalFormat::DamagedHeader => true,
-        WalFormat::Unheaded => log
-            .bytes
-            .get(..header_len)
-            .is_some_and(|h| h.iter().all(|&b| b == 0)),
+        WalFormat::Unheaded => salted_store,
         WalFormat::Headed { .. } | WalFormat::Closed { .. } => false,
     };
     let after = log.bytes.get(header_len..).unwrap_or_default();
@@ -426,6 +441,8 @@ mod embedded_tests;
 mod header_tests;
 #[cfg(test)]
 mod marker_tests;
+#[cfg(test)]
+mod review26_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -24,6 +24,7 @@ fn start(acknowledged: u64) -> LogStart {
         lowest: 1,
         highest: acknowledged + 1,
         acknowledged,
+        salted: false,
     }
 }
 

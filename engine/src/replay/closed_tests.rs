@@ -130,6 +130,7 @@ fn a_marker_past_damage_vouches_at_any_lowest_bound() {
         lowest: 50,
         highest: 50,
         acknowledged: 49,
+        salted: false,
     };
     let body = closed_body(50..=53);
     let starts: Vec<usize> = (50..=53).map(|s| wal_of(50..s).len()).collect();

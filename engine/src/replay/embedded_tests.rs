@@ -84,6 +84,7 @@ fn replayed(image: Vec<u8>, mode: WalRecovery) -> Result<Option<u64>> {
         lowest: 1,
         highest: 6,
         acknowledged: 5,
+        salted: false,
     };
     replay_logs(&logs(vec![image]), mode, start, &MemTable::new(0)).map(|r| r.last)
 }

@@ -230,6 +230,7 @@ fn past_damage_a_marker_must_be_at_a_sequence_the_log_goes_on_at() {
         lowest: 11,
         highest: 11,
         acknowledged: 10,
+        salted: false,
     };
     let mut body = wal_of(11..=12);
     body.extend(write_ending_with(13, &marker(11)));

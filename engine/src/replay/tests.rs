@@ -57,6 +57,14 @@ pub(super) const FRESH: LogStart = LogStart {
     lowest: 1,
     highest: 1,
     acknowledged: 0,
+    salted: false,
+};
+
+/// `FRESH` in a store whose WALs are all of version 3 (a new store, or
+/// one of store format version 6 or more).
+pub(super) const SALTED: LogStart = LogStart {
+    salted: true,
+    ..FRESH
 };
 
 /// What replay makes of `wals`: the last sequence, or the WAL damage.
@@ -288,6 +296,7 @@ fn an_emptied_older_wal_is_a_hole() {
         lowest: 1,
         highest: 3,
         acknowledged: 2,
+        salted: false,
     };
     assert!(replay(wals(), TORN, admits).is_err());
     assert_eq!(replay(wals(), PIT, admits).unwrap(), None);
@@ -305,6 +314,7 @@ fn the_log_must_start_where_the_tables_and_manifest_say() {
         lowest: 7,
         highest: 10,
         acknowledged: 9,
+        salted: false,
     };
     for first in 7..=10 {
         assert_eq!(

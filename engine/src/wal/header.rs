@@ -47,9 +47,11 @@
 //! a power loss before that fsync leaves either header, both true; a torn
 //! rewrite leaves a header that fails its checksum, read strictly
 //! (`DamagedHeader`), which refuses the open and loses nothing, since the
-//! records were fsynced first. (Replay refuses a damaged header, or one
-//! that reads as zeros, with any byte other than zero after it,
-//! `WalDamage::DamagedHeader`: without the salt the records after it
+//! records were fsynced first. (Replay refuses a damaged header with any
+//! byte other than zero after it, `WalDamage::DamagedHeader`, and, in a
+//! store whose WALs are all of version 3 (store format 6 or more), a file
+//! without the magic, zeros or any other bytes, with any byte other than
+//! zero past a header's length: without the salt the records after it
 //! could not be checked.)
 //!
 //! Flag bit 1, `CLOSED` (only with `SYNCED`): set by the same rewrite on
