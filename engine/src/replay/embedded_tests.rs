@@ -18,7 +18,7 @@
 //! a device that lost a durable page in front of real records leaves
 //! (`header_tests`, `tests::a_record_inside_a_torn_value_is_not_the_log`).
 
-use super::tests::{PIT, TORN, batch, logs, wal_damage};
+use super::tests::{PIT, TORN, batch, logs, salted, wal_damage};
 use super::*;
 use crate::wal::header;
 
@@ -27,14 +27,6 @@ const PAGE: usize = 4096;
 
 /// The salt of the store's own WAL in the images below.
 const SALT: u64 = 0x5a17_5a17_0000_0026;
-
-/// A record of `payload` checksummed under `salt` (`None`: version 1 or 2).
-fn salted(salt: Option<u64>, payload: &[u8]) -> Vec<u8> {
-    let mut out = (payload.len() as u32).to_le_bytes().to_vec();
-    out.extend_from_slice(&header::record_crc(salt, payload).to_le_bytes());
-    out.extend_from_slice(payload);
-    out
-}
 
 /// A synced WAL holding writes 1..=5, then the torn append of write 6:
 /// one put whose value holds a run of another log's records at sequences

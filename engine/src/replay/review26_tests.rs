@@ -3,19 +3,11 @@
 //! replay learned whether the store's WALs are all salted
 //! (`LogStart::salted`, from the manifest's store format version).
 
-use super::tests::{FRESH, PIT, SALTED, TORN, batch, record, replay, wal_damage};
+use super::tests::{FRESH, PIT, SALTED, TORN, batch, record, replay, salted, wal_damage};
 use super::*;
 use crate::wal::header;
 
 const SALT: u64 = 0x0123_4567_89ab_cdef;
-
-/// A record of `payload` checksummed under `salt`.
-fn salted(salt: Option<u64>, payload: &[u8]) -> Vec<u8> {
-    let mut out = (payload.len() as u32).to_le_bytes().to_vec();
-    out.extend_from_slice(&header::record_crc(salt, payload).to_le_bytes());
-    out.extend_from_slice(payload);
-    out
-}
 
 /// A synced version 3 WAL holding writes 1..=5 (each acknowledged after
 /// its fsync, SyncMode::Always).

@@ -17,9 +17,16 @@ pub(super) fn batch(seq: u64, ops: usize, value_len: usize) -> Vec<u8> {
     b.encode(seq).to_vec()
 }
 
+/// A record of `payload` as versions 1 and 2 write it (no salt).
 pub(super) fn record(payload: &[u8]) -> Vec<u8> {
+    salted(None, payload)
+}
+
+/// A record of `payload` checksummed under `salt` (`None`: versions 1
+/// and 2).
+pub(super) fn salted(salt: Option<u64>, payload: &[u8]) -> Vec<u8> {
     let mut out = (payload.len() as u32).to_le_bytes().to_vec();
-    out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    out.extend_from_slice(&crate::wal::header::record_crc(salt, payload).to_le_bytes());
     out.extend_from_slice(payload);
     out
 }
