@@ -187,7 +187,15 @@ pub(crate) fn replay_logs(
         .iter()
         .rposition(|l| wal::ends_with_close_marker(&l.bytes, start.lowest));
     for (i, log) in logs.iter().enumerate() {
-        let replay = wal::records(&log.bytes);
+        let mut replay = wal::records(&log.bytes);
+        // A header a torn seal rewrite damaged, its salt intact
+        // (`wal::salvaged_records`): at a point in time its records are
+        // read under that salt, as the log's.
+        if mode == WalRecovery::PointInTime
+            && let Some(salvaged) = wal::salvaged_records(&log.bytes)
+        {
+            replay = salvaged;
+        }
         let closed = closed_through.is_some_and(|c| i <= c);
         let durable = closed || replay.format.each_record_durable();
         let replayed_any = !replay.records.is_empty();
@@ -445,5 +453,7 @@ mod marker_tests;
 mod review26_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod torn_seal_tests;
 #[cfg(test)]
 mod unwritten_header_tests;

@@ -451,6 +451,49 @@ pub(crate) fn records(bytes: &[u8]) -> Replay {
     out
 }
 
+/// The records of a WAL whose header is damaged (`WalFormat::DamagedHeader`)
+/// read as those of a version 3 WAL whose salt is bytes 12..20, when its
+/// first record (at byte 24) verifies under them: up to the first damage,
+/// `format` still `DamagedHeader` (the header's promise is unknown).
+/// `None` when no record verifies there, so the salt is not the file's.
+///
+/// What it is for: a clean close's header rewrite (`seal.rs`) torn inside
+/// its sector leaves the old header's bytes and the new one's mixed, and
+/// both hold the file's salt at 12..20; every record was fsynced before.
+/// The salt is 64 bits and every record's crc32 covers it, so records of
+/// another WAL (another salt, or a flipped bit of this one's) or of a
+/// version 2 WAL (none) verify only by a 2^-32 chance per record. Only a
+/// point-in-time replay reads them: it needs no promise from the header.
+pub(crate) fn salvaged_records(bytes: &[u8]) -> Option<Replay> {
+    if format_of(bytes) != WalFormat::DamagedHeader {
+        return None;
+    }
+    let salt = bytes
+        .get(12..20)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)?;
+    let salts = [Some(salt), Some(salt)];
+    record_at(bytes, header::HEADER_LEN, salts)?;
+    let mut out = Replay {
+        format: WalFormat::DamagedHeader,
+        records: Vec::new(),
+        damage: None,
+    };
+    let mut at = header::HEADER_LEN;
+    while at < bytes.len() {
+        let Some((end, payload)) = record_at(bytes, at, salts) else {
+            out.damage = Some(at as u64);
+            break;
+        };
+        out.records.push(Record {
+            offset: at as u64,
+            payload: payload.to_vec(),
+        });
+        at = end;
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

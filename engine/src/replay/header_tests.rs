@@ -148,7 +148,17 @@ fn a_damaged_header_before_intact_records_is_corruption() {
                     (0, want),
                     "synced {synced}, {header_len}-byte header, bit {bit}"
                 );
-                assert_eq!(replay(vec![damaged], PIT, FRESH).unwrap(), None);
+                // At a point in time a version 3 file whose magic and
+                // salt survived is read under that salt, every record
+                // (`wal::salvaged_records`); any other damage cuts at 0.
+                let salt_kept = header_len == header::HEADER_LEN
+                    && !(0..64).contains(&bit)
+                    && !(96..160).contains(&bit);
+                assert_eq!(
+                    replay(vec![damaged], PIT, FRESH).unwrap(),
+                    salt_kept.then_some(3),
+                    "synced {synced}, {header_len}-byte header, bit {bit}"
+                );
             }
         }
     }
