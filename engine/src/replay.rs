@@ -185,14 +185,14 @@ pub(crate) fn replay_logs(
     // saying "unsynced").
     let closed_through = logs
         .iter()
-        .rposition(|l| wal::ends_with_close_marker(&l.bytes, start.lowest));
+        .rposition(|l| wal::ends_with_close_marker(&l.bytes, start.lowest, start.salted));
     for (i, log) in logs.iter().enumerate() {
-        let mut replay = wal::records(&log.bytes);
+        let mut replay = wal::records(&log.bytes, start.salted);
         // A header a torn seal rewrite damaged, its salt intact
         // (`wal::salvaged_records`): at a point in time its records are
         // read under that salt, as the log's.
         if mode == WalRecovery::PointInTime
-            && let Some(salvaged) = wal::salvaged_records(&log.bytes)
+            && let Some(salvaged) = wal::salvaged_records(&log.bytes, start.salted)
         {
             replay = salvaged;
         }
@@ -273,7 +273,7 @@ pub(crate) fn replay_logs(
                 at,
                 next.unwrap_or(start.lowest),
                 synced,
-                start.salted,
+                replay.format,
             )?;
             // A write at or below the manifest's last sequence was visible
             // when the manifest was written: in a WAL that fsyncs each
@@ -313,14 +313,15 @@ pub(crate) fn replay_logs(
 /// appended, and no record of the log can start past where its length
 /// field says it ends (unless that field is torn too: not searched when
 /// its bytes before a sector boundary inside it are zeros,
-/// `wal::framed_end`).
+/// `wal::framed_end`). `format`: how the damaged WAL begins
+/// (`wal::format_of` in this store).
 fn check_torn_tail(
     logs: &[WalBytes],
     i: usize,
     at: u64,
     expected: u64,
     synced: bool,
-    salted_store: bool,
+    format: WalFormat,
 ) -> Result<()> {
     let log = &logs[i];
     let at_usize = at as usize;
@@ -328,18 +329,13 @@ fn check_torn_tail(
     // damaged one with bytes other than zeros after it held records, whose
     // salt (version 3) may be what the damage took, so that no record
     // after it could be checked. In a store whose WALs are all of version
-    // 3 (`salted`), a WAL without the magic (zeros, say a durable page the
-    // device lost, or any other bytes over its header) is such a WAL too.
-    // In an older store a WAL without the magic is of version 1, whose
-    // damage is read by the search below as before (a first record whose
-    // first page a power loss lost is a torn tail there). Zeros alone
-    // after it are cut as before: nothing there to check.
+    // 3 a file without the magic is such a header too (`wal::format_of`);
+    // in an older store it is of version 1, whose damage is read by the
+    // search below as before (a first record whose first page a power
+    // loss lost is a torn tail there). Zeros alone after it are cut as
+    // before: nothing there to check.
     let header_len = wal::header::HEADER_LEN;
-    let header_lost = match wal::format_of(&log.bytes) {
-        WalFormat::DamagedHeader => true,
-        WalFormat::Unheaded => salted_store,
-        WalFormat::Headed { .. } | WalFormat::Closed { .. } => false,
-    };
+    let header_lost = format == WalFormat::DamagedHeader;
     let after = log.bytes.get(header_len..).unwrap_or_default();
     if header_lost && after.iter().any(|&b| b != 0) {
         return Err(Error::corruption(&log.path, at, WalDamage::DamagedHeader));

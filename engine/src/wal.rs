@@ -30,13 +30,31 @@ use bloomlsm_sstable::WritableFile;
 use crate::error::{Error, Result};
 
 pub(crate) mod header;
-pub(crate) use header::{WalFormat, decode as format_of};
+pub(crate) use header::WalFormat;
 mod seal;
 
+/// How `bytes`, a whole WAL file, begin (`header::decode`), in a store
+/// whose live WALs are all of version 3 (`salted`: store format 6 or
+/// more, `replay::LogStart::salted`) or not. In a salted store a file
+/// that does not begin with the magic and is not empty is no version 1
+/// WAL but a version 3 one whose header was damaged (zeros, say a
+/// durable page the device lost, or any other bytes over it): a
+/// `DamagedHeader`, whose records cannot be read without their salt. In
+/// an older store it is a version 1 WAL (`Unheaded`), read from byte 0.
+/// An empty file is a WAL created and never written in either.
+pub(crate) fn format_of(bytes: &[u8], salted: bool) -> WalFormat {
+    match header::decode(bytes) {
+        WalFormat::Unheaded if salted && !bytes.is_empty() => WalFormat::DamagedHeader,
+        format => format,
+    }
+}
+
 /// Where the records of WAL bytes `bytes` start: past a header, if any
-/// (at most the file's length, for a file cut inside its header).
+/// (at most the file's length, for a file cut inside its header). The
+/// same in a salted store or not: a damaged header's and a version 1
+/// file's both start at 0.
 pub(crate) fn records_start(bytes: &[u8]) -> usize {
-    format_of(bytes).records_start().min(bytes.len())
+    header::decode(bytes).records_start().min(bytes.len())
 }
 
 /// Bytes of a record header.
@@ -97,10 +115,7 @@ impl WalWriter {
             max: u32::MAX as usize,
         })?;
         self.buf.clear();
-        self.buf.extend_from_slice(&len.to_le_bytes());
-        self.buf
-            .extend_from_slice(&header::record_crc(Some(self.salt), payload).to_le_bytes());
-        self.buf.extend_from_slice(payload);
+        frame_record(&mut self.buf, len, Some(self.salt), payload);
         let written = self.file.write_all(&self.buf);
         if self.buf.capacity() > KEPT_BUFFER_BYTES {
             // One batch of up to 4 GiB must not hold its size in memory
@@ -118,6 +133,24 @@ impl WalWriter {
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.file.sync().map_err(|e| Error::io(&self.path, e))
     }
+}
+
+/// Appends to `out` the record of `payload` (`len` its length) in a WAL
+/// whose header holds `salt` (`None`: versions 1 and 2).
+fn frame_record(out: &mut Vec<u8>, len: u32, salt: Option<u64>, payload: &[u8]) {
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&header::record_crc(salt, payload).to_le_bytes());
+    out.extend_from_slice(payload);
+}
+
+/// The record of `payload` as a WAL whose header holds `salt` (`None`:
+/// versions 1 and 2) frames it: for tests that build WALs by hand.
+#[cfg(test)]
+pub(crate) fn record_bytes(salt: Option<u64>, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(RECORD_HEADER_LEN + payload.len());
+    let len = u32::try_from(payload.len()).expect("a test record under 4 GiB");
+    frame_record(&mut out, len, salt, payload);
+    out
 }
 
 /// One intact record and where it starts in its file.
@@ -280,7 +313,8 @@ pub(crate) fn is_damaged_marker(bytes: &[u8], at: usize) -> bool {
 /// damage took, remains indistinguishable from a marker only in a
 /// version 2 WAL: in version 3 it fails the checksum under this file's
 /// salt.
-pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
+/// `salted`: as in [`format_of`].
+pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64, salted: bool) -> bool {
     let Some(at) = bytes.len().checked_sub(MARKER_LEN) else {
         return false;
     };
@@ -291,7 +325,7 @@ pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
     let Some(seq) = first_seq_at(bytes, at).filter(|_| intact_marker) else {
         return false;
     };
-    let parsed = records(bytes);
+    let parsed = records(bytes, salted);
     let Some(damage) = parsed.damage else {
         return parsed.records.last().is_some_and(|r| r.offset == at as u64);
     };
@@ -361,9 +395,11 @@ fn record_at(bytes: &[u8], at: usize, salts: Salts) -> Option<(usize, &[u8])> {
 /// header keeps it (bytes 12..20), so that damage to a header's magic,
 /// version, flags or checksum does not hide the records after it and
 /// make them a torn tail (damage to its salt is refused by replay: a
-/// damaged header longer than a header held records).
+/// damaged header longer than a header held records). The same in a
+/// salted store or not (`format_of`): a file without the magic is read
+/// as a damaged header would be.
 fn search_salts(bytes: &[u8]) -> Salts {
-    match format_of(bytes) {
+    match header::decode(bytes) {
         WalFormat::Headed { salt, .. } | WalFormat::Closed { salt } => [salt, salt],
         WalFormat::Unheaded | WalFormat::DamagedHeader => [
             None,
@@ -421,10 +457,11 @@ pub(crate) fn search_budget(bytes: &[u8]) -> usize {
 }
 
 /// Splits one WAL's bytes into its header and its intact records up to the
-/// first damage (a damaged header is damage at byte 0). Never panics on
-/// any bytes; work is linear in the file's size.
-pub(crate) fn records(bytes: &[u8]) -> Replay {
-    let format = header::decode(bytes);
+/// first damage (a damaged header is damage at byte 0). `salted`: as in
+/// [`format_of`]. Never panics on any bytes; work is linear in the file's
+/// size.
+pub(crate) fn records(bytes: &[u8], salted: bool) -> Replay {
+    let format = format_of(bytes, salted);
     let mut out = Replay {
         format,
         records: Vec::new(),
@@ -464,8 +501,10 @@ pub(crate) fn records(bytes: &[u8]) -> Replay {
 /// another WAL (another salt, or a flipped bit of this one's) or of a
 /// version 2 WAL (none) verify only by a 2^-32 chance per record. Only a
 /// point-in-time replay reads them: it needs no promise from the header.
-pub(crate) fn salvaged_records(bytes: &[u8]) -> Option<Replay> {
-    if format_of(bytes) != WalFormat::DamagedHeader {
+/// `salted`: as in [`format_of`] (in a salted store a file whose magic
+/// was damaged is read so too).
+pub(crate) fn salvaged_records(bytes: &[u8], salted: bool) -> Option<Replay> {
+    if format_of(bytes, salted) != WalFormat::DamagedHeader {
         return None;
     }
     let salt = bytes
@@ -505,14 +544,9 @@ mod tests {
         b.encode(seq).to_vec()
     }
 
+    /// A version 1 WAL of `records` (no salt).
     fn encode(records: &[Vec<u8>]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for r in records {
-            out.extend_from_slice(&(r.len() as u32).to_le_bytes());
-            out.extend_from_slice(&crc32fast::hash(r).to_le_bytes());
-            out.extend_from_slice(r);
-        }
-        out
+        records.iter().flat_map(|r| record_bytes(None, r)).collect()
     }
 
     #[test]
@@ -537,7 +571,7 @@ mod tests {
             wal.buf.capacity()
         );
         wal.append(&[7; 100], true).unwrap();
-        let r = records(&crate::fs::FileSystem::read_all(&fs, path).unwrap());
+        let r = records(&crate::fs::FileSystem::read_all(&fs, path).unwrap(), true);
         assert_eq!(r.damage, None);
         let lens: Vec<usize> = r.records.iter().map(|x| x.payload.len()).collect();
         assert_eq!(lens, [1000, 900, 8 << 20, 100]);
@@ -545,19 +579,14 @@ mod tests {
 
     #[test]
     fn a_record_counts_only_under_its_file_s_salt() {
-        let salted = |salt: Option<u64>, payload: &[u8]| {
-            let mut out = (payload.len() as u32).to_le_bytes().to_vec();
-            out.extend_from_slice(&header::record_crc(salt, payload).to_le_bytes());
-            out.extend_from_slice(payload);
-            out
-        };
+        let salted = record_bytes;
         let head = header::encode(true, 7);
         let own = [&head[..], &salted(Some(7), &batch(1))].concat();
-        assert_eq!(records(&own).records.len(), 1);
+        assert_eq!(records(&own, false).records.len(), 1);
         // Another WAL's record (another salt) or a version 2 one (none).
         for other in [None, Some(8)] {
             let foreign = [&head[..], &salted(other, &batch(1))].concat();
-            let r = records(&foreign);
+            let r = records(&foreign, false);
             assert_eq!(
                 (r.records.len(), r.damage),
                 (0, Some(header::HEADER_LEN as u64))
@@ -570,7 +599,7 @@ mod tests {
         }
         // A version 2 file's records are checksummed without a salt.
         let v2 = [&header::encode_v2(true)[..], &salted(None, &batch(1))].concat();
-        assert_eq!(records(&v2).records.len(), 1);
+        assert_eq!(records(&v2, false).records.len(), 1);
     }
 
     #[test]
@@ -578,7 +607,7 @@ mod tests {
         let batches = [batch(1), batch(2), batch(3)];
         let bytes = encode(&batches);
         for cut in 0..bytes.len() {
-            let r = records(&bytes[..cut]);
+            let r = records(&bytes[..cut], false);
             let covered: usize = r.records.iter().map(|x| x.payload.len() + 8).sum();
             assert_eq!(
                 r.damage,
@@ -588,10 +617,10 @@ mod tests {
         }
         let mut damaged = bytes.clone();
         damaged[9] ^= 1; // inside the first record
-        let r = records(&damaged);
+        let r = records(&damaged, false);
         assert_eq!((r.records.len(), r.damage), (0, Some(0)));
         assert_eq!(
-            records(&bytes).records[1].offset,
+            records(&bytes, false).records[1].offset,
             (batches[0].len() + 8) as u64
         );
     }
@@ -675,7 +704,7 @@ mod tests {
                 1 => [&header::encode_v2(true)[..], &body].concat(),
                 _ => [&header::encode(true, seq)[..], &body].concat(),
             };
-            let r = records(&bytes);
+            let r = records(&bytes, false);
             if let Some(at) = r.damage {
                 let _ = successor_of_torn(&bytes, at as usize, seq);
                 let _ = record_at_framed_end(&bytes, at as usize, SeqFilter::From(seq));
@@ -683,7 +712,7 @@ mod tests {
             let budget = search_budget(&bytes);
             let _ = record_follows(&bytes, 0, SeqFilter::From(seq), budget);
             let _ = record_follows(&bytes, 1, SeqFilter::Exactly(seq), budget);
-            let _ = ends_with_close_marker(&bytes, seq);
+            let _ = ends_with_close_marker(&bytes, seq, false);
         }
     }
 }

@@ -117,10 +117,7 @@ fn a_damaged_header_before_intact_records_is_corruption() {
     let v3 = |synced| {
         let mut out = header::encode(synced, SALT).to_vec();
         for s in 1..=3 {
-            let payload = super::tests::batch(s, 1, 5);
-            out.extend((payload.len() as u32).to_le_bytes());
-            out.extend(header::record_crc(Some(SALT), &payload).to_le_bytes());
-            out.extend(payload);
+            out.extend(super::tests::salted(Some(SALT), &batch(s, 1, 5)));
         }
         out
     };
