@@ -40,6 +40,15 @@
 //! one on. Records of another log inside a torn value (another salt, or
 //! none), or random bytes, are not taken for one; in a version 2 WAL (no
 //! salt) another log's records at those sequences still are.
+//!
+//! A damaged header (`wal::format_of`: in a store whose WALs are all of
+//! version 3, any file without the magic too) promises nothing, and with
+//! bytes after it torn-tail mode refuses it (`WalDamage::DamagedHeader`).
+//! Point-in-time mode needs no promise: when the WAL's first record
+//! verifies under bytes 12..20, where a version 3 header keeps its salt,
+//! it replays the records under that salt up to the first damage
+//! (`wal::salvaged_records`). A clean close's header rewrite torn inside
+//! its sector leaves such a header (`wal/seal.rs`), every record fsynced.
 
 use std::path::{Path, PathBuf};
 
