@@ -194,13 +194,14 @@ pub(crate) fn replay_logs(
     // saying "unsynced").
     let closed_through = logs
         .iter()
-        .rposition(|l| wal::ends_with_close_marker(&l.bytes, start.lowest, start.salted));
+        .rposition(|l| wal::ends_with_close_marker(&l.bytes, start.lowest));
     for (i, log) in logs.iter().enumerate() {
-        let mut replay = wal::records(&log.bytes, start.salted);
+        let mut replay = wal::records(&log.bytes);
         // A header a torn seal rewrite damaged, its salt intact
         // (`wal::salvaged_records`): at a point in time its records are
         // read under that salt, as the log's.
         if mode == WalRecovery::PointInTime
+            && replay.damage == Some(0)
             && let Some(salvaged) = wal::salvaged_records(&log.bytes, start.salted)
         {
             replay = salvaged;
@@ -282,7 +283,7 @@ pub(crate) fn replay_logs(
                 at,
                 next.unwrap_or(start.lowest),
                 synced,
-                replay.format,
+                start.salted,
             )?;
             // A write at or below the manifest's last sequence was visible
             // when the manifest was written: in a WAL that fsyncs each
@@ -322,15 +323,14 @@ pub(crate) fn replay_logs(
 /// appended, and no record of the log can start past where its length
 /// field says it ends (unless that field is torn too: not searched when
 /// its bytes before a sector boundary inside it are zeros,
-/// `wal::framed_end`). `format`: how the damaged WAL begins
-/// (`wal::format_of` in this store).
+/// `wal::framed_end`). `salted`: `LogStart::salted`.
 fn check_torn_tail(
     logs: &[WalBytes],
     i: usize,
     at: u64,
     expected: u64,
     synced: bool,
-    format: WalFormat,
+    salted: bool,
 ) -> Result<()> {
     let log = &logs[i];
     let at_usize = at as usize;
@@ -344,7 +344,7 @@ fn check_torn_tail(
     // loss lost is a torn tail there). Zeros alone after it are cut as
     // before: nothing there to check.
     let header_len = wal::header::HEADER_LEN;
-    let header_lost = format == WalFormat::DamagedHeader;
+    let header_lost = wal::format_of(&log.bytes, salted) == WalFormat::DamagedHeader;
     let after = log.bytes.get(header_len..).unwrap_or_default();
     if header_lost && after.iter().any(|&b| b != 0) {
         return Err(Error::corruption(&log.path, at, WalDamage::DamagedHeader));

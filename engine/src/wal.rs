@@ -41,7 +41,12 @@ mod seal;
 /// durable page the device lost, or any other bytes over it): a
 /// `DamagedHeader`, whose records cannot be read without their salt. In
 /// an older store it is a version 1 WAL (`Unheaded`), read from byte 0.
-/// An empty file is a WAL created and never written in either.
+/// An empty file is a WAL created and never written in either. Where
+/// the difference matters: whether damage at byte 0 is refused as a
+/// damaged header (`replay::check_torn_tail`) and whether a point-in-time
+/// replay reads the file under bytes 12..20 (`salvaged_records`).
+/// [`records`] reads such a file from byte 0 in any store (intact
+/// version 1 records there are replayed, their sequences checked).
 pub(crate) fn format_of(bytes: &[u8], salted: bool) -> WalFormat {
     match header::decode(bytes) {
         WalFormat::Unheaded if salted && !bytes.is_empty() => WalFormat::DamagedHeader,
@@ -313,8 +318,7 @@ pub(crate) fn is_damaged_marker(bytes: &[u8], at: usize) -> bool {
 /// damage took, remains indistinguishable from a marker only in a
 /// version 2 WAL: in version 3 it fails the checksum under this file's
 /// salt.
-/// `salted`: as in [`format_of`].
-pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64, salted: bool) -> bool {
+pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64) -> bool {
     let Some(at) = bytes.len().checked_sub(MARKER_LEN) else {
         return false;
     };
@@ -325,7 +329,7 @@ pub(crate) fn ends_with_close_marker(bytes: &[u8], lowest: u64, salted: bool) ->
     let Some(seq) = first_seq_at(bytes, at).filter(|_| intact_marker) else {
         return false;
     };
-    let parsed = records(bytes, salted);
+    let parsed = records(bytes);
     let Some(damage) = parsed.damage else {
         return parsed.records.last().is_some_and(|r| r.offset == at as u64);
     };
@@ -457,11 +461,12 @@ pub(crate) fn search_budget(bytes: &[u8]) -> usize {
 }
 
 /// Splits one WAL's bytes into its header and its intact records up to the
-/// first damage (a damaged header is damage at byte 0). `salted`: as in
-/// [`format_of`]. Never panics on any bytes; work is linear in the file's
-/// size.
-pub(crate) fn records(bytes: &[u8], salted: bool) -> Replay {
-    let format = format_of(bytes, salted);
+/// first damage (a damaged header is damage at byte 0). A file without the
+/// magic is read as version 1, from byte 0, in any store: whether its
+/// damage there is a damaged header is for `format_of` to say. Never
+/// panics on any bytes; work is linear in the file's size.
+pub(crate) fn records(bytes: &[u8]) -> Replay {
+    let format = header::decode(bytes);
     let mut out = Replay {
         format,
         records: Vec::new(),
@@ -571,7 +576,7 @@ mod tests {
             wal.buf.capacity()
         );
         wal.append(&[7; 100], true).unwrap();
-        let r = records(&crate::fs::FileSystem::read_all(&fs, path).unwrap(), true);
+        let r = records(&crate::fs::FileSystem::read_all(&fs, path).unwrap());
         assert_eq!(r.damage, None);
         let lens: Vec<usize> = r.records.iter().map(|x| x.payload.len()).collect();
         assert_eq!(lens, [1000, 900, 8 << 20, 100]);
@@ -582,11 +587,11 @@ mod tests {
         let salted = record_bytes;
         let head = header::encode(true, 7);
         let own = [&head[..], &salted(Some(7), &batch(1))].concat();
-        assert_eq!(records(&own, false).records.len(), 1);
+        assert_eq!(records(&own).records.len(), 1);
         // Another WAL's record (another salt) or a version 2 one (none).
         for other in [None, Some(8)] {
             let foreign = [&head[..], &salted(other, &batch(1))].concat();
-            let r = records(&foreign, false);
+            let r = records(&foreign);
             assert_eq!(
                 (r.records.len(), r.damage),
                 (0, Some(header::HEADER_LEN as u64))
@@ -599,7 +604,7 @@ mod tests {
         }
         // A version 2 file's records are checksummed without a salt.
         let v2 = [&header::encode_v2(true)[..], &salted(None, &batch(1))].concat();
-        assert_eq!(records(&v2, false).records.len(), 1);
+        assert_eq!(records(&v2).records.len(), 1);
     }
 
     #[test]
@@ -607,7 +612,7 @@ mod tests {
         let batches = [batch(1), batch(2), batch(3)];
         let bytes = encode(&batches);
         for cut in 0..bytes.len() {
-            let r = records(&bytes[..cut], false);
+            let r = records(&bytes[..cut]);
             let covered: usize = r.records.iter().map(|x| x.payload.len() + 8).sum();
             assert_eq!(
                 r.damage,
@@ -617,10 +622,10 @@ mod tests {
         }
         let mut damaged = bytes.clone();
         damaged[9] ^= 1; // inside the first record
-        let r = records(&damaged, false);
+        let r = records(&damaged);
         assert_eq!((r.records.len(), r.damage), (0, Some(0)));
         assert_eq!(
-            records(&bytes, false).records[1].offset,
+            records(&bytes).records[1].offset,
             (batches[0].len() + 8) as u64
         );
     }
@@ -704,7 +709,7 @@ mod tests {
                 1 => [&header::encode_v2(true)[..], &body].concat(),
                 _ => [&header::encode(true, seq)[..], &body].concat(),
             };
-            let r = records(&bytes, false);
+            let r = records(&bytes);
             if let Some(at) = r.damage {
                 let _ = successor_of_torn(&bytes, at as usize, seq);
                 let _ = record_at_framed_end(&bytes, at as usize, SeqFilter::From(seq));
@@ -712,7 +717,7 @@ mod tests {
             let budget = search_budget(&bytes);
             let _ = record_follows(&bytes, 0, SeqFilter::From(seq), budget);
             let _ = record_follows(&bytes, 1, SeqFilter::Exactly(seq), budget);
-            let _ = ends_with_close_marker(&bytes, seq, false);
+            let _ = ends_with_close_marker(&bytes, seq);
         }
     }
 }

@@ -344,7 +344,7 @@ fn assert_every_op_replayed(wals: &[Vec<u8>], mem: &crate::memtable::MemTable) {
     use crate::answer::Answer;
     use bloomlsm_sstable::EntryKind;
     for bytes in wals {
-        for record in crate::wal::records(bytes, false).records {
+        for record in crate::wal::records(bytes).records {
             let Ok((first, batch)) = crate::batch::WriteBatch::decode(&record.payload) else {
                 continue;
             };
@@ -361,7 +361,7 @@ fn assert_every_op_replayed(wals: &[Vec<u8>], mem: &crate::memtable::MemTable) {
 
 /// Ops in the intact records of one WAL.
 fn ops_in(bytes: &[u8]) -> usize {
-    crate::wal::records(bytes, false)
+    crate::wal::records(bytes)
         .records
         .iter()
         .filter_map(|r| crate::batch::WriteBatch::decode(&r.payload).ok())

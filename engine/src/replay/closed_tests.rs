@@ -138,7 +138,7 @@ fn a_marker_past_damage_vouches_at_any_lowest_bound() {
         let mut damaged = with_header(header::encode_v2(false), &body);
         damaged[header::V2_HEADER_LEN + at + 12] ^= 0x10; // its payload
         assert!(
-            wal::ends_with_close_marker(&damaged, start.lowest, start.salted),
+            wal::ends_with_close_marker(&damaged, start.lowest),
             "write {n}"
         );
         let (_, offset, _) = wal_damage(replay(vec![damaged], TORN, start));
@@ -148,9 +148,5 @@ fn a_marker_past_damage_vouches_at_any_lowest_bound() {
     // writes), its header damaged by a torn rewrite: still a marker.
     let mut only = with_header(header::encode_v2(false), &marker(54));
     only[12] ^= 0x01;
-    assert!(wal::ends_with_close_marker(
-        &only,
-        start.lowest,
-        start.salted
-    ));
+    assert!(wal::ends_with_close_marker(&only, start.lowest));
 }
