@@ -68,7 +68,7 @@ fn a_torn_seal_header_is_refused_by_default_and_replayed_whole_at_a_point_in_tim
 /// time replays every write, and the newer WAL after it.
 #[test]
 fn every_torn_seal_header_replays_every_write_at_a_point_in_time() {
-    let marker = salted(Some(SALT), &WriteBatch::new().encode(6).to_vec());
+    let marker = salted(Some(SALT), WriteBatch::new().encode(6));
     for h in torn_seal_headers() {
         for start in [SALTED, super::tests::FRESH] {
             let image = [&h[..], &body(Some(SALT), 1..=5), &marker].concat();
