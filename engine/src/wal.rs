@@ -467,28 +467,35 @@ pub(crate) fn search_budget(bytes: &[u8]) -> usize {
 /// panics on any bytes; work is linear in the file's size.
 pub(crate) fn records(bytes: &[u8]) -> Replay {
     let format = header::decode(bytes);
+    if format == WalFormat::DamagedHeader {
+        return Replay {
+            format,
+            records: Vec::new(),
+            damage: Some(0),
+        };
+    }
+    let salt = format.salt();
+    records_from(bytes, format, format.records_start(), [salt, salt])
+}
+
+/// The intact records of `bytes` from `at` on, checksummed under one of
+/// `salts`, up to the first damage, as a [`Replay`] of `format`.
+fn records_from(bytes: &[u8], format: WalFormat, mut at: usize, salts: Salts) -> Replay {
     let mut out = Replay {
         format,
         records: Vec::new(),
         damage: None,
     };
-    if format == WalFormat::DamagedHeader {
-        out.damage = Some(0);
-        return out;
-    }
-    let mut at = format.records_start();
     while at < bytes.len() {
-        let salt = format.salt();
-        if let Some((end, payload)) = record_at(bytes, at, [salt, salt]) {
-            out.records.push(Record {
-                offset: at as u64,
-                payload: payload.to_vec(),
-            });
-            at = end;
-            continue;
-        }
-        out.damage = Some(at as u64);
-        break;
+        let Some((end, payload)) = record_at(bytes, at, salts) else {
+            out.damage = Some(at as u64);
+            break;
+        };
+        out.records.push(Record {
+            offset: at as u64,
+            payload: payload.to_vec(),
+        });
+        at = end;
     }
     out
 }
@@ -518,24 +525,12 @@ pub(crate) fn salvaged_records(bytes: &[u8], salted: bool) -> Option<Replay> {
         .map(u64::from_le_bytes)?;
     let salts = [Some(salt), Some(salt)];
     record_at(bytes, header::HEADER_LEN, salts)?;
-    let mut out = Replay {
-        format: WalFormat::DamagedHeader,
-        records: Vec::new(),
-        damage: None,
-    };
-    let mut at = header::HEADER_LEN;
-    while at < bytes.len() {
-        let Some((end, payload)) = record_at(bytes, at, salts) else {
-            out.damage = Some(at as u64);
-            break;
-        };
-        out.records.push(Record {
-            offset: at as u64,
-            payload: payload.to_vec(),
-        });
-        at = end;
-    }
-    Some(out)
+    Some(records_from(
+        bytes,
+        WalFormat::DamagedHeader,
+        header::HEADER_LEN,
+        salts,
+    ))
 }
 
 #[cfg(test)]
