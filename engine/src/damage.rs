@@ -229,10 +229,15 @@ pub enum WalDamage {
     /// after it: a
     /// header is fsynced before any record is appended, so no crash
     /// leaves it damaged with records after it, and in a salted WAL
-    /// (version 3) the records cannot be checked without it.
+    /// (version 3) the records cannot be checked without it. (A device
+    /// that tears a clean close's header rewrite inside its sector leaves
+    /// one, its records all fsynced: refused here, what the header
+    /// promised unknown; `WalRecovery::PointInTime` replays its records
+    /// under the salt both headers hold, `wal::salvaged_records`.)
     #[error(
         "damaged WAL header with bytes after it \
-         (WalRecovery::PointInTime recovers the writes before it)"
+         (WalRecovery::PointInTime recovers the writes before it, and this \
+         WAL's records if the salt in its header verifies them)"
     )]
     DamagedHeader,
     /// A checksummed record that is not a batch.

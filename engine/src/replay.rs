@@ -40,6 +40,15 @@
 //! one on. Records of another log inside a torn value (another salt, or
 //! none), or random bytes, are not taken for one; in a version 2 WAL (no
 //! salt) another log's records at those sequences still are.
+//!
+//! A damaged header (`wal::format_of`: in a store whose WALs are all of
+//! version 3, any file without the magic too) promises nothing, and with
+//! bytes after it torn-tail mode refuses it (`WalDamage::DamagedHeader`).
+//! Point-in-time mode needs no promise: when the WAL's first record
+//! verifies under bytes 12..20, where a version 3 header keeps its salt,
+//! it replays the records under that salt up to the first damage
+//! (`wal::salvaged_records`). A clean close's header rewrite torn inside
+//! its sector leaves such a header (`wal/seal.rs`), every record fsynced.
 
 use std::path::{Path, PathBuf};
 
@@ -187,7 +196,16 @@ pub(crate) fn replay_logs(
         .iter()
         .rposition(|l| wal::ends_with_close_marker(&l.bytes, start.lowest));
     for (i, log) in logs.iter().enumerate() {
-        let replay = wal::records(&log.bytes);
+        let mut replay = wal::records(&log.bytes);
+        // A header a torn seal rewrite damaged, its salt intact
+        // (`wal::salvaged_records`): at a point in time its records are
+        // read under that salt, as the log's.
+        if mode == WalRecovery::PointInTime
+            && replay.damage == Some(0)
+            && let Some(salvaged) = wal::salvaged_records(&log.bytes, start.salted)
+        {
+            replay = salvaged;
+        }
         let closed = closed_through.is_some_and(|c| i <= c);
         let durable = closed || replay.format.each_record_durable();
         let replayed_any = !replay.records.is_empty();
@@ -305,14 +323,14 @@ pub(crate) fn replay_logs(
 /// appended, and no record of the log can start past where its length
 /// field says it ends (unless that field is torn too: not searched when
 /// its bytes before a sector boundary inside it are zeros,
-/// `wal::framed_end`).
+/// `wal::framed_end`). `salted`: `LogStart::salted`.
 fn check_torn_tail(
     logs: &[WalBytes],
     i: usize,
     at: u64,
     expected: u64,
     synced: bool,
-    salted_store: bool,
+    salted: bool,
 ) -> Result<()> {
     let log = &logs[i];
     let at_usize = at as usize;
@@ -320,18 +338,13 @@ fn check_torn_tail(
     // damaged one with bytes other than zeros after it held records, whose
     // salt (version 3) may be what the damage took, so that no record
     // after it could be checked. In a store whose WALs are all of version
-    // 3 (`salted`), a WAL without the magic (zeros, say a durable page the
-    // device lost, or any other bytes over its header) is such a WAL too.
-    // In an older store a WAL without the magic is of version 1, whose
-    // damage is read by the search below as before (a first record whose
-    // first page a power loss lost is a torn tail there). Zeros alone
-    // after it are cut as before: nothing there to check.
+    // 3 a file without the magic is such a header too (`wal::format_of`);
+    // in an older store it is of version 1, whose damage is read by the
+    // search below as before (a first record whose first page a power
+    // loss lost is a torn tail there). Zeros alone after it are cut as
+    // before: nothing there to check.
     let header_len = wal::header::HEADER_LEN;
-    let header_lost = match wal::format_of(&log.bytes) {
-        WalFormat::DamagedHeader => true,
-        WalFormat::Unheaded => salted_store,
-        WalFormat::Headed { .. } | WalFormat::Closed { .. } => false,
-    };
+    let header_lost = wal::format_of(&log.bytes, salted) == WalFormat::DamagedHeader;
     let after = log.bytes.get(header_len..).unwrap_or_default();
     if header_lost && after.iter().any(|&b| b != 0) {
         return Err(Error::corruption(&log.path, at, WalDamage::DamagedHeader));
@@ -445,5 +458,7 @@ mod marker_tests;
 mod review26_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod torn_seal_tests;
 #[cfg(test)]
 mod unwritten_header_tests;

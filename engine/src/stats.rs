@@ -215,7 +215,7 @@ pub struct Stats {
     /// from there on were dropped. `None` when every WAL was replayed
     /// whole (a WAL whose header never became durable, its creation
     /// interrupted by a power loss or its header's fsync failed, held no
-    /// record and counts as whole: a prefix of a header, or up to 16 bytes
+    /// record and counts as whole: a prefix of a header, or up to 24 bytes
     /// of zeros, what a file system shows of a page never written back;
     /// so does a torn or damaged close marker at the log's end whose
     /// length field survived, `wal/seal.rs`). A WAL of more zeros than a

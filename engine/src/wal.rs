@@ -30,13 +30,36 @@ use bloomlsm_sstable::WritableFile;
 use crate::error::{Error, Result};
 
 pub(crate) mod header;
-pub(crate) use header::{WalFormat, decode as format_of};
+pub(crate) use header::WalFormat;
 mod seal;
 
+/// How `bytes`, a whole WAL file, begin (`header::decode`), in a store
+/// whose live WALs are all of version 3 (`salted`: store format 6 or
+/// more, `replay::LogStart::salted`) or not. In a salted store a file
+/// that does not begin with the magic and is not empty is no version 1
+/// WAL but a version 3 one whose header was damaged (zeros, say a
+/// durable page the device lost, or any other bytes over it): a
+/// `DamagedHeader`, whose records cannot be read without their salt. In
+/// an older store it is a version 1 WAL (`Unheaded`), read from byte 0.
+/// An empty file is a WAL created and never written in either. Where
+/// the difference matters: whether damage at byte 0 is refused as a
+/// damaged header (`replay::check_torn_tail`) and whether a point-in-time
+/// replay reads the file under bytes 12..20 (`salvaged_records`).
+/// [`records`] reads such a file from byte 0 in any store (intact
+/// version 1 records there are replayed, their sequences checked).
+pub(crate) fn format_of(bytes: &[u8], salted: bool) -> WalFormat {
+    match header::decode(bytes) {
+        WalFormat::Unheaded if salted && !bytes.is_empty() => WalFormat::DamagedHeader,
+        format => format,
+    }
+}
+
 /// Where the records of WAL bytes `bytes` start: past a header, if any
-/// (at most the file's length, for a file cut inside its header).
+/// (at most the file's length, for a file cut inside its header). The
+/// same in a salted store or not: a damaged header's and a version 1
+/// file's both start at 0.
 pub(crate) fn records_start(bytes: &[u8]) -> usize {
-    format_of(bytes).records_start().min(bytes.len())
+    header::decode(bytes).records_start().min(bytes.len())
 }
 
 /// Bytes of a record header.
@@ -97,10 +120,7 @@ impl WalWriter {
             max: u32::MAX as usize,
         })?;
         self.buf.clear();
-        self.buf.extend_from_slice(&len.to_le_bytes());
-        self.buf
-            .extend_from_slice(&header::record_crc(Some(self.salt), payload).to_le_bytes());
-        self.buf.extend_from_slice(payload);
+        frame_record(&mut self.buf, len, Some(self.salt), payload);
         let written = self.file.write_all(&self.buf);
         if self.buf.capacity() > KEPT_BUFFER_BYTES {
             // One batch of up to 4 GiB must not hold its size in memory
@@ -118,6 +138,24 @@ impl WalWriter {
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.file.sync().map_err(|e| Error::io(&self.path, e))
     }
+}
+
+/// Appends to `out` the record of `payload` (`len` its length) in a WAL
+/// whose header holds `salt` (`None`: versions 1 and 2).
+fn frame_record(out: &mut Vec<u8>, len: u32, salt: Option<u64>, payload: &[u8]) {
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&header::record_crc(salt, payload).to_le_bytes());
+    out.extend_from_slice(payload);
+}
+
+/// The record of `payload` as a WAL whose header holds `salt` (`None`:
+/// versions 1 and 2) frames it: for tests that build WALs by hand.
+#[cfg(test)]
+pub(crate) fn record_bytes(salt: Option<u64>, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(RECORD_HEADER_LEN + payload.len());
+    let len = u32::try_from(payload.len()).expect("a test record under 4 GiB");
+    frame_record(&mut out, len, salt, payload);
+    out
 }
 
 /// One intact record and where it starts in its file.
@@ -361,9 +399,11 @@ fn record_at(bytes: &[u8], at: usize, salts: Salts) -> Option<(usize, &[u8])> {
 /// header keeps it (bytes 12..20), so that damage to a header's magic,
 /// version, flags or checksum does not hide the records after it and
 /// make them a torn tail (damage to its salt is refused by replay: a
-/// damaged header longer than a header held records).
+/// damaged header longer than a header held records). The same in a
+/// salted store or not (`format_of`): a file without the magic is read
+/// as a damaged header would be.
 fn search_salts(bytes: &[u8]) -> Salts {
-    match format_of(bytes) {
+    match header::decode(bytes) {
         WalFormat::Headed { salt, .. } | WalFormat::Closed { salt } => [salt, salt],
         WalFormat::Unheaded | WalFormat::DamagedHeader => [
             None,
@@ -421,34 +461,76 @@ pub(crate) fn search_budget(bytes: &[u8]) -> usize {
 }
 
 /// Splits one WAL's bytes into its header and its intact records up to the
-/// first damage (a damaged header is damage at byte 0). Never panics on
-/// any bytes; work is linear in the file's size.
+/// first damage (a damaged header is damage at byte 0). A file without the
+/// magic is read as version 1, from byte 0, in any store: whether its
+/// damage there is a damaged header is for `format_of` to say. Never
+/// panics on any bytes; work is linear in the file's size.
 pub(crate) fn records(bytes: &[u8]) -> Replay {
     let format = header::decode(bytes);
+    if format == WalFormat::DamagedHeader {
+        return Replay {
+            format,
+            records: Vec::new(),
+            damage: Some(0),
+        };
+    }
+    let salt = format.salt();
+    records_from(bytes, format, format.records_start(), [salt, salt])
+}
+
+/// The intact records of `bytes` from `at` on, checksummed under one of
+/// `salts`, up to the first damage, as a [`Replay`] of `format`.
+fn records_from(bytes: &[u8], format: WalFormat, mut at: usize, salts: Salts) -> Replay {
     let mut out = Replay {
         format,
         records: Vec::new(),
         damage: None,
     };
-    if format == WalFormat::DamagedHeader {
-        out.damage = Some(0);
-        return out;
-    }
-    let mut at = format.records_start();
     while at < bytes.len() {
-        let salt = format.salt();
-        if let Some((end, payload)) = record_at(bytes, at, [salt, salt]) {
-            out.records.push(Record {
-                offset: at as u64,
-                payload: payload.to_vec(),
-            });
-            at = end;
-            continue;
-        }
-        out.damage = Some(at as u64);
-        break;
+        let Some((end, payload)) = record_at(bytes, at, salts) else {
+            out.damage = Some(at as u64);
+            break;
+        };
+        out.records.push(Record {
+            offset: at as u64,
+            payload: payload.to_vec(),
+        });
+        at = end;
     }
     out
+}
+
+/// The records of a WAL whose header is damaged (`WalFormat::DamagedHeader`)
+/// read as those of a version 3 WAL whose salt is bytes 12..20, when its
+/// first record (at byte 24) verifies under them: up to the first damage,
+/// `format` still `DamagedHeader` (the header's promise is unknown).
+/// `None` when no record verifies there, so the salt is not the file's.
+///
+/// What it is for: a clean close's header rewrite (`seal.rs`) torn inside
+/// its sector leaves the old header's bytes and the new one's mixed, and
+/// both hold the file's salt at 12..20; every record was fsynced before.
+/// The salt is 64 bits and every record's crc32 covers it, so records of
+/// another WAL (another salt, or a flipped bit of this one's) or of a
+/// version 2 WAL (none) verify only by a 2^-32 chance per record. Only a
+/// point-in-time replay reads them: it needs no promise from the header.
+/// `salted`: as in [`format_of`] (in a salted store a file whose magic
+/// was damaged is read so too).
+pub(crate) fn salvaged_records(bytes: &[u8], salted: bool) -> Option<Replay> {
+    if format_of(bytes, salted) != WalFormat::DamagedHeader {
+        return None;
+    }
+    let salt = bytes
+        .get(12..20)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)?;
+    let salts = [Some(salt), Some(salt)];
+    record_at(bytes, header::HEADER_LEN, salts)?;
+    Some(records_from(
+        bytes,
+        WalFormat::DamagedHeader,
+        header::HEADER_LEN,
+        salts,
+    ))
 }
 
 #[cfg(test)]
@@ -462,14 +544,9 @@ mod tests {
         b.encode(seq).to_vec()
     }
 
+    /// A version 1 WAL of `records` (no salt).
     fn encode(records: &[Vec<u8>]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for r in records {
-            out.extend_from_slice(&(r.len() as u32).to_le_bytes());
-            out.extend_from_slice(&crc32fast::hash(r).to_le_bytes());
-            out.extend_from_slice(r);
-        }
-        out
+        records.iter().flat_map(|r| record_bytes(None, r)).collect()
     }
 
     #[test]
@@ -502,12 +579,7 @@ mod tests {
 
     #[test]
     fn a_record_counts_only_under_its_file_s_salt() {
-        let salted = |salt: Option<u64>, payload: &[u8]| {
-            let mut out = (payload.len() as u32).to_le_bytes().to_vec();
-            out.extend_from_slice(&header::record_crc(salt, payload).to_le_bytes());
-            out.extend_from_slice(payload);
-            out
-        };
+        let salted = record_bytes;
         let head = header::encode(true, 7);
         let own = [&head[..], &salted(Some(7), &batch(1))].concat();
         assert_eq!(records(&own).records.len(), 1);

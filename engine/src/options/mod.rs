@@ -39,6 +39,10 @@ pub enum WalRecovery {
     /// an error.
     TolerateTornTail,
     /// Recovery stops just before the first damaged record (point in time).
+    /// A WAL whose header alone is damaged (a clean close's header rewrite
+    /// torn inside its sector, which `TolerateTornTail` refuses) has its
+    /// records read under the salt the header still holds, when its first
+    /// record verifies under it.
     PointInTime,
 }
 

@@ -117,10 +117,7 @@ fn a_damaged_header_before_intact_records_is_corruption() {
     let v3 = |synced| {
         let mut out = header::encode(synced, SALT).to_vec();
         for s in 1..=3 {
-            let payload = super::tests::batch(s, 1, 5);
-            out.extend((payload.len() as u32).to_le_bytes());
-            out.extend(header::record_crc(Some(SALT), &payload).to_le_bytes());
-            out.extend(payload);
+            out.extend(super::tests::salted(Some(SALT), &batch(s, 1, 5)));
         }
         out
     };
@@ -148,7 +145,17 @@ fn a_damaged_header_before_intact_records_is_corruption() {
                     (0, want),
                     "synced {synced}, {header_len}-byte header, bit {bit}"
                 );
-                assert_eq!(replay(vec![damaged], PIT, FRESH).unwrap(), None);
+                // At a point in time a version 3 file whose magic and
+                // salt survived is read under that salt, every record
+                // (`wal::salvaged_records`); any other damage cuts at 0.
+                let salt_kept = header_len == header::HEADER_LEN
+                    && !(0..64).contains(&bit)
+                    && !(96..160).contains(&bit);
+                assert_eq!(
+                    replay(vec![damaged], PIT, FRESH).unwrap(),
+                    salt_kept.then_some(3),
+                    "synced {synced}, {header_len}-byte header, bit {bit}"
+                );
             }
         }
     }

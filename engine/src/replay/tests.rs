@@ -25,10 +25,7 @@ pub(super) fn record(payload: &[u8]) -> Vec<u8> {
 /// A record of `payload` checksummed under `salt` (`None`: versions 1
 /// and 2).
 pub(super) fn salted(salt: Option<u64>, payload: &[u8]) -> Vec<u8> {
-    let mut out = (payload.len() as u32).to_le_bytes().to_vec();
-    out.extend_from_slice(&crate::wal::header::record_crc(salt, payload).to_le_bytes());
-    out.extend_from_slice(payload);
-    out
+    crate::wal::record_bytes(salt, payload)
 }
 
 /// A WAL of one-op batches at sequences `seqs`.

@@ -47,7 +47,10 @@
 //! a power loss before that fsync leaves either header, both true; a torn
 //! rewrite leaves a header that fails its checksum, read strictly
 //! (`DamagedHeader`), which refuses the open and loses nothing, since the
-//! records were fsynced first. (Replay refuses a damaged header with any
+//! records were fsynced first: `WalRecovery::PointInTime` opens it with
+//! every record, read under the salt at bytes 12..20, which the old and
+//! the new header share (`wal::salvaged_records`: only when the first
+//! record verifies under it, so a flipped salt bit still reads nothing). (Replay refuses a damaged header with any
 //! byte other than zero after it, `WalDamage::DamagedHeader`, and, in a
 //! store whose WALs are all of version 3 (store format 6 or more), a file
 //! without the magic, zeros or any other bytes, with any byte other than

@@ -60,7 +60,9 @@
 //!   either is true. A device that tore the sector anyway leaves a header
 //!   that fails its checksum: recovery reads a damaged header strictly
 //!   (`WalFormat::DamagedHeader`) and refuses the open rather than drop a
-//!   write, which is safe because every record was fsynced first.
+//!   write, which is safe because every record was fsynced first; a
+//!   `WalRecovery::PointInTime` open replays every record under the salt
+//!   the torn header still holds (`wal::salvaged_records`).
 
 use std::io;
 

@@ -284,3 +284,50 @@ fn a_store_whose_writes_stopped_after_a_failed_fsync_is_not_sealed() {
     let db = Db::open(dir.path(), Options::default()).unwrap();
     assert_eq!(contents(&db), model);
 }
+
+/// A clean close's header rewrite torn inside its sector on every live
+/// WAL (a device that tears a sector anyway): the new flags, the old
+/// header's checksum. The default open refuses each such WAL (a damaged
+/// header, offset 0), and `WalRecovery::PointInTime` opens the store with
+/// every acknowledged write, read-only and then read-write (the salt at
+/// bytes 12..20 is the same in both headers). Failed before
+/// `wal::salvaged_records`: the point-in-time open cut each WAL at byte 0
+/// and lost every write not yet in a table.
+#[test]
+fn a_seal_rewrite_torn_inside_its_sector_opens_whole_at_a_point_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), never_options()).unwrap();
+    let models = run_history(&db);
+    db.close().unwrap();
+    let records = record_count(&std::fs::read(common::newest_wal(dir.path())).unwrap());
+    assert!(records >= 10, "{records} records in the live WAL");
+    for wal in wals(dir.path()) {
+        assert!(says_synced(&wal), "{wal:?} not sealed");
+        let mut bytes = std::fs::read(&wal).unwrap();
+        // The header before the seal: flags 0 (SyncMode::Never), same salt.
+        let mut old = bytes[..24].to_vec();
+        old[10..12].fill(0);
+        let crc = crc32(&old[..20]);
+        bytes[20..24].copy_from_slice(&crc.to_le_bytes());
+        std::fs::write(&wal, bytes).unwrap();
+    }
+    for read_only in [true, false] {
+        let (_, offset) = refusal(read_only, dir.path());
+        assert_eq!(offset, 0, "read-only {read_only}");
+    }
+    let pit = Options {
+        wal_recovery: bloomlsm::WalRecovery::PointInTime,
+        ..Options::default()
+    };
+    for read_only in [true, false] {
+        let db = common::open_either(dir.path(), pit.clone(), read_only).unwrap();
+        assert!(
+            contents(&db) == models[WRITES as usize],
+            "read-only {read_only}: acknowledged writes lost"
+        );
+        db.close().unwrap();
+    }
+    // The read-write open flushed them: a default open finds them too.
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert!(contents(&db) == models[WRITES as usize]);
+}

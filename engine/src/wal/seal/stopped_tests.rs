@@ -76,7 +76,7 @@ fn a_background_failure_no_call_saw_is_returned_by_close() {
         .collect();
     let closed = db.close();
     for wal in &live {
-        let format = format_of(&std::fs::read(wal).unwrap());
+        let format = format_of(&std::fs::read(wal).unwrap(), true);
         assert!(!format.is_closed(), "{wal:?} closed after writes stopped");
     }
     check_closed_and_recovered(closed, dir.path(), fs, &written);

@@ -26,7 +26,7 @@ fn wals(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn format(path: &Path) -> WalFormat {
-    format_of(&std::fs::read(path).unwrap())
+    format_of(&std::fs::read(path).unwrap(), true)
 }
 
 /// Freezes the active memtable without flushing it.
@@ -103,7 +103,7 @@ fn closing_a_read_only_store_leaves_its_wals_as_they_are() {
     let wal = wals(dir.path()).pop().unwrap();
     let before = std::fs::read(&wal).unwrap();
     assert!(matches!(
-        format_of(&before),
+        format_of(&before, true),
         WalFormat::Headed { synced: false, .. }
     ));
     let db = Db::open_read_only(dir.path(), options()).unwrap();
