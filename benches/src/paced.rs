@@ -156,6 +156,10 @@ pub struct PacedReport {
     pub settled_gets: u64,
     /// Filter bits per key.
     pub bits_per_key: f64,
+    /// L1 budget of both engines (the preset's 128 KiB unless
+    /// `--deep-l1-bytes`).
+    #[serde(default)]
+    pub l1_bytes: u64,
     /// Every engine, in order.
     pub engines: Vec<EngineRun>,
 }
@@ -185,8 +189,14 @@ impl PacedReport {
     pub fn markdown(&self) -> String {
         let keys = self.keys;
         let mut out = format!(
-            "# Deep configuration, paced at {} puts/s against unpaced\n\n{} keys; {} absent gets per settled profile, {} per sample at each 1/{} of the paced load (the second half's mean, least and most); ratios against RocksDB with the same filter kind.\n\n",
-            self.fill_rate, keys, self.settled_gets, SAMPLE_GETS, LOAD_SAMPLES
+            "# Deep configuration, paced at {} puts/s against unpaced\n\n{} keys, L1 budget {} KiB, {} filter bits/key; {} absent gets per settled profile, {} per sample at each 1/{} of the paced load (the second half's mean, least and most); ratios against RocksDB with the same filter kind.\n\n",
+            self.fill_rate,
+            keys,
+            self.l1_bytes >> 10,
+            self.bits_per_key,
+            self.settled_gets,
+            SAMPLE_GETS,
+            LOAD_SAMPLES
         );
         out += "| engine | paced, 2nd half of the load: reads per absent get, mean [least, most] | vs RocksDB | runs probed | paced, settled: reads per absent get | vs RocksDB | runs probed | write amplification | unpaced, settled: reads per absent get | vs RocksDB | runs probed | write amplification |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
         for e in &self.engines {
@@ -505,6 +515,7 @@ pub fn run(config: &RunConfig, fill_rate: u64, base: Option<&Path>) -> Result<Pa
         keys: config.sizes.keys,
         settled_gets: config.sizes.ops,
         bits_per_key: config.mirror.bits_per_key,
+        l1_bytes: config.mirror.l1_bytes,
         engines,
     })
 }

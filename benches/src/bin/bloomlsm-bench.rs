@@ -113,6 +113,11 @@ struct Args {
     /// `--shape-every` shows RocksDB's last level growing to the end.
     #[arg(long, default_value_t = 0)]
     deep_paced: u64,
+    /// With --deep: the L1 budget instead of the preset's 128 KiB, on both
+    /// engines (a smaller one makes a deeper tree: more levels of
+    /// comparable weight for Monkey).
+    #[arg(long, default_value_t = 0)]
+    deep_l1_bytes: u64,
     /// Parent directory for the engines' temporary directories.
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -152,7 +157,11 @@ fn main() -> Result<()> {
         // RocksDB's smallest write buffer (it raised the 32 KiB asked before
         // to this by itself, so the two engines did not run the same).
         a.memtable_bytes = 64 << 10;
-        a.l1_bytes = 128 << 10;
+        a.l1_bytes = if a.deep_l1_bytes > 0 {
+            a.deep_l1_bytes
+        } else {
+            128 << 10
+        };
         a.block_cache_bytes = 0;
         target_file_bytes = 512 << 10;
         a.engines = [
