@@ -5,6 +5,7 @@
 pub mod device_probe;
 pub mod engines;
 pub mod keys;
+pub mod paced;
 pub mod plots;
 pub mod probes;
 pub mod procfs;

@@ -181,6 +181,16 @@ impl Phase {
 
 /// Loads `keys` keys in a random order, then lets background work settle.
 pub fn fill(engine: &dyn Engine, s: &Sizes) -> Result<Measurement> {
+    fill_with(engine, s, &mut |_| Ok(()))
+}
+
+/// [`fill`], calling `after_put` with the number of keys loaded after every
+/// put (outside the timed put; a paced load catches up after it).
+pub fn fill_with(
+    engine: &dyn Engine,
+    s: &Sizes,
+    after_put: &mut dyn FnMut(u64) -> Result<()>,
+) -> Result<Measurement> {
     let progress = Progress::new(format!("{} fill", engine.name()), s.keys);
     let phase = Phase::start(engine);
     let mut hist = histogram()?;
@@ -201,6 +211,7 @@ pub fn fill(engine: &dyn Engine, s: &Sizes) -> Result<Measurement> {
         if shape_every > 0 && (i + 1) % shape_every == 0 {
             eprintln!("shape {} {}: {}", engine.name(), i + 1, engine.shape());
         }
+        after_put(i + 1)?;
     }
     if shape_every > 0 {
         eprintln!("shape {} loaded: {}", engine.name(), engine.shape());

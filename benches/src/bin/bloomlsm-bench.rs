@@ -106,6 +106,18 @@ struct Args {
     /// --l1-bytes, --block-cache-bytes and --engines.
     #[arg(long)]
     deep: bool,
+    /// The deep configuration (implies --deep) where both engines keep up:
+    /// each engine loads unpaced and then held to this many puts a second,
+    /// with absent gets sampled through the paced load; writes paced.md and
+    /// paced.json (no other workloads run). Choose a rate under which
+    /// `--shape-every` shows RocksDB's last level growing to the end.
+    #[arg(long, default_value_t = 0)]
+    deep_paced: u64,
+    /// With --deep: the L1 budget instead of the preset's 128 KiB, on both
+    /// engines (a smaller one makes a deeper tree: more levels of
+    /// comparable weight for Monkey).
+    #[arg(long, default_value_t = 0)]
+    deep_l1_bytes: u64,
     /// Parent directory for the engines' temporary directories.
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -137,6 +149,7 @@ struct Args {
 fn main() -> Result<()> {
     let mut a = Args::parse();
     let mut target_file_bytes = 8 << 20;
+    a.deep |= a.deep_paced > 0;
     if a.deep {
         a.keys = 2_000_000;
         a.ops = 500_000;
@@ -144,7 +157,11 @@ fn main() -> Result<()> {
         // RocksDB's smallest write buffer (it raised the 32 KiB asked before
         // to this by itself, so the two engines did not run the same).
         a.memtable_bytes = 64 << 10;
-        a.l1_bytes = 128 << 10;
+        a.l1_bytes = if a.deep_l1_bytes > 0 {
+            a.deep_l1_bytes
+        } else {
+            128 << 10
+        };
         a.block_cache_bytes = 0;
         target_file_bytes = 512 << 10;
         a.engines = [
@@ -220,6 +237,13 @@ fn main() -> Result<()> {
         println!("{}", report.markdown());
         report.write(&a.out)?;
         eprintln!("scale report written to {}", a.out.display());
+        return Ok(());
+    }
+    if a.deep_paced > 0 {
+        let report = bloomlsm_bench::paced::run(&config, a.deep_paced, a.dir.as_deref())?;
+        println!("{}", report.markdown());
+        report.write(&a.out)?;
+        eprintln!("paced report written to {}", a.out.display());
         return Ok(());
     }
     let report = run(&config, a.dir.as_deref())?;
