@@ -150,13 +150,11 @@ const fn in_folded_order(bits: u32) -> u32 {
 /// The tail check of [`contains`] for a key that passed the head: whether
 /// every tail column agrees. Four columns at a time, the same way as the
 /// head; the tail columns of a block and of the next are each contiguous.
-/// The parities of all groups are gathered and compared once, the columns
-/// past the tail's masked off, so the only branches are the group count
-/// (the same for a block of `c` and one of `c + 1` columns unless `c - 4`
-/// is a multiple of 4) and whether whole groups stay in the solution's
-/// lines (all but the last few blocks): a present key, whose head check
-/// the processor predicts passed, runs on without a misprediction into
-/// the next lookups. (The last 1 to 3 columns were read by a branch on
+/// The parities of all groups are gathered and compared once, so the only
+/// branches are on the number of groups, whole and partial (the same for
+/// blocks of `c` and of `c + 1` columns unless either has a multiple of 4
+/// tail columns): a present key, whose head check the processor predicts
+/// passed, runs on without a misprediction into the next lookups. (The last 1 to 3 columns were read by a branch on
 /// their number, which mispredicts whenever blocks of two column counts
 /// mix, as they do at 10 bits per key: 9 and 10 columns.) Inline, with
 /// the probe of the head check: a present key's hash is no longer derived
@@ -175,15 +173,8 @@ unsafe fn tail(filter: &RibbonFilter, key: &Probe) -> bool {
     // exist: a block's tail is followed by the next block's, which has at
     // least as many columns, and the last block's ends the solution.
     debug_assert!(next + columns <= filter.solution.len());
-    let groups_end = columns.next_multiple_of(4);
-    let parities = if next + groups_end <= 4 * filter.solution.num_lines() {
-        // SAFETY: `here <= next`, both segments, and whole groups from
-        // either end by `next + groups_end`, within the lines.
-        unsafe { whole_groups(filter.solution.as_ptr(), here, next, columns, key) }
-    } else {
-        // SAFETY: as just said, without whole groups.
-        unsafe { last_group_masked(filter.solution.as_ptr(), here, next, columns, key) }
-    };
+    // SAFETY: just said.
+    let parities = unsafe { tail_parities(filter.solution.as_ptr(), here, next, columns, key) };
     // In column order (the swap is its own inverse); the columns past the
     // tail's are masked off.
     let mask = ((1u64 << columns) - 1) as u32;
@@ -191,54 +182,16 @@ unsafe fn tail(filter: &RibbonFilter, key: &Probe) -> bool {
 }
 
 /// The parities of the `columns` tail columns of `key` (its start block's
-/// from segment `here`, the next block's from `next`) read four at a time,
-/// folded order ([`four_parities`]) from bit 0; bits past `columns` (up to
-/// the next multiple of 4) are of whatever follows the tail.
-/// SAFETY: the caller proves that `segments` points to the lines of a
-/// solution, that `here <= next` are segments of it, and that `next +
-/// columns.next_multiple_of(4)` is at most the segments of its lines.
-#[target_feature(enable = "avx2")]
-#[inline]
-unsafe fn whole_groups(
-    segments: *const u128,
-    here: usize,
-    next: usize,
-    columns: usize,
-    key: &Probe,
-) -> u32 {
-    // SAFETY: `at` is `here + j` or `next + j` and later `+ 2` with `j <
-    // columns` a multiple of 4, so `at + 2 <= next + j + 4 <= next +
-    // columns.next_multiple_of(4)`: the segments `at..at + 2` lie in the
-    // solution's lines (the caller's promise; those past its length are
-    // zero, by `Solution`'s invariant, and initialized).
-    let pair = |at: usize| unsafe { _mm256_loadu_si256(segments.add(at).cast()) };
-    let mut parities = 0u32;
-    let mut j = 0;
-    while j < columns {
-        let group = four_parities(
-            pair(here + j),
-            pair(here + j + 2),
-            pair(next + j),
-            pair(next + j + 2),
-            key.left,
-            key.right,
-        );
-        parities |= group << j;
-        j += 4;
-    }
-    parities
-}
-
-/// [`whole_groups`] for the last blocks, where a whole last group would
-/// read past the solution's lines: the last 1 to 3 columns are read with
-/// masked loads, the others are zero.
+/// from segment `here`, the next block's from `next`), four at a time in
+/// the folded order of [`four_parities`] from bit 0; a last group of 1 to
+/// 3 columns is read with masked loads (the other bits zero), so nothing
+/// past a tail is read: whole groups there could touch one more line.
 /// SAFETY: the caller proves that `segments` points to a solution, and
 /// `here <= next` are segments of it with `next + columns` at most its
 /// length.
 #[target_feature(enable = "avx2")]
-#[inline(never)]
-#[cold]
-unsafe fn last_group_masked(
+#[inline]
+unsafe fn tail_parities(
     segments: *const u128,
     here: usize,
     next: usize,
