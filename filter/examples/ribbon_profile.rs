@@ -8,6 +8,8 @@
 //! `valgrind --tool=callgrind`), `medians [reps]` (builds of both kinds
 //! alternating, 31 of each by default, the medians of their thread CPU
 //! time and their ratio),
+//! `probe-present` and `probe-absent` (one Ribbon lookup of each key, or
+//! of as many absent keys, nothing timed: for callgrind),
 //! `repeat [times]` (that many Ribbon builds,
 //! 100 by default, for the process's CPU time) or `far` (absent lookups, hash given, on
 //! filters of `keys` keys at 10 bits per key with random contents, as in
@@ -156,6 +158,18 @@ fn main() {
     let reps = if n >= 10_000_000 { 3 } else { 7 };
     if what == "once" {
         black_box(RibbonFilter::from_hashes(&present, 10.0));
+        return;
+    }
+    if what == "probe-present" || what == "probe-absent" {
+        // Ribbon lookups only (every key, or as many absent ones), for
+        // `valgrind --tool=callgrind --toggle-collect='*query_avx2*'`.
+        let ribbon = RibbonFilter::from_hashes(&present, 10.0);
+        let probes = if what == "probe-present" {
+            present.clone()
+        } else {
+            hashes(n, n)
+        };
+        black_box(probes.iter().filter(|&&h| ribbon.contains_hash(h)).count());
         return;
     }
     if what == "repeat" {

@@ -6,8 +6,9 @@
 //! overlaps as many independent lookups as its reorder window holds: the
 //! fewer instructions one takes, the more. Here the head check is a few
 //! vector instructions on the two lines (four columns' 128 bits of each
-//! block at once) instead of a dozen loads and popcounts, the path of an
-//! absent key saves one register, and the tail is done the same way.
+//! block at once) instead of a dozen loads and popcounts, and the tail is
+//! done the same way, four columns at a time, all its groups compared at
+//! once and without a branch on the column count.
 
 use core::arch::x86_64::*;
 
@@ -68,9 +69,9 @@ pub(super) fn contains(filter: &RibbonFilter, hash: KeyHash) -> bool {
     {
         return false;
     }
-    // Out of line, from the hash again (only keys that pass the head get
-    // there), so that the head check keeps nothing for it but the hash.
-    tail(filter, hash)
+    // SAFETY: the filter has 4 head columns, checked above, and `key` is
+    // its probe of `hash`.
+    unsafe { tail(filter, &key) }
 }
 
 /// What a query needs of its key: its start block (`line`, its head's
@@ -121,15 +122,50 @@ impl Probe {
     }
 }
 
+/// Masks of `_mm256_maskload_epi64` for the last group of 1 to 3 tail
+/// columns (index: columns in the group): the first two segments' four
+/// words, then the next two's.
+const LAST_GROUP_MASKS: [[i64; 8]; 4] = {
+    let mut masks = [[0i64; 8]; 4];
+    let mut columns = 0;
+    while columns < 4 {
+        let mut word = 0;
+        while word < 2 * columns {
+            masks[columns][word] = -1;
+            word += 1;
+        }
+        columns += 1;
+    }
+    masks
+};
+
+/// `bits` with bits 1 and 2 of every nibble swapped: from column order to
+/// the order of [`four_parities`] for each group of four columns, and
+/// back.
+#[inline(always)]
+const fn in_folded_order(bits: u32) -> u32 {
+    (bits & 0x9999_9999) | ((bits >> 1) & 0x2222_2222) | ((bits << 1) & 0x4444_4444)
+}
+
 /// The tail check of [`contains`] for a key that passed the head: whether
 /// every tail column agrees. Four columns at a time, the same way as the
 /// head; the tail columns of a block and of the next are each contiguous.
-#[target_feature(enable = "avx2,popcnt")]
-#[inline(never)]
-fn tail(filter: &RibbonFilter, hash: KeyHash) -> bool {
-    let key = Probe::new(filter, hash);
-    let (left, right) = (key.left, key.right);
-    let mut rest = key.result >> HEAD_COLUMNS;
+/// The parities of all groups are gathered and compared once, so the only
+/// branches are on the number of groups, whole and partial (the same for
+/// blocks of `c` and of `c + 1` columns unless either has a multiple of 4
+/// tail columns): a present key, whose head check the processor predicts
+/// passed, runs on without a misprediction into the next lookups. (The last 1 to 3 columns were read by a branch on
+/// their number, which mispredicts whenever blocks of two column counts
+/// mix, as they do at 10 bits per key: 9 and 10 columns.) Inline, with
+/// the probe of the head check: a present key's hash is no longer derived
+/// twice (the tail was out of line and worked its probe out again, so
+/// that the head check kept only the hash; now the path of an absent key
+/// saves and restores four more registers).
+/// SAFETY: the caller proves that the filter has [`HEAD_COLUMNS`] head
+/// columns and that `key` is its probe of some hash.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn tail(filter: &RibbonFilter, key: &Probe) -> bool {
     let (here, columns) = filter.layout.tail_of_block(key.line as u64);
     let (here, columns) = (here as usize, columns as usize);
     let next = if key.straddles { here + columns } else { here };
@@ -137,16 +173,40 @@ fn tail(filter: &RibbonFilter, hash: KeyHash) -> bool {
     // exist: a block's tail is followed by the next block's, which has at
     // least as many columns, and the last block's ends the solution.
     debug_assert!(next + columns <= filter.solution.len());
-    let segments = filter.solution.as_ptr();
-    // SAFETY: the segments `at..at + 2` are below `next + columns` (see
-    // above), inside the solution.
+    // SAFETY: just said.
+    let parities = unsafe { tail_parities(filter.solution.as_ptr(), here, next, columns, key) };
+    // In column order (the swap is its own inverse); the columns past the
+    // tail's are masked off.
+    let mask = ((1u64 << columns) - 1) as u32;
+    (in_folded_order(parities) ^ (key.result >> HEAD_COLUMNS)) & mask == 0
+}
+
+/// The parities of the `columns` tail columns of `key` (its start block's
+/// from segment `here`, the next block's from `next`), four at a time in
+/// the folded order of [`four_parities`] from bit 0; a last group of 1 to
+/// 3 columns is read with masked loads (the other bits zero), so nothing
+/// past a tail is read: whole groups there could touch one more line.
+/// SAFETY: the caller proves that `segments` points to a solution, and
+/// `here <= next` are segments of it with `next + columns` at most its
+/// length.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn tail_parities(
+    segments: *const u128,
+    here: usize,
+    next: usize,
+    columns: usize,
+    key: &Probe,
+) -> u32 {
+    let (left, right) = (key.left, key.right);
+    // SAFETY: the segments `at..at + 2` are below `next + columns` (`at +
+    // 4 <= here + columns` or `next + columns` in the whole groups), inside
+    // the solution.
     let pair = |at: usize| unsafe { _mm256_loadu_si256(segments.add(at).cast()) };
-    // SAFETY: as for `pair`, one segment.
-    let one =
-        |at: usize| unsafe { _mm256_zextsi128_si256(_mm_loadu_si128(segments.add(at).cast())) };
+    let mut parities = 0u32;
     let mut j = 0;
     while j + 4 <= columns {
-        let parities = four_parities(
+        let group = four_parities(
             pair(here + j),
             pair(here + j + 2),
             pair(next + j),
@@ -154,31 +214,44 @@ fn tail(filter: &RibbonFilter, hash: KeyHash) -> bool {
             left,
             right,
         );
-        if parities != u32::from(IN_FOLDED_ORDER[(rest & 0b1111) as usize]) {
-            return false;
-        }
-        rest >>= 4;
+        parities |= group << j;
         j += 4;
     }
-    // The last 1 to 3 columns, the others zero (parity 0, masked anyway).
     let last = columns - j;
-    if last == 0 {
-        return true;
+    if last > 0 {
+        // Only the last columns' words are read (a masked-off word is
+        // neither read nor faults), the others are zero.
+        let masks = &LAST_GROUP_MASKS[last];
+        // SAFETY: `masks` is 8 words: two 32-byte reads stay in it.
+        let (mask01, mask23) = unsafe {
+            (
+                _mm256_loadu_si256(masks.as_ptr().cast()),
+                _mm256_loadu_si256(masks.as_ptr().add(4).cast()),
+            )
+        };
+        // Segments 2 and 3 of the group only when it has 3 columns; with
+        // fewer, `mask23` is zero and they are read from segment 0 (a
+        // pointer that stays in the solution; nothing is read).
+        let upper = 2 * usize::from(last == 3);
+        // SAFETY: `at` is `here + j + (0 or upper)` or `next + j + (0 or
+        // upper)`, below `here + columns` or `next + columns` (`j + upper <
+        // j + last = columns`), a segment of the solution; the words read
+        // are those of the segments below `here + columns` or `next +
+        // columns` that the mask selects, inside the solution.
+        let masked = |at: usize, mask: __m256i| unsafe {
+            _mm256_maskload_epi64(segments.add(at).cast::<i64>(), mask)
+        };
+        let group = four_parities(
+            masked(here + j, mask01),
+            masked(here + j + upper, mask23),
+            masked(next + j, mask01),
+            masked(next + j + upper, mask23),
+            left,
+            right,
+        );
+        parities |= group << j;
     }
-    let zero = _mm256_setzero_si256();
-    let (here01, next01) = if last >= 2 {
-        (pair(here + j), pair(next + j))
-    } else {
-        (one(here + j), one(next + j))
-    };
-    let (here23, next23) = if last == 3 {
-        (one(here + j + 2), one(next + j + 2))
-    } else {
-        (zero, zero)
-    };
-    let parities = four_parities(here01, here23, next01, next23, left, right);
-    let mask = IN_FOLDED_ORDER[(1 << last) - 1];
-    (parities ^ u32::from(IN_FOLDED_ORDER[(rest & 0b1111) as usize])) & u32::from(mask) == 0
+    parities
 }
 
 /// The parities of four columns whose segments in a key's start block are
