@@ -34,6 +34,7 @@
 use crate::common;
 
 mod draw;
+mod filters_applied;
 mod keys;
 mod readers;
 mod refusals;

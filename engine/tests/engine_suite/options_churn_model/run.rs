@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 
 use super::draw::{self, Work};
+use super::filters_applied;
 use super::keys::{KEYS, UNIVERSE, beside, key, value};
 use super::readers::{self, Held, Shared, expected};
 use super::refusals;
@@ -16,7 +17,7 @@ use crate::common::held_iter::HeldIter;
 use crate::common::{Model, Rng, read_manifest};
 
 use bloomlsm::fs::fault::FaultFs;
-use bloomlsm::{Db, Error, Options, WriteBatch};
+use bloomlsm::{Db, Error, FilterPolicy, Options, WriteBatch};
 
 /// What a run did, for the report.
 #[derive(Default, Debug, Clone)]
@@ -38,6 +39,8 @@ pub struct Counts {
     pub refused_opens: u64,
     pub too_few_levels: u64,
     pub full_checks: u64,
+    /// Tables whose filter was checked to be the policy's and kind's.
+    pub filters_checked: u64,
     pub reader_reads: u64,
     /// The most levels (L0 included) the tree spanned at any close.
     pub max_depth: usize,
@@ -65,6 +68,16 @@ pub struct Run {
     depth: usize,
     /// The most levels an open of this run has (or `depth`, if more).
     levels_cap: usize,
+    /// The manifest's next file number when the store was last opened:
+    /// tables numbered from it on were written by this open.
+    first_number: u64,
+    /// The filter policies in force during this open (the options', then
+    /// each `rebuild_filters`').
+    policies: Vec<FilterPolicy>,
+    /// An iterator and a snapshot of an earlier open, kept past its close
+    /// and dropped at some step of a later open (the tables they held must
+    /// not take a file of the new store with them).
+    stale: Vec<(Option<HeldIter>, Option<Arc<Held>>)>,
     pub counts: Counts,
 }
 
@@ -93,6 +106,9 @@ impl Run {
             step: 0,
             depth: 1,
             levels_cap,
+            first_number: 0,
+            policies: Vec::new(),
+            stale: Vec::new(),
             counts: Counts::default(),
         };
         run.open();
@@ -122,6 +138,12 @@ impl Run {
     /// now and then, cannot append: filter rebuilds copy their tables),
     /// starting a reader thread beside it.
     fn open(&mut self) {
+        self.first_number = if self.dir.path().join("MANIFEST").exists() {
+            read_manifest(self.dir.path()).counters[0]
+        } else {
+            0
+        };
+        self.policies = vec![self.options.filter_policy.clone()];
         self.fs = FaultFs::new();
         self.fs.set_refuse_appends(self.rng.below(4) == 0);
         let db = Db::open_with_fs(
@@ -130,6 +152,12 @@ impl Run {
             Arc::new(self.fs.clone()),
         )
         .unwrap_or_else(|e| panic!("open: {e}\nseed {} options {:?}", self.seed, self.options));
+        let reported = db.options();
+        assert!(
+            reported == self.options,
+            "the store reports other options than it was opened with: {reported:?}\nseed {}",
+            self.seed
+        );
         let db = Arc::new(db);
         if self.options.background_work || self.rng.below(2) == 0 {
             let (db, shared, seed) = (Arc::clone(&db), Arc::clone(&self.shared), self.seed);
@@ -496,6 +524,21 @@ impl Run {
         self.db()
             .rebuild_filters(policy.clone())
             .unwrap_or_else(|e| panic!("rebuild_filters({policy:?}): {e}\n{}", self.at()));
+        assert!(
+            self.db().options().filter_policy == policy,
+            "rebuild_filters({policy:?}) left the store reporting {:?}\n{}",
+            self.db().options().filter_policy,
+            self.at()
+        );
+        self.policies.push(policy.clone());
+        // Every live table now has the new policy's filter (the rebuild's
+        // second pass caught the tables flushed during its first; every
+        // flush and compaction since planned at the new policy).
+        if let Some(bits) = filters_applied::allowed_bits(std::slice::from_ref(&policy)) {
+            let at = format!("after rebuild_filters({policy:?}): {}", self.at());
+            self.counts.filters_checked +=
+                filters_applied::check(self.dir.path(), 0, self.options.filter_kind, &bits, &at);
+        }
         if self.rng.below(3) == 0 {
             self.check_all(&format!("after rebuild_filters({policy:?})"));
         } else {
@@ -519,6 +562,10 @@ impl Run {
     fn end_store(&mut self) {
         self.stop_reader();
         self.counts.reader_reads = self.shared.reads.load(Ordering::Relaxed);
+        if self.rng.below(3) == 0 {
+            let snapshot = self.shared.snapshots.lock().pop();
+            self.stale.push((self.iters.pop(), snapshot));
+        }
         self.iters.clear();
         self.shared.snapshots.lock().clear();
         let db = Arc::try_unwrap(self.db.take().unwrap()).unwrap();
@@ -537,7 +584,20 @@ impl Run {
                 let _ = db.close();
             }
         }
-        let (depth, in_use) = check_shape(self.dir.path(), self.options.num_levels, &self.at());
+        let at = format!(
+            "seed {} step {} at a close, options {:?}",
+            self.seed, self.step, self.options
+        );
+        let (depth, in_use) = check_shape(self.dir.path(), self.options.num_levels, &at);
+        if let Some(bits) = filters_applied::allowed_bits(&self.policies) {
+            self.counts.filters_checked += filters_applied::check(
+                self.dir.path(),
+                self.first_number,
+                self.options.filter_kind,
+                &bits,
+                &format!("{at}, policies {:?}", self.policies),
+            );
+        }
         self.depth = depth;
         self.counts.max_depth = self.counts.max_depth.max(depth);
         self.counts.max_levels_in_use = self.counts.max_levels_in_use.max(in_use);
@@ -572,6 +632,54 @@ impl Run {
         self.options = next;
         self.open();
         self.check_all("after a reopen");
+        self.check_stale();
+    }
+
+    /// Reads through the iterators and snapshots of closed opens fail with
+    /// `Error::Closed` (an iterator may first yield what it must, never
+    /// another pair).
+    fn check_stale(&mut self) {
+        let at = self.at();
+        for (it, snap) in &mut self.stale {
+            // Half the time left unread: it holds its view (and the old
+            // open's tables) until it is dropped, some steps later.
+            if self.rng.below(2) == 0
+                && let Some(mut h) = it.take()
+            {
+                loop {
+                    match h.it.next() {
+                        None => {
+                            assert_eq!(h.at, h.want.len(), "{at}: {} after its close", h.what);
+                            break;
+                        }
+                        Some(Ok(pair)) => {
+                            assert!(
+                                h.want.get(h.at) == Some(&pair),
+                                "{at}: {} after its close: item {}",
+                                h.what,
+                                h.at
+                            );
+                            h.at += 1;
+                        }
+                        Some(Err(Error::Closed)) => {
+                            assert!(h.it.next().is_none(), "{at}: {} after Closed", h.what);
+                            break;
+                        }
+                        Some(Err(e)) => panic!("{at}: {} after its close: {e}", h.what),
+                    }
+                }
+            }
+            if let Some(h) = snap {
+                assert!(
+                    matches!(h.snapshot.get(&key(0)), Err(Error::Closed)),
+                    "{at}"
+                );
+                assert!(
+                    matches!(h.snapshot.scan::<&[u8], _>(..), Err(Error::Closed)),
+                    "{at}"
+                );
+            }
+        }
     }
 
     /// A read-only open with options of its own: every answer the model's,
@@ -628,6 +736,9 @@ impl Run {
         for step in 0..ops {
             self.step = step;
             self.counts.ops += 1;
+            if !self.stale.is_empty() && self.rng.below(60) == 0 {
+                self.stale.clear();
+            }
             match self.rng.below(1000) {
                 0..=379 => self.put_one(),
                 380..=509 => self.delete_existing(),
