@@ -61,6 +61,7 @@ mod odd_keys_model;
 mod open_files_filter_reopen;
 mod open_files_release;
 mod open_files_reopen_attack;
+mod options_churn_model;
 mod options_reopen_attack;
 mod pinned_versions;
 mod policies;
