@@ -253,6 +253,19 @@ pub(crate) fn never_durable(bytes: &[u8]) -> bool {
     v2_torn || v3_torn || bytes.iter().all(|&b| b == 0)
 }
 
+/// Whether `bytes`, a whole WAL file, are a version 3 header's length and
+/// begin with its magic and version, whatever its flags, salt and
+/// checksum: a WAL of this build that never held a record (the smallest
+/// record of a write, a delete of an empty key, is 25 bytes), whose
+/// header may fail its checksum: a clean close's rewrite of it
+/// (`seal.rs`, a `SyncMode::Never` WAL holding no write) torn inside its
+/// sector. None of its bytes is a write not replayed.
+pub(crate) fn header_only(bytes: &[u8]) -> bool {
+    bytes.len() == HEADER_LEN
+        && bytes[..MAGIC.len()] == MAGIC
+        && bytes[8..10] == VERSION.to_le_bytes()
+}
+
 /// The length of the intact header `bytes` begin with (0 if none).
 #[cfg(test)]
 pub(crate) fn format_of_len(bytes: &[u8]) -> usize {
