@@ -50,7 +50,10 @@
 //! records were fsynced first: `WalRecovery::PointInTime` opens it with
 //! every record, read under the salt at bytes 12..20, which the old and
 //! the new header share (`wal::salvaged_records`: only when the first
-//! record verifies under it, so a flipped salt bit still reads nothing). (Replay refuses a damaged header with any
+//! record verifies under it, so a flipped salt bit still reads nothing).
+//! A WAL of a header alone (no write in it at the close) held no record:
+//! torn so, it opens in either mode with no cut (`header_only`).
+//! (Replay refuses a damaged header with any
 //! byte other than zero after it, `WalDamage::DamagedHeader`, and, in a
 //! store whose WALs are all of version 3 (store format 6 or more), a file
 //! without the magic, zeros or any other bytes, with any byte other than
