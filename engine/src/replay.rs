@@ -140,8 +140,10 @@ fn cut(logs: &[WalBytes], i: usize, at: u64, cause: WalCutCause) -> Option<WalCu
     // none of its bytes is a write not replayed: it counts as an empty
     // file, which is damage only as an older WAL before a newer WAL's
     // records (refused, or cut there, as for an empty older WAL).
+    // So does a version 3 WAL of a header alone whose header a torn seal
+    // rewrite damaged (`wal::header::header_only`).
     let unreplayed = |bytes: &[u8], from: u64| {
-        if wal::header::never_durable(bytes) {
+        if wal::header::never_durable(bytes) || wal::header::header_only(bytes) {
             0
         } else {
             (bytes.len() as u64).saturating_sub(from)
@@ -456,6 +458,8 @@ mod header_tests;
 mod marker_tests;
 #[cfg(test)]
 mod review26_tests;
+#[cfg(test)]
+mod review27_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

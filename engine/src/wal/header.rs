@@ -50,7 +50,10 @@
 //! records were fsynced first: `WalRecovery::PointInTime` opens it with
 //! every record, read under the salt at bytes 12..20, which the old and
 //! the new header share (`wal::salvaged_records`: only when the first
-//! record verifies under it, so a flipped salt bit still reads nothing). (Replay refuses a damaged header with any
+//! record verifies under it, so a flipped salt bit still reads nothing).
+//! A WAL of a header alone (no write in it at the close) held no record:
+//! torn so, it opens in either mode with no cut (`header_only`).
+//! (Replay refuses a damaged header with any
 //! byte other than zero after it, `WalDamage::DamagedHeader`, and, in a
 //! store whose WALs are all of version 3 (store format 6 or more), a file
 //! without the magic, zeros or any other bytes, with any byte other than
@@ -251,6 +254,19 @@ pub(crate) fn never_durable(bytes: &[u8]) -> bool {
             h[..fixed] == bytes[..fixed]
         });
     v2_torn || v3_torn || bytes.iter().all(|&b| b == 0)
+}
+
+/// Whether `bytes`, a whole WAL file, are a version 3 header's length and
+/// begin with its magic and version, whatever its flags, salt and
+/// checksum: a WAL of this build that never held a record (the smallest
+/// record of a write, a delete of an empty key, is 25 bytes), whose
+/// header may fail its checksum: a clean close's rewrite of it
+/// (`seal.rs`, a `SyncMode::Never` WAL holding no write) torn inside its
+/// sector. None of its bytes is a write not replayed.
+pub(crate) fn header_only(bytes: &[u8]) -> bool {
+    bytes.len() == HEADER_LEN
+        && bytes[..MAGIC.len()] == MAGIC
+        && bytes[8..10] == VERSION.to_le_bytes()
 }
 
 /// The length of the intact header `bytes` begin with (0 if none).

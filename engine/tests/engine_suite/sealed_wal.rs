@@ -331,3 +331,60 @@ fn a_seal_rewrite_torn_inside_its_sector_opens_whole_at_a_point_in_time() {
     let db = Db::open(dir.path(), Options::default()).unwrap();
     assert!(contents(&db) == models[WRITES as usize]);
 }
+
+/// review27: a clean close of a `SyncMode::Never` store whose live WAL
+/// holds no write (the reopen flushed every replayed write into a table)
+/// still rewrites that WAL's header (unsynced to synced), with nothing
+/// after it. The rewrite torn inside its sector leaves a 24-byte file
+/// that never held a record: every open, both modes, read-only or not,
+/// holds every write and reports no `wal_replay_cut`. Failed before
+/// `wal::header::header_only`: each open reported a cut of the header's
+/// 24 bytes at offset 0 (`TornTail` or `PointInTime`), a warning that
+/// writes were dropped where none was.
+#[test]
+fn a_torn_seal_of_a_wal_holding_no_write_is_no_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), never_options()).unwrap();
+    let models = run_history(&db);
+    db.close().unwrap();
+    // The reopen turns the WALs into a table; its own WAL stays empty.
+    Db::open(dir.path(), never_options())
+        .unwrap()
+        .close()
+        .unwrap();
+    let live = wals(dir.path());
+    assert_eq!(live.len(), 1, "{live:?}");
+    let mut bytes = std::fs::read(&live[0]).unwrap();
+    assert_eq!(bytes.len(), 24, "a WAL of a header alone");
+    assert!(says_synced(&live[0]), "sealed");
+    // The new flags (synced) over the old header's checksum (flags 0).
+    let mut old = bytes[..24].to_vec();
+    old[10..12].fill(0);
+    let crc = crc32(&old[..20]);
+    bytes[20..24].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&live[0], bytes).unwrap();
+    for mode in [
+        bloomlsm::WalRecovery::TolerateTornTail,
+        bloomlsm::WalRecovery::PointInTime,
+    ] {
+        let options = Options {
+            wal_recovery: mode,
+            ..Options::default()
+        };
+        let db = common::open_either(dir.path(), options, true).unwrap();
+        assert!(contents(&db) == models[WRITES as usize], "{mode:?}");
+        assert_eq!(
+            db.stats().wal_replay_cut,
+            None,
+            "{mode:?}: no write dropped"
+        );
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert!(contents(&db) == models[WRITES as usize]);
+    assert_eq!(
+        db.stats().wal_replay_cut,
+        None,
+        "read-write: no write dropped"
+    );
+}
