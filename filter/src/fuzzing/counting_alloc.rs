@@ -1,13 +1,30 @@
 //! A global allocator for fuzz targets that bound what a decoder
 //! allocates: the system allocator, counting the bytes live and the most
-//! live since a measurement began. Process-wide counters: a measurement
-//! means something only while no other thread allocates.
+//! live since a measurement began. The live bytes and the peak are
+//! process-wide, so they mean something only while no other thread
+//! allocates; [`CountingAlloc::thread_net`] counts one thread's own
+//! allocations, which the test harness's threads do not disturb.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Bytes this thread allocated less the bytes it freed. Constant
+    /// initialised and without a destructor, so reading it never allocates
+    /// and works while the thread exits.
+    static THREAD_NET: Cell<isize> = const { Cell::new(0) };
+}
+
+/// Adds `bytes` to this thread's net count.
+fn thread_add(bytes: isize) {
+    // `try_with` cannot fail for a constant without a destructor; ignoring
+    // it keeps the allocator free of any panic path.
+    let _ = THREAD_NET.try_with(|net| net.set(net.get().wrapping_add(bytes)));
+}
 
 /// Install with `#[global_allocator] static A: CountingAlloc = CountingAlloc;`.
 #[derive(Debug)]
@@ -27,6 +44,15 @@ impl CountingAlloc {
     pub fn peak_since(base: usize) -> usize {
         PEAK.load(Ordering::Relaxed).saturating_sub(base)
     }
+
+    /// Bytes the calling thread allocated less those it freed, since it
+    /// began: the difference of two readings is what the thread's code
+    /// between them left allocated, whatever other threads did meanwhile
+    /// (negative if it freed more than it allocated, perhaps another
+    /// thread's allocations).
+    pub fn thread_net() -> isize {
+        THREAD_NET.try_with(Cell::get).unwrap_or(0)
+    }
 }
 
 // SAFETY: every call is passed to `System` unchanged; only counters are
@@ -38,6 +64,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         if !p.is_null() {
             let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
             PEAK.fetch_max(live, Ordering::Relaxed);
+            thread_add(layout.size() as isize);
         }
         p
     }
@@ -46,5 +73,6 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // SAFETY: the caller's contract is `System`'s.
         unsafe { System.dealloc(ptr, layout) };
         LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        thread_add(-(layout.size() as isize));
     }
 }
