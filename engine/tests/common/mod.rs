@@ -15,6 +15,7 @@ pub mod live_tables;
 pub mod model_run;
 pub mod narrow_tree;
 pub mod real_fs_methods;
+pub mod tree_shape;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -13,9 +13,9 @@
 use crate::common;
 
 use bloomlsm::{Db, Error, FilterKind, FilterPolicy, Options, Snapshot};
+use common::tree_shape::check_tree_shape;
 use common::{
-    Model, Rng, direct_reads_work, pairs, read_manifest, scratch_dir, short_absent as absent,
-    short_key as key,
+    Model, Rng, direct_reads_work, pairs, scratch_dir, short_absent as absent, short_key as key,
 };
 
 /// Keys written: `KEYS` of them, so most writes overwrite or delete.
@@ -220,45 +220,6 @@ fn stats_totals_sane(stats: &bloomlsm::Stats, at: &str) {
     }
 }
 
-/// The tree a closed store's manifest describes: levels in range, L0's
-/// sequence ranges disjoint, every deeper level's tables sorted and
-/// sharing no key. Returns the fewest levels the tree allows.
-fn check_shape(dir: &std::path::Path, num_levels: usize, at: &str) -> usize {
-    let m = read_manifest(dir);
-    let mut by_level: Vec<Vec<&common::Record>> = vec![Vec::new(); num_levels];
-    for t in &m.tables {
-        assert!(
-            (t.level as usize) < num_levels,
-            "{at}: table at L{}",
-            t.level
-        );
-        by_level[t.level as usize].push(t);
-    }
-    let mut l0: Vec<_> = by_level[0]
-        .iter()
-        .map(|t| (t.numbers[3], t.numbers[4]))
-        .collect();
-    l0.sort();
-    for w in l0.windows(2) {
-        assert!(w[0].1 < w[1].0, "{at}: L0 sequence ranges {w:?} overlap");
-    }
-    for (level, tables) in by_level.iter_mut().enumerate().skip(1) {
-        tables.sort_by(|a, b| a.keys[0].cmp(&b.keys[0]));
-        for w in tables.windows(2) {
-            assert!(
-                w[0].keys[1] < w[1].keys[0],
-                "{at}: L{level} tables {} and {} overlap",
-                w[0].numbers[0],
-                w[1].numbers[0]
-            );
-        }
-        for t in tables.iter() {
-            assert!(t.keys[0] <= t.keys[1], "{at}: L{level} table range");
-        }
-    }
-    by_level.iter().rposition(|l| !l.is_empty()).unwrap_or(0) + 1
-}
-
 fn open(dir: &std::path::Path, mut opts: Options, direct_ok: bool) -> (Db, Options) {
     if opts.use_direct_reads && !direct_ok {
         opts.use_direct_reads = false;
@@ -361,7 +322,7 @@ fn attack(seed: u64, epochs: u64, ops: u64, background: Option<bool>) {
             "{at}"
         );
         drop(snaps);
-        min_levels = check_shape(dir, opts.num_levels, &at);
+        min_levels = check_tree_shape(dir, opts.num_levels, &at).fewest_levels;
         if std::env::var_os("ATTACK_DEBUG").is_some() {
             eprintln!(
                 "seed {seed} epoch {epoch}: depth {min_levels} dyn {} levels {}",
@@ -537,7 +498,7 @@ fn dynamic_budgets_switched_over_a_deep_tree() {
         let deep = non_empty_levels(&db);
         assert!(deep.len() >= 4 && deep[0] == 1, "static tree: {deep:?}");
         db.close().unwrap();
-        check_shape(tmp.path(), 6, "static");
+        check_tree_shape(tmp.path(), 6, "static");
 
         for (round, background_work) in [false, true].into_iter().enumerate() {
             let dynamic = Options {
@@ -553,7 +514,7 @@ fn dynamic_budgets_switched_over_a_deep_tree() {
             db.wait_for_background_work().unwrap();
             full_check(&db, &model, &[], &mut rng, &at);
             db.close().unwrap();
-            check_shape(tmp.path(), 8, &at);
+            check_tree_shape(tmp.path(), 8, &at);
         }
 
         let db = Db::open(
@@ -567,6 +528,6 @@ fn dynamic_budgets_switched_over_a_deep_tree() {
         full_check(&db, &model, &[], &mut rng, "static again");
         churn(&db, &mut model, &mut rng, 3000, "static again");
         db.close().unwrap();
-        check_shape(tmp.path(), 8, "static again");
+        check_tree_shape(tmp.path(), 8, "static again");
     }
 }

@@ -14,6 +14,7 @@ use super::keys::{KEYS, UNIVERSE, beside, key, value};
 use super::readers::{self, Held, Shared, expected};
 use super::refusals;
 use crate::common::held_iter::HeldIter;
+use crate::common::tree_shape::{TreeShape, check_tree_shape};
 use crate::common::{Model, Rng, read_manifest};
 
 use bloomlsm::fs::fault::FaultFs;
@@ -588,7 +589,10 @@ impl Run {
             "seed {} step {} at a close, options {:?}",
             self.seed, self.step, self.options
         );
-        let (depth, in_use) = check_shape(self.dir.path(), self.options.num_levels, &at);
+        let TreeShape {
+            fewest_levels: depth,
+            levels_in_use: in_use,
+        } = check_tree_shape(self.dir.path(), self.options.num_levels, &at);
         if let Some(bits) = filters_applied::allowed_bits(&self.policies) {
             self.counts.filters_checked += filters_applied::check(
                 self.dir.path(),
@@ -781,44 +785,4 @@ impl Run {
         self.reopen();
         self.end_store();
     }
-}
-
-/// The tree a closed store's manifest describes: levels within
-/// `num_levels`, L0's sequence ranges disjoint, every deeper level's
-/// tables sorted and sharing no key. Returns the fewest levels the tree
-/// allows and how many hold a table.
-fn check_shape(dir: &std::path::Path, num_levels: usize, at: &str) -> (usize, usize) {
-    let m = read_manifest(dir);
-    let mut by_level: Vec<Vec<&crate::common::Record>> = vec![Vec::new(); num_levels];
-    for t in &m.tables {
-        assert!(
-            (t.level as usize) < num_levels,
-            "{at}: table at L{}",
-            t.level
-        );
-        by_level[t.level as usize].push(t);
-    }
-    let mut l0: Vec<_> = by_level[0]
-        .iter()
-        .map(|t| (t.numbers[3], t.numbers[4]))
-        .collect();
-    l0.sort();
-    for w in l0.windows(2) {
-        assert!(w[0].1 < w[1].0, "{at}: L0 sequence ranges {w:?} overlap");
-    }
-    for (level, tables) in by_level.iter_mut().enumerate().skip(1) {
-        tables.sort_by(|a, b| a.keys[0].cmp(&b.keys[0]));
-        for w in tables.windows(2) {
-            assert!(
-                w[0].keys[1] < w[1].keys[0],
-                "{at}: L{level} tables {} and {} overlap",
-                w[0].numbers[0],
-                w[1].numbers[0]
-            );
-        }
-    }
-    (
-        by_level.iter().rposition(|l| !l.is_empty()).unwrap_or(0) + 1,
-        by_level.iter().filter(|l| !l.is_empty()).count(),
-    )
 }
