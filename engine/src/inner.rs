@@ -69,6 +69,8 @@ pub(crate) struct DbInner {
     pub(crate) read_only: bool,
     /// Where this open's WAL replay ended before the end of the WALs.
     pub(crate) wal_cut: Option<crate::wal_cut::WalCut>,
+    /// WALs whose damaged header this open's replay read past.
+    pub(crate) wal_headers_salvaged: Vec<PathBuf>,
     /// The LOCK file's lock; released by `shutdown`.
     dir_lock: Mutex<Option<Box<dyn DirLock>>>,
     /// `forks::forks_seen()` when the store was opened: a process forked
@@ -212,6 +214,7 @@ impl DbInner {
             dir,
             read_only: recovered.wal.is_none(),
             wal_cut: recovered.wal_cut,
+            wal_headers_salvaged: recovered.wal_headers_salvaged,
             fs: recovered.fs,
             tables: recovered.tables,
             dir_lock: Mutex::new(Some(recovered.lock)),

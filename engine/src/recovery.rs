@@ -48,6 +48,8 @@ pub(crate) struct Recovered {
     pub(crate) last_seq: u64,
     /// Where the WAL replay ended before the end of the WALs, if it did.
     pub(crate) wal_cut: Option<WalCut>,
+    /// WALs whose damaged header the replay read past (`Replayed::salvaged`).
+    pub(crate) wal_headers_salvaged: Vec<std::path::PathBuf>,
     pub(crate) counters: Counters,
 }
 
@@ -129,6 +131,7 @@ fn read_only_into(
         wal: None,
         last_seq: found.last_seq,
         wal_cut: found.wal_cut,
+        wal_headers_salvaged: found.wal_headers_salvaged,
         counters: Counters::new(options.num_levels),
     })
 }
@@ -147,6 +150,8 @@ struct Found {
     last_seq: u64,
     /// Where the WAL replay ended before the end of the WALs, if it did.
     wal_cut: Option<WalCut>,
+    /// WALs whose damaged header the replay read past.
+    wal_headers_salvaged: Vec<std::path::PathBuf>,
 }
 
 /// Lists `dir`, takes `LOCK`, reads and checks the manifest and every
@@ -278,6 +283,7 @@ fn read_store(
         replayed,
         last_seq,
         wal_cut: replay.cut,
+        wal_headers_salvaged: replay.salvaged,
     })
 }
 
@@ -296,6 +302,7 @@ fn recover_into(
         replayed,
         last_seq,
         wal_cut,
+        wal_headers_salvaged,
     } = read_store(dir, options, fs, undo)?;
     let manifest_path = dir.join(names::MANIFEST);
     let num_levels = options.num_levels;
@@ -405,6 +412,7 @@ fn recover_into(
         wal: Some(wal),
         last_seq,
         wal_cut,
+        wal_headers_salvaged,
         counters,
     })
 }

@@ -121,12 +121,15 @@ pub(crate) fn replay_wals(
     replay_logs(&logs, mode, start, mem)
 }
 
-/// What a replay recovered: the last sequence replayed, if any, and where
-/// it ended before the end of the WAL files, if it did.
+/// What a replay recovered: the last sequence replayed, if any, where it
+/// ended before the end of the WAL files, if it did, and the WALs whose
+/// damaged header a point-in-time replay read past (`salvaged`, oldest
+/// first: their records verified under the salt the header kept).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Replayed {
     pub(crate) last: Option<u64>,
     pub(crate) cut: Option<WalCut>,
+    pub(crate) salvaged: Vec<PathBuf>,
 }
 
 /// The cut at offset `at` of `logs[i]`, or `None` when no byte of a
@@ -186,6 +189,7 @@ pub(crate) fn replay_logs(
 ) -> Result<Replayed> {
     let mut next: Option<u64> = None;
     let mut last = None;
+    let mut salvaged_wals = Vec::new();
     // Whether the WAL before this one fsynced each record (and itself
     // before this one's first record).
     let mut older_durable = true;
@@ -207,6 +211,7 @@ pub(crate) fn replay_logs(
             && let Some(salvaged) = wal::salvaged_records(&log.bytes, start.salted)
         {
             replay = salvaged;
+            salvaged_wals.push(log.path.clone());
         }
         let closed = closed_through.is_some_and(|c| i <= c);
         let durable = closed || replay.format.each_record_durable();
@@ -217,6 +222,7 @@ pub(crate) fn replay_logs(
             Ok(Replayed {
                 last,
                 cut: cut(logs, i, at, cause),
+                salvaged: salvaged_wals.clone(),
             })
         };
         for (k, record) in replay.records.into_iter().enumerate() {
@@ -265,6 +271,7 @@ pub(crate) fn replay_logs(
                     return Ok(Replayed {
                         last,
                         cut: Some(lost_end_cut(log)),
+                        salvaged: salvaged_wals,
                     });
                 }
             }
@@ -313,7 +320,11 @@ pub(crate) fn replay_logs(
         };
         return ended(last, at, cause);
     }
-    Ok(Replayed { last, cut: None })
+    Ok(Replayed {
+        last,
+        cut: None,
+        salvaged: salvaged_wals,
+    })
 }
 
 /// Refuses damage at `at` of `logs[i]` unless it is the end of the log:

@@ -221,6 +221,16 @@ pub struct Stats {
     /// length field survived, `wal/seal.rs`). A WAL of more zeros than a
     /// header may have held acknowledged writes: it is cut.
     pub wal_replay_cut: Option<crate::wal_cut::WalCut>,
+    /// WALs, oldest first, whose header this open found damaged and read
+    /// past under `WalRecovery::PointInTime`: their records verified under
+    /// the salt the damaged header still held (what a clean close's header
+    /// rewrite torn inside its sector leaves; `wal::salvaged_records`).
+    /// Their writes were replayed (up to `wal_replay_cut`, if it names
+    /// one of them); the header's promises (whether the WAL was fsynced
+    /// record by record, whether a close ended it) were not read. Empty
+    /// when every header was intact, or under `TolerateTornTail`, which
+    /// refuses such a WAL.
+    pub wal_headers_salvaged: Vec<std::path::PathBuf>,
     /// Table files open now, where `Options::max_open_files` bounds them
     /// (`None` without a bound: every live table keeps its file open).
     pub open_table_files: Option<u64>,
@@ -317,6 +327,7 @@ impl DbInner {
             block_cache_used_bytes: self.tables.cache().used_bytes(),
             filters_rebalanced: get(&self.counters.filters_rebalanced),
             wal_replay_cut: self.wal_cut.clone(),
+            wal_headers_salvaged: self.wal_headers_salvaged.clone(),
             open_table_files: self.tables.open_files().map(|files| files.len() as u64),
             table_file_opens: self.tables.open_files().map_or(0, |files| files.opens()),
         }

@@ -64,7 +64,14 @@ fn run_opening(
         )
         .with("filter_read_retries", s.total.filter_read_retries)
         .with("levels", levels)
-        .with("wal_replay_cut", s.wal_replay_cut.as_ref().map(wal_cut_row));
+        .with("wal_replay_cut", s.wal_replay_cut.as_ref().map(wal_cut_row))
+        .with(
+            "wal_headers_salvaged",
+            s.wal_headers_salvaged
+                .iter()
+                .map(|p| Value::from(p.display().to_string()))
+                .collect::<Vec<_>>(),
+        );
     Ok(Value::from(fields).into())
 }
 

@@ -98,6 +98,33 @@ fn a_torn_seal_header_replays_up_to_the_first_damaged_record() {
     let got = got.unwrap();
     assert_eq!(got.last, Some(2));
     assert_eq!(got.cut.map(|c| c.offset), Some(third as u64));
+    assert_eq!(got.salvaged.len(), 1, "the salvaged WAL is reported");
+}
+
+/// The replay names each WAL whose damaged header it read past, oldest
+/// first, and none whose header was intact (`Stats::wal_headers_salvaged`).
+#[test]
+fn the_replay_names_each_wal_whose_damaged_header_it_read_past() {
+    let h = &torn_seal_headers()[0];
+    let older = [&h[..], &body(Some(SALT), 1..=5)].concat();
+    let middle = [&header::encode(true, 7)[..], &body(Some(7), 6..=8)].concat();
+    let newest = [&h[..], &body(Some(SALT), 9..=10)].concat();
+    let logs = super::tests::logs(vec![older, middle, newest]);
+    let got = replay_logs(&logs, PIT, SALTED, &MemTable::new(0)).unwrap();
+    assert_eq!(got.last, Some(10));
+    assert_eq!(got.cut, None);
+    assert_eq!(
+        got.salvaged,
+        vec![logs[0].path.clone(), logs[2].path.clone()]
+    );
+    let intact = [&header::encode(true, SALT)[..], &body(Some(SALT), 1..=5)].concat();
+    let got = replay_logs(
+        &super::tests::logs(vec![intact]),
+        PIT,
+        SALTED,
+        &MemTable::new(0),
+    );
+    assert!(got.unwrap().salvaged.is_empty());
 }
 
 /// A damaged header whose salt is not its records' (a bit flipped in the

@@ -319,17 +319,24 @@ fn a_seal_rewrite_torn_inside_its_sector_opens_whole_at_a_point_in_time() {
         wal_recovery: bloomlsm::WalRecovery::PointInTime,
         ..Options::default()
     };
+    let torn = wals(dir.path());
     for read_only in [true, false] {
         let db = common::open_either(dir.path(), pit.clone(), read_only).unwrap();
         assert!(
             contents(&db) == models[WRITES as usize],
             "read-only {read_only}: acknowledged writes lost"
         );
+        // The open says which headers it read past.
+        let stats = db.stats();
+        assert_eq!(stats.wal_headers_salvaged, torn, "read-only {read_only}");
+        assert_eq!(stats.wal_replay_cut, None, "read-only {read_only}");
         db.close().unwrap();
     }
-    // The read-write open flushed them: a default open finds them too.
+    // The read-write open flushed them: a default open finds them too,
+    // and no damaged header.
     let db = Db::open(dir.path(), Options::default()).unwrap();
     assert!(contents(&db) == models[WRITES as usize]);
+    assert!(db.stats().wal_headers_salvaged.is_empty());
 }
 
 /// review27: a clean close of a `SyncMode::Never` store whose live WAL
