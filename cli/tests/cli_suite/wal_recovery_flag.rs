@@ -27,9 +27,9 @@ fn wal_of(dir: &Path) -> std::path::PathBuf {
         .unwrap()
 }
 
-/// A store of `WRITES` puts, every one still in its one WAL, whose record
-/// `DAMAGED` has a flipped byte in its payload.
-fn store_with_damage_before_the_tail() -> tempfile::TempDir {
+/// A store of `WRITES` puts written with each record fsynced and closed,
+/// every one still in its one WAL.
+fn store_of_synced_writes() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let options = Options {
         sync: SyncMode::Always,
@@ -40,6 +40,13 @@ fn store_with_damage_before_the_tail() -> tempfile::TempDir {
         db.put(format!("key{i:02}").as_bytes(), b"value").unwrap();
     }
     db.close().unwrap();
+    dir
+}
+
+/// A store of `WRITES` puts, every one still in its one WAL, whose record
+/// `DAMAGED` has a flipped byte in its payload.
+fn store_with_damage_before_the_tail() -> tempfile::TempDir {
+    let dir = store_of_synced_writes();
     let wal = wal_of(dir.path());
     let mut bytes = std::fs::read(&wal).unwrap();
     let mut at = WAL_RECORDS_START;
@@ -129,16 +136,7 @@ fn a_write_under_point_in_time_makes_the_recovery_permanent() {
 /// the WAL as `wal_headers_salvaged`, with no `wal_replay_cut` row.
 #[test]
 fn point_in_time_reads_past_a_damaged_header_and_stats_names_the_wal() {
-    let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        sync: SyncMode::Always,
-        ..Options::default()
-    };
-    let db = Db::open(dir.path(), options).unwrap();
-    for i in 0..WRITES {
-        db.put(format!("key{i:02}").as_bytes(), b"value").unwrap();
-    }
-    db.close().unwrap();
+    let dir = store_of_synced_writes();
     let wal = wal_of(dir.path());
     let mut bytes = std::fs::read(&wal).unwrap();
     bytes[20] ^= 0x01; // the header's checksum (bytes 20..24)

@@ -110,12 +110,7 @@ pub fn read_loop(db: Arc<Db>, shared: Arc<Shared>, seed: u64) {
             }
             (Some(h), 2) => {
                 let (lo, hi) = bounds(&mut rng);
-                let got: Vec<_> = h
-                    .snapshot
-                    .scan((lo.clone(), hi.clone()))
-                    .unwrap()
-                    .map(|r| r.unwrap())
-                    .collect();
+                let got = collected(h.snapshot.scan((lo.clone(), hi.clone())));
                 assert!(
                     got == expected(&h.model, &lo, &hi),
                     "reader: scan {lo:?}..{hi:?} at the snapshot of step {}",
@@ -179,4 +174,12 @@ fn live_read(db: &Db, rng: &mut Rng) {
         );
         last = Some(k);
     }
+}
+
+/// Every pair a scan (of the store or a snapshot) yields, in order; a
+/// failed scan or step fails the test.
+pub(super) fn collected<T, E: std::fmt::Debug>(
+    scan: Result<impl Iterator<Item = Result<T, E>>, E>,
+) -> Vec<T> {
+    scan.unwrap().map(|r| r.unwrap()).collect()
 }

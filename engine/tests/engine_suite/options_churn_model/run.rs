@@ -368,24 +368,14 @@ impl Run {
         let snaps = self.snapshots();
         let (got, want, what) = if !snaps.is_empty() && self.rng.below(3) == 0 {
             let h = &snaps[self.rng.below(snaps.len() as u64) as usize];
-            let got: Vec<_> = h
-                .snapshot
-                .scan((lo.clone(), hi.clone()))
-                .unwrap()
-                .map(|r| r.unwrap())
-                .collect();
+            let got = readers::collected(h.snapshot.scan((lo.clone(), hi.clone())));
             (
                 got,
                 expected(&h.model, &lo, &hi),
                 format!("at the snapshot of step {}", h.taken),
             )
         } else {
-            let got: Vec<_> = self
-                .db()
-                .scan((lo.clone(), hi.clone()))
-                .unwrap()
-                .map(|r| r.unwrap())
-                .collect();
+            let got = readers::collected(self.db().scan((lo.clone(), hi.clone())));
             (
                 got,
                 expected(&self.model, &lo, &hi),
