@@ -195,9 +195,16 @@ impl Db {
     /// writes), and with [`Error::ReadOnly`] by a read-only store.
     pub fn flush(&self) -> Result<()> {
         self.inner.check_writable()?;
+        #[cfg(test)]
+        self.inner.flush_call_pause.pause();
         self.inner.stopping_writes_on_error("flush", || {
             {
                 let mut w = self.inner.write.lock();
+                // A write that failed since the check above stopped
+                // writes before it released this lock: checked again
+                // here, a flush after such a stop freezes no memtable and
+                // creates no WAL (`stop_flush_window_tests.rs`).
+                self.inner.check_writable()?;
                 if !self.inner.current.load().mem.is_empty() {
                     self.inner.rotate_memtable(&mut w)?;
                 }

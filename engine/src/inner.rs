@@ -198,6 +198,10 @@ pub(crate) struct DbInner {
     /// its table is written (see `flush.rs`).
     #[cfg(test)]
     pub(crate) flush_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point in `Db::flush`, after its first check that
+    /// writes go on, before it takes the write lock (see `db.rs`).
+    #[cfg(test)]
+    pub(crate) flush_call_pause: crate::test_hooks::ReadPause,
     /// Test-only pause point in `stopping_writes_on_error`: `f` returned
     /// an error, the locks it held released, writes not yet stopped.
     #[cfg(test)]
@@ -280,6 +284,8 @@ impl DbInner {
             rotate_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             flush_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
+            flush_call_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
             failed_pause: crate::test_hooks::ReadPause::default(),
         }

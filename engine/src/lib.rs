@@ -109,6 +109,8 @@ mod stats;
 #[cfg(test)]
 mod stop_error_window_tests;
 #[cfg(test)]
+mod stop_flush_window_tests;
+#[cfg(test)]
 mod stop_inflight_tests;
 #[cfg(test)]
 mod store_files;
