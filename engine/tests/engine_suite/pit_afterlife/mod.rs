@@ -24,9 +24,11 @@
 //! what was durable (`SyncMode::Always`: every acknowledged write;
 //! `Never`: every write before a flush that returned, all of them after a
 //! clean close), that no dropped write comes back, no deleted key and no
-//! older version wins, and every key's get agrees. A third session does
-//! it again, opened in either mode, and last a read-write open of each
-//! mode must hold the same store.
+//! older version wins, and every key's get agrees. Half the time a byte
+//! of a record that recovery replayed is then flipped (a second lossy
+//! recovery, `second.rs`): the session's model before that write, and the
+//! cut there. A third session does it again, opened in either mode, and
+//! last a read-write open of each mode must hold the same store.
 //!
 //! `BLOOMLSM_PIT_AFTERLIFE_SEEDS=N` runs N seeds (default 10) from
 //! `BLOOMLSM_PIT_AFTERLIFE_FIRST` (0); `BLOOMLSM_PIT_AFTERLIFE_POINTS`
@@ -37,6 +39,7 @@
 mod check;
 mod damage;
 mod history;
+mod second;
 mod session;
 
 use std::path::Path;
@@ -49,6 +52,7 @@ use crate::common::{self, Model, Rng};
 use check::{Seen, check_reads, read_only_opens, with_recovery};
 use damage::{Damage, KINDS};
 use history::{Image, Origins, narrow};
+use second::Second;
 use session::{Plan, Session};
 
 const SESSION_2_STEPS: usize = 60;
@@ -180,6 +184,7 @@ fn check_after(
     dir: &Path,
     session: &Session,
     number: u32,
+    second: Option<&Second>,
     what: &str,
 ) -> Seen {
     let options = narrow(session.sync, false);
@@ -202,6 +207,9 @@ fn check_after(
         // Every later open failed before its manifest: the first damage
         // is where the log still ends.
         check_first_damage(s, &seen, what, origins);
+    } else if let Some(x) = second.filter(|x| place(&seen.cut).is_some_and(|c| c.0 == x.wal)) {
+        // The open after the second damage failed before its manifest.
+        assert_eq!(place(&seen.cut), Some(x.cut.clone()), "{what}");
     } else {
         assert!(
             seen.tolerant,
@@ -262,6 +270,8 @@ struct Tally {
     refused: [u64; 2],
     /// Commits acknowledged.
     acked: [u64; 2],
+    /// Cases damaged a second time after session 2.
+    second: u64,
 }
 
 impl Tally {
@@ -323,8 +333,27 @@ fn run_case(s: &Start, seed: u64, k2: u64, k3: u64, f: Fates, tally: &mut Tally)
     fs.heal();
     fs.simulate_power_loss().unwrap();
     let after2 = format!("{what}: after session 2");
-    let seen2 = check_after(s, &origins, dir.path(), &session2, 2, &after2);
+    let mut seen2 = check_after(s, &origins, dir.path(), &session2, 2, None, &after2);
     tally.add(0, &session2, &seen2, names_first_wal(s, &seen2.cut));
+
+    // Half the time a second lossy recovery: a record session 2's
+    // recovery replayed damaged.
+    let mut rng = Rng(seed ^ k2 ^ 0xda3a);
+    let second =
+        (rng.below(2) == 0 && !names_first_wal(s, &seen2.cut) && seen2.salvaged.is_empty())
+            .then(|| second::damage_again(dir.path(), &session2, &seen2, &mut rng))
+            .flatten();
+    if let Some(x) = &second {
+        let again = format!("{after2}, damaged again in {}", x.wal);
+        seen2 = read_only_opens(dir.path(), &narrow(s.syncs[1], false), &again, &origins);
+        assert!(
+            seen2.model == x.model,
+            "{again}: {}",
+            origins.explain(&seen2.model, &x.model)
+        );
+        assert_eq!(place(&seen2.cut), Some(x.cut.clone()), "{again}");
+        tally.second += 1;
+    }
 
     let mut rng = Rng(seed ^ 0x5e55_1003);
     let mode = if seen2.tolerant && rng.below(2) == 0 {
@@ -349,7 +378,15 @@ fn run_case(s: &Start, seed: u64, k2: u64, k3: u64, f: Fates, tally: &mut Tally)
     fs.heal();
     fs.simulate_power_loss().unwrap();
     let after3 = format!("{what}: after session 3");
-    let seen3 = check_after(s, &origins, dir.path(), &session3, 3, &after3);
+    let seen3 = check_after(
+        s,
+        &origins,
+        dir.path(),
+        &session3,
+        3,
+        second.as_ref(),
+        &after3,
+    );
     tally.add(1, &session3, &seen3, names_first_wal(s, &seen3.cut));
     // A sequence is never handed out twice: the store's last one never
     // goes back.

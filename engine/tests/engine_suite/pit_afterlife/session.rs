@@ -30,6 +30,9 @@ pub struct Session {
     pub closed: bool,
     /// Operations its open made (when it returned `Ok`).
     pub open_ops: u64,
+    /// The first sequence number of each commit tried (`models[i + 1]`
+    /// is the store after commit `i`).
+    pub first_seqs: Vec<u64>,
 }
 
 impl Session {
@@ -73,6 +76,7 @@ pub fn run(
         flushed: 0,
         closed: false,
         open_ops: 0,
+        first_seqs: Vec::new(),
     };
     let Ok(db) = Db::open_with_fs(dir, plan.options.clone(), Arc::new(fs.clone())) else {
         return s;
@@ -110,6 +114,7 @@ pub fn run(
                 let c = draw_commit(rng, plan.number, n, plan.favoured, origins);
                 c.apply(&mut model);
                 s.models.push(model.clone());
+                s.first_seqs.push(db.last_sequence() + 1);
                 if c.write(&db).is_err() {
                     failed = true;
                     break;
