@@ -64,6 +64,7 @@ mod open_files_reopen_attack;
 mod options_churn_model;
 mod options_reopen_attack;
 mod pinned_versions;
+mod pit_afterlife;
 mod policies;
 mod read_counters;
 mod read_fault_attack;
