@@ -30,9 +30,11 @@ pub struct WalCut {
     /// That byte's offset in it.
     pub offset: u64,
     /// Bytes of WAL files not replayed: the rest of that WAL, and every
-    /// newer WAL past its header (none of a WAL whose header never became
-    /// durable: a prefix of a header or up to 24 zeros, nor of a version
-    /// 3 WAL of a header alone, damaged or not: neither held a record).
+    /// newer WAL past its header (the whole of a newer WAL whose header is
+    /// damaged, which no longer says where its records start; none of a
+    /// WAL whose header never became durable: a prefix of a header or up
+    /// to 24 zeros, nor of a version 3 WAL of a header alone, damaged or
+    /// not: neither held a record).
     /// 0 at the end of a newest WAL whose header says a clean close ended
     /// it with a close marker, cut cleanly before it under
     /// `WalRecovery::PointInTime`: what it lost is gone.
