@@ -472,6 +472,8 @@ mod review26_tests;
 #[cfg(test)]
 mod review27_tests;
 #[cfg(test)]
+mod review28_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod torn_seal_tests;

@@ -227,7 +227,10 @@ pub struct Stats {
     /// rewrite torn inside its sector leaves; `wal::salvaged_records`).
     /// Their writes were replayed (up to `wal_replay_cut`, if it names
     /// one of them); the header's promises (whether the WAL was fsynced
-    /// record by record, whether a close ended it) were not read. Empty
+    /// record by record, whether a close ended it) were not read, but for
+    /// a header half of which is the closed one, whose WAL ended in a
+    /// close marker: with none at its end, `wal_replay_cut` names its lost
+    /// end (`wal::header::torn_from_closed`). Empty
     /// when every header was intact, or under `TolerateTornTail`, which
     /// refuses such a WAL.
     pub wal_headers_salvaged: Vec<std::path::PathBuf>,

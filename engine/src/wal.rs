@@ -503,7 +503,11 @@ fn records_from(bytes: &[u8], format: WalFormat, mut at: usize, salts: Salts) ->
 /// The records of a WAL whose header is damaged (`WalFormat::DamagedHeader`)
 /// read as those of a version 3 WAL whose salt is bytes 12..20, when its
 /// first record (at byte 24) verifies under them: up to the first damage,
-/// `format` still `DamagedHeader` (the header's promise is unknown).
+/// `format` still `DamagedHeader` (the header's promise is unknown), but
+/// `Closed` when half the header is the closed one
+/// (`header::torn_from_closed`: the WAL ended in a close marker, so a
+/// replay that finds none at its end reports the end lost, as it does
+/// for the intact closed header; before, that end was dropped silently).
 /// `None` when no record verifies there, so the salt is not the file's.
 ///
 /// What it is for: a clean close's header rewrite (`seal.rs`) torn inside
@@ -525,12 +529,14 @@ pub(crate) fn salvaged_records(bytes: &[u8], salted: bool) -> Option<Replay> {
         .map(u64::from_le_bytes)?;
     let salts = [Some(salt), Some(salt)];
     record_at(bytes, header::HEADER_LEN, salts)?;
-    Some(records_from(
-        bytes,
-        WalFormat::DamagedHeader,
-        header::HEADER_LEN,
-        salts,
-    ))
+    // Half the closed header: the WAL ended in a close marker, whose loss
+    // (with writes before it, cut at a record boundary) is a lost end.
+    let format = if header::torn_from_closed(bytes, salt) {
+        WalFormat::Closed { salt: Some(salt) }
+    } else {
+        WalFormat::DamagedHeader
+    };
+    Some(records_from(bytes, format, header::HEADER_LEN, salts))
 }
 
 #[cfg(test)]

@@ -108,7 +108,10 @@ fn the_replay_names_each_wal_whose_damaged_header_it_read_past() {
     let h = &torn_seal_headers()[0];
     let older = [&h[..], &body(Some(SALT), 1..=5)].concat();
     let middle = [&header::encode(true, 7)[..], &body(Some(7), 6..=8)].concat();
-    let newest = [&h[..], &body(Some(SALT), 9..=10)].concat();
+    // Ends in its close marker: a WAL half of whose header is the closed
+    // one did (`header::torn_from_closed`; without it, a lost end).
+    let marker = salted(Some(SALT), WriteBatch::new().encode(11));
+    let newest = [&h[..], &body(Some(SALT), 9..=10), &marker].concat();
     let logs = super::tests::logs(vec![older, middle, newest]);
     let got = replay_logs(&logs, PIT, SALTED, &MemTable::new(0)).unwrap();
     assert_eq!(got.last, Some(10));

@@ -269,6 +269,22 @@ pub(crate) fn header_only(bytes: &[u8]) -> bool {
         && bytes[8..10] == VERSION.to_le_bytes()
 }
 
+/// Whether `bytes`, a whole WAL file whose header is damaged, hold half
+/// of the header a clean close writes on the WAL it appended its close
+/// marker to (`encode_closed` of `salt`, the salt at bytes 12..20): its
+/// flags field, or its checksum. A rewrite torn inside its sector keeps
+/// one half of the old header and one of the new; the closed one is
+/// written only after the marker's fsync (`seal.rs`), so such a WAL ended
+/// in a marker whichever half survived, and a point-in-time replay that
+/// finds no marker at its end reports the end lost, as under the intact
+/// header (`wal::salvaged_records`). A bit flip making a synced header's
+/// flags read closed claims it too: at worst a lost end reported where
+/// no write was lost, never a write dropped or added.
+pub(crate) fn torn_from_closed(bytes: &[u8], salt: u64) -> bool {
+    let closed = encode_closed(salt);
+    bytes.get(10..12) == Some(&closed[10..12]) || bytes.get(20..24) == Some(&closed[20..24])
+}
+
 /// The length of the intact header `bytes` begin with (0 if none).
 #[cfg(test)]
 pub(crate) fn format_of_len(bytes: &[u8]) -> usize {

@@ -76,6 +76,8 @@ mod readme_snippet;
 mod regressions;
 mod review11_attack;
 mod review_findings;
+mod salvage_crash_attack;
+mod salvaged_lost_end;
 mod scan_concurrency_attack;
 mod scan_error_keeps_pairs_read;
 mod scan_inclusive_end_at_separator;

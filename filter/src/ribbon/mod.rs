@@ -28,6 +28,8 @@ mod hasher;
 mod layout;
 mod order;
 #[cfg(test)]
+mod path_props;
+#[cfg(test)]
 mod path_tests;
 #[cfg(target_arch = "x86_64")]
 mod query_avx2;

@@ -7,10 +7,10 @@ use super::solution::{Span, matches};
 use super::*;
 
 /// SplitMix64: a small deterministic generator.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -32,7 +32,7 @@ fn inverse(m: u64) -> u64 {
 }
 
 /// A key hash whose seeded value under `hasher` is `x`.
-fn hash_for(hasher: &RibbonHasher, x: u64) -> KeyHash {
+pub(super) fn hash_for(hasher: &RibbonHasher, x: u64) -> KeyHash {
     let m_inv = inverse(SEEDED_MULTIPLIER);
     // seeded(h) = (h ^ r) * M, so r = seeded(0) * M^-1.
     let r = hasher.seeded(KeyHash::from_raw(0)).wrapping_mul(m_inv);
@@ -43,7 +43,7 @@ fn hash_for(hasher: &RibbonHasher, x: u64) -> KeyHash {
 
 /// A seeded value whose start is `start` (of `num_starts`), anywhere in
 /// the range of those.
-fn x_at_start(start: u64, num_starts: u64, rng: &mut Rng) -> u64 {
+pub(super) fn x_at_start(start: u64, num_starts: u64, rng: &mut Rng) -> u64 {
     let first = ((u128::from(start) << 64).div_ceil(u128::from(num_starts))) as u64;
     let end = ((u128::from(start + 1) << 64).div_ceil(u128::from(num_starts))).min(1 << 64);
     let width = (end - u128::from(first)) as u64;
@@ -119,7 +119,7 @@ fn probes(f: &RibbonFilter, random: usize, rng: &mut Rng) -> Vec<KeyHash> {
 }
 
 /// Every query path gives the portable path's answer for `h`.
-fn assert_paths_agree(f: &RibbonFilter, h: KeyHash, what: &str) -> bool {
+pub(super) fn assert_paths_agree(f: &RibbonFilter, h: KeyHash, what: &str) -> bool {
     let portable = f.contains_portable(h);
     assert_eq!(f.contains_hash(h), portable, "{what} {h:?}");
     #[cfg(target_arch = "x86_64")]
