@@ -10,41 +10,8 @@
 
 use proptest::prelude::*;
 
-use super::path_tests::{Rng, assert_paths_agree, hash_for, x_at_start};
+use super::path_tests::{Rng, assert_paths_agree, claimed_bytes, hash_for, x_at_start};
 use super::*;
-
-/// The bytes of a Ribbon filter whose header claims `num_blocks` blocks,
-/// `num_segments` segments and `num_hashes` columns (any of them
-/// inconsistent, for the decoder to refuse), random solution bits.
-fn claimed_bytes(
-    num_blocks: u32,
-    num_segments: u64,
-    num_hashes: u32,
-    seed: u32,
-    items: u64,
-    v1: bool,
-    rng: &mut Rng,
-) -> Vec<u8> {
-    let mut payload =
-        codec::encode_ribbon_params(codec::RibbonParams { num_blocks, seed }).to_vec();
-    for _ in 0..num_segments * 2 {
-        payload.extend_from_slice(&rng.next().to_le_bytes());
-    }
-    let mut bytes = codec::encode(
-        FilterKind::Ribbon,
-        num_hashes,
-        num_segments * COEFF_BITS,
-        items,
-        &payload,
-    );
-    if v1 {
-        bytes[4..6].copy_from_slice(&codec::FILTER_FORMAT_VERSION.to_le_bytes());
-        let body = bytes.len() - 4;
-        let crc = crc32fast::hash(&bytes[..body]);
-        bytes[body..].copy_from_slice(&crc.to_le_bytes());
-    }
-    bytes
-}
 
 /// Random keys and keys aimed at the first start, the last starts and
 /// the first starts of the last three blocks.

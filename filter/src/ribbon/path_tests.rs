@@ -50,6 +50,39 @@ pub(super) fn x_at_start(start: u64, num_starts: u64, rng: &mut Rng) -> u64 {
     first + rng.next() % width.max(1)
 }
 
+/// The bytes of a Ribbon filter whose header claims `num_blocks` blocks,
+/// `num_segments` segments and `num_hashes` columns (any of them
+/// inconsistent, for the decoder to refuse), random solution bits.
+pub(super) fn claimed_bytes(
+    num_blocks: u32,
+    num_segments: u64,
+    num_hashes: u32,
+    seed: u32,
+    items: u64,
+    v1: bool,
+    rng: &mut Rng,
+) -> Vec<u8> {
+    let mut payload =
+        codec::encode_ribbon_params(codec::RibbonParams { num_blocks, seed }).to_vec();
+    for _ in 0..num_segments * 2 {
+        payload.extend_from_slice(&rng.next().to_le_bytes());
+    }
+    let mut bytes = codec::encode(
+        FilterKind::Ribbon,
+        num_hashes,
+        num_segments * COEFF_BITS,
+        items,
+        &payload,
+    );
+    if v1 {
+        bytes[4..6].copy_from_slice(&codec::FILTER_FORMAT_VERSION.to_le_bytes());
+        let body = bytes.len() - 4;
+        let crc = crc32fast::hash(&bytes[..body]);
+        bytes[body..].copy_from_slice(&crc.to_le_bytes());
+    }
+    bytes
+}
+
 /// The bytes of a filter of `num_blocks` blocks and `num_segments`
 /// segments of random solution bits, as a header may claim them.
 fn hostile_bytes(
@@ -60,25 +93,16 @@ fn hostile_bytes(
     rng: &mut Rng,
 ) -> Vec<u8> {
     let layout = Layout::new(u64::from(num_blocks), num_segments);
-    let mut payload =
-        codec::encode_ribbon_params(codec::RibbonParams { num_blocks, seed }).to_vec();
-    for _ in 0..num_segments * 2 {
-        payload.extend_from_slice(&rng.next().to_le_bytes());
-    }
-    let mut bytes = codec::encode(
-        FilterKind::Ribbon,
+    let items = rng.next() % 1000;
+    claimed_bytes(
+        num_blocks,
+        num_segments,
         layout.upper_columns(),
-        num_segments * COEFF_BITS,
-        rng.next() % 1000,
-        &payload,
-    );
-    if v1 {
-        bytes[4..6].copy_from_slice(&codec::FILTER_FORMAT_VERSION.to_le_bytes());
-        let body = bytes.len() - 4;
-        let crc = crc32fast::hash(&bytes[..body]);
-        bytes[body..].copy_from_slice(&crc.to_le_bytes());
-    }
-    bytes
+        seed,
+        items,
+        v1,
+        rng,
+    )
 }
 
 /// Probes aimed at every block edge (first and second start of each
