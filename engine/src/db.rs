@@ -205,6 +205,8 @@ impl Db {
                 // here, a flush after such a stop freezes no memtable and
                 // creates no WAL (`stop_flush_window_tests.rs`).
                 self.inner.check_writable()?;
+                #[cfg(test)]
+                self.inner.flush_locked_pause.pause();
                 if !self.inner.current.load().mem.is_empty() {
                     self.inner.rotate_memtable(&mut w)?;
                 }

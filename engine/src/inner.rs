@@ -202,6 +202,10 @@ pub(crate) struct DbInner {
     /// writes go on, before it takes the write lock (see `db.rs`).
     #[cfg(test)]
     pub(crate) flush_call_pause: crate::test_hooks::ReadPause,
+    /// Test-only pause point in `Db::flush`, under the write lock, after
+    /// its second check that writes go on, before its rotation.
+    #[cfg(test)]
+    pub(crate) flush_locked_pause: crate::test_hooks::ReadPause,
     /// Test-only pause point in `stopping_writes_on_error`: `f` returned
     /// an error, the locks it held released, writes not yet stopped.
     #[cfg(test)]
@@ -287,6 +291,8 @@ impl DbInner {
             #[cfg(test)]
             flush_call_pause: crate::test_hooks::ReadPause::default(),
             #[cfg(test)]
+            flush_locked_pause: crate::test_hooks::ReadPause::default(),
+            #[cfg(test)]
             failed_pause: crate::test_hooks::ReadPause::default(),
         }
     }
@@ -353,6 +359,22 @@ impl DbInner {
         self.stall_cv.notify_all();
     }
 
+    /// As [`Self::stop_writes`], for a caller that holds no lock from
+    /// `write` on in the lock order (a job whose locks are released, an
+    /// install under the install lock): the stop is made under the write
+    /// lock. A write checks that writes go on under that lock and then,
+    /// still under it, appends and may rotate its memtable (a new WAL);
+    /// `Db::flush` checks and rotates under one hold of it too. A stop
+    /// made without the lock could land between the check and the
+    /// rotation, which then created a WAL after `WritesStopped` was
+    /// visible to every caller; under the lock it comes before the check
+    /// or after the rotation (`stop_rotation_window_tests.rs`). Stops made
+    /// inside the write path already hold the lock (`write.rs`).
+    pub(crate) fn stop_writes_outside_writes(&self, what: &'static str, error: &Error) {
+        let _w = self.write.lock();
+        self.stop_writes(what, error);
+    }
+
     /// Runs `f`; an error other than "already stopped" or "closed" stops
     /// writes (as a failed background job does), and is returned. A panic
     /// in `f` (a bug) stops writes too, then goes on unwinding, so a caller
@@ -372,7 +394,7 @@ impl DbInner {
             Err(payload) => {
                 #[cfg(test)]
                 self.unwound_pause.pause();
-                self.stop_writes(what, &Error::panicked(payload.as_ref()));
+                self.stop_writes_outside_writes(what, &Error::panicked(payload.as_ref()));
                 std::panic::resume_unwind(payload)
             }
         };
@@ -380,7 +402,7 @@ impl DbInner {
             if !matches!(e, Error::WritesStopped(_) | Error::Closed) {
                 #[cfg(test)]
                 self.failed_pause.pause();
-                self.stop_writes(what, e);
+                self.stop_writes_outside_writes(what, e);
             }
         })
     }

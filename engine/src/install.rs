@@ -86,7 +86,9 @@ impl DbInner {
         if let Err(e) = state.write(self.fs.as_ref(), &self.dir) {
             // The manifest on disk may now be the old or the new one: stop
             // building on a state that is not known to be durable.
-            self.stop_writes("manifest write", &e);
+            // Under the write lock: not between a write's check and its
+            // rotation (`DbInner::stop_writes_outside_writes`).
+            self.stop_writes_outside_writes("manifest write", &e);
             return Err(e);
         }
         #[cfg(test)]
