@@ -14,6 +14,7 @@ pub mod held_iter;
 pub mod live_tables;
 pub mod model_run;
 pub mod narrow_tree;
+pub mod power_loss_fates;
 pub mod real_fs_methods;
 pub mod tree_shape;
 

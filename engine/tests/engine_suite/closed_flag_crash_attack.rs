@@ -15,7 +15,7 @@ use crate::common;
 
 use std::sync::Arc;
 
-use bloomlsm::fs::fault::{FaultFs, OverwriteFate, RenameFate, Revival, UnsyncedFate};
+use bloomlsm::fs::fault::{OverwriteFate, RenameFate, Revival, UnsyncedFate};
 use bloomlsm::{Db, Options, SyncMode};
 
 use common::{Model, contents};
@@ -32,7 +32,7 @@ fn options(sync: SyncMode) -> Options {
     }
 }
 
-type Fates = (UnsyncedFate, OverwriteFate, Revival, RenameFate);
+use common::power_loss_fates::{Fates, armed};
 
 /// What one crash point leaves: the recovered contents by both opens, or
 /// a refusal; session 2's models (index i: after its i-th write), how many
@@ -46,11 +46,7 @@ struct Run {
 
 fn run(sync: SyncMode, crash_at: u64, fates: Fates) -> Run {
     let dir = common::scratch_dir();
-    let fs = FaultFs::new();
-    fs.set_unsynced_fate(fates.0);
-    fs.set_overwrite_fate(fates.1);
-    fs.set_revival(fates.2);
-    fs.set_rename_fate(fates.3);
+    let fs = armed(fates);
     let db = Db::open_with_fs(dir.path(), options(sync), Arc::new(fs.clone())).unwrap();
     let mut model = Model::new();
     for i in 0..FIRST {

@@ -18,7 +18,7 @@ use crate::common;
 use std::path::Path;
 use std::sync::Arc;
 
-use bloomlsm::fs::fault::{FaultFs, OverwriteFate, RenameFate, Revival, UnsyncedFate};
+use bloomlsm::fs::fault::{OverwriteFate, RenameFate, Revival, UnsyncedFate};
 use bloomlsm::{Db, Options, SyncMode, WalRecovery};
 
 use common::{Model, contents};
@@ -79,16 +79,12 @@ fn copy_store(from: &Path) -> tempfile::TempDir {
     to
 }
 
-type Fates = (UnsyncedFate, OverwriteFate, Revival, RenameFate);
+use common::power_loss_fates::{Fates, armed};
 
 /// One crash point: the failure, if any, and whether the session closed.
 fn run(store: &Path, kept: &Model, crash_at: u64, fates: Fates) -> (Option<String>, bool) {
     let dir = copy_store(store);
-    let fs = FaultFs::new();
-    fs.set_unsynced_fate(fates.0);
-    fs.set_overwrite_fate(fates.1);
-    fs.set_revival(fates.2);
-    fs.set_rename_fate(fates.3);
+    let fs = armed(fates);
     fs.fail_from_op(crash_at);
     let mut models = vec![kept.clone()];
     let (mut acked, mut closed) = (0, false);

@@ -44,7 +44,7 @@ mod session;
 
 use std::path::Path;
 
-use bloomlsm::fs::fault::{FaultFs, OverwriteFate, RenameFate, Revival, UnsyncedFate};
+use bloomlsm::fs::fault::{OverwriteFate, RenameFate, Revival, UnsyncedFate};
 use bloomlsm::{Db, SyncMode, WalCut, WalRecovery};
 
 use crate::common::{self, Model, Rng};
@@ -220,7 +220,7 @@ fn check_after(
     seen
 }
 
-type Fates = (UnsyncedFate, OverwriteFate, Revival, RenameFate);
+use common::power_loss_fates::{Fates, armed};
 
 fn fates(n: u64) -> Fates {
     match n % 4 {
@@ -296,11 +296,7 @@ fn run_case(s: &Start, seed: u64, k2: u64, k3: u64, f: Fates, tally: &mut Tally)
     for name in common::listing(s.image.dir.path()) {
         std::fs::copy(s.image.dir.path().join(&name), dir.path().join(&name)).unwrap();
     }
-    let fs = FaultFs::new();
-    fs.set_unsynced_fate(f.0);
-    fs.set_overwrite_fate(f.1);
-    fs.set_revival(f.2);
-    fs.set_rename_fate(f.3);
+    let fs = armed(f);
     let mut origins = Origins(s.origins.0.clone());
     // The same commits whatever the crash point.
     let mut rng = Rng(seed ^ 0x5e55_1002);
