@@ -12,12 +12,15 @@
 //! `block_decode` from a table's blocks, `wal_replay`, `manifest_decode`)
 //! and as the resealing targets' inputs that rebuild the same bytes
 //! (`filter_resealed`, `manifest_resealed`), and clean logs built by
-//! `clean_wal_input` for `wal_resealed`.
+//! `clean_wal_input` for `wal_resealed`; and long inputs of seeded random
+//! bytes for `db_model`, which decodes any bytes into a store's shape and
+//! operations.
 //!
 //! `cargo run -p bloomlsm --example fuzz_seeds -- ROOT`
 
 use std::path::{Path, PathBuf};
 
+use bloomlsm::fuzzing::db_model::Case;
 use bloomlsm::fuzzing::resealed::{CleanOp, clean_wal_input, reseal_wal};
 use bloomlsm::{Db, Options};
 use bloomlsm_filter::{AnyFilter, CountingBloomFilter, FilterKind, InsertFilter, KeyHash};
@@ -163,6 +166,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             )?;
             written += 1;
         }
+    }
+    // db_model decodes any bytes; libFuzzer grows inputs slowly from a
+    // corpus of short ones, which build no deep tree (fuzz28: 970 bytes at
+    // most after 12 minutes). Long random inputs, one per layout and
+    // first byte's flags, start it at hundreds of operations.
+    let mut state = 0x5eed_u64;
+    for layout in 0..16u8 {
+        let mut bytes: Vec<u8> = (0..4096)
+            .map(|_| {
+                state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                (z ^ (z >> 31)) as u8
+            })
+            .collect();
+        bytes[0] = (layout & 0x0f) | (layout & 1) << 4;
+        let ops = Case::from_bytes(&bytes).ops.len();
+        assert!(
+            ops >= 100,
+            "a 4096-byte db_model seed decodes to {ops} operations"
+        );
+        seed("engine", "db_model", &format!("long-{layout}"), &bytes)?;
+        written += 1;
     }
     println!("{written} seeds under {}", root.display());
     Ok(())
