@@ -24,6 +24,8 @@ use bloomlsm::fuzzing::db_model::Case;
 use bloomlsm::fuzzing::resealed::{CleanOp, clean_wal_input, reseal_wal};
 use bloomlsm::{Db, Options};
 use bloomlsm_filter::{AnyFilter, CountingBloomFilter, FilterKind, InsertFilter, KeyHash};
+use rand::rngs::StdRng;
+use rand::{RngCore, SeedableRng};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(std::env::args().nth(1).ok_or("usage: fuzz_seeds ROOT")?);
@@ -171,17 +173,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // corpus of short ones, which build no deep tree (fuzz28: 970 bytes at
     // most after 12 minutes). Long random inputs, one per layout and
     // first byte's flags, start it at hundreds of operations.
-    let mut state = 0x5eed_u64;
+    let mut rng = StdRng::seed_from_u64(0x5eed);
     for layout in 0..16u8 {
-        let mut bytes: Vec<u8> = (0..4096)
-            .map(|_| {
-                state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                let mut z = state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                (z ^ (z >> 31)) as u8
-            })
-            .collect();
+        let mut bytes = vec![0u8; 4096];
+        rng.fill_bytes(&mut bytes);
         bytes[0] = (layout & 0x0f) | (layout & 1) << 4;
         let ops = Case::from_bytes(&bytes).ops.len();
         assert!(
