@@ -207,9 +207,16 @@ impl Db {
                 self.inner.check_writable()?;
                 #[cfg(test)]
                 self.inner.flush_locked_pause.pause();
-                if !self.inner.current.load().mem.is_empty() {
-                    self.inner.rotate_memtable(&mut w)?;
-                }
+                // A panic in the rotation (a bug) stops writes before the
+                // write lock is released, as in a write: no write goes
+                // into the half-rotated state it leaves
+                // (`rotate_panic_tests.rs`).
+                self.inner.stopping_writes_on_panic_in_writes("flush", || {
+                    if self.inner.current.load().mem.is_empty() {
+                        return Ok(());
+                    }
+                    self.inner.rotate_memtable(&mut w)
+                })?;
             }
             self.inner.flush_frozen_now()
         })

@@ -383,7 +383,9 @@ impl DbInner {
     /// work in between, which is harmless, since every change made visible
     /// is a whole install and what the panic cut short was never one: an
     /// install that panics, perhaps with its manifest already durable,
-    /// stops writes itself before its locks are released, `install.rs`.)
+    /// stops writes itself before its locks are released, `install.rs`,
+    /// and so does a memtable rotation, under the write lock, `write.rs`
+    /// and `Db::flush`.)
     pub(crate) fn stopping_writes_on_error<T>(
         &self,
         what: &'static str,
@@ -407,18 +409,38 @@ impl DbInner {
         })
     }
 
-    /// Runs `f`; if it panics (a bug), stops writes (`what`, cause
-    /// `StopCause::Panic`) and then goes on unwinding. Called where `f`'s
-    /// caller holds locks: the stop comes before they are released, so no
-    /// other thread works from what the panic left (`install.rs`,
-    /// `write.rs`).
-    pub(crate) fn stopping_writes_on_panic<T>(
+    /// Runs `f`, whose caller holds the write lock; if it panics (a bug),
+    /// stops writes (`what`, cause `StopCause::Panic`) and then goes on
+    /// unwinding. The stop comes before the write lock is released, so no
+    /// later write works from what the panic left (`write.rs`, and the
+    /// rotation in `Db::flush`).
+    pub(crate) fn stopping_writes_on_panic_in_writes<T>(
         &self,
         what: &'static str,
         f: impl FnOnce() -> T,
     ) -> T {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
             self.stop_writes(what, &Error::panicked(payload.as_ref()));
+            std::panic::resume_unwind(payload)
+        })
+    }
+
+    /// Runs `f`, whose caller holds locks above `write` in the lock order
+    /// (an install: the install lock, and the flush or compaction lock of
+    /// its job) and not `write` itself; if it panics (a bug), stops writes
+    /// (`what`, cause `StopCause::Panic`) before those locks are released,
+    /// so no other job works from what the panic left, and then goes on
+    /// unwinding. The stop is made under the write lock, as every stop
+    /// outside the write path is ([`Self::stop_writes_outside_writes`]):
+    /// never between a write's check and its rotation
+    /// (`stop_rotation_window_tests.rs`).
+    pub(crate) fn stopping_writes_on_panic<T>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce() -> T,
+    ) -> T {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+            self.stop_writes_outside_writes(what, &Error::panicked(payload.as_ref()));
             std::panic::resume_unwind(payload)
         })
     }

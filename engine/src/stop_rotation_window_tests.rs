@@ -7,6 +7,8 @@
 //! returned `WritesStopped` having created it). So a stop made outside
 //! the write path takes the write lock (`DbInner::stop_writes_outside_writes`):
 //! it lands before such a check or after the rotation, never in between.
+//! The same holds for an install that panics (a bug): its stop, made
+//! before the install lock is released, takes the write lock too.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use std::sync::Arc;
@@ -36,19 +38,28 @@ enum Holder {
     Flush,
 }
 
+/// How the held background flush fails.
+#[derive(Clone, Copy, Debug)]
+enum Failure {
+    /// Its first file operation fails.
+    Error,
+    /// Its install panics once its manifest is durable.
+    InstallPanic,
+}
+
 fn stopped(db: &Db) -> bool {
     db.inner.write_error.lock().is_some()
 }
 
-/// A background flush holding a frozen memtable fails while `holder` is
+/// A background flush holding a frozen memtable fails (`failure`) while `holder` is
 /// paused under the write lock, past its check, before its rotation.
 /// Either the stop becomes visible while the holder is paused (the holder
 /// must then create no file after it), or it waits for the write lock
 /// (the fixed engine; no pause point can say the stop is waiting, so the
 /// test waits up to 2 s for it): the rotation then comes before the stop,
 /// and nothing after the stop changes a file.
-fn run(holder: Holder, sync: SyncMode) {
-    let case = format!("{holder:?} {sync:?}");
+fn run(holder: Holder, failure: Failure, sync: SyncMode) {
+    let case = format!("{holder:?} {failure:?} {sync:?}");
     let dir = crate::scratch_dirs::scratch_dir();
     let fs = FaultFs::new();
     let db = Arc::new(Db::open_with_fs(dir.path(), options(sync), Arc::new(fs.clone())).unwrap());
@@ -75,8 +86,18 @@ fn run(holder: Holder, sync: SyncMode) {
     };
     held.recv().unwrap();
 
-    // The held background flush fails at its first file operation.
-    fs.fail_from_op(fs.ops());
+    match failure {
+        // The held background flush fails at its first file operation.
+        Failure::Error => fs.fail_from_op(fs.ops()),
+        Failure::InstallPanic => {
+            let armed = std::sync::atomic::AtomicBool::new(true);
+            db.inner.after_manifest_pause.set(Some(Arc::new(move || {
+                if armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    panic!("injected install panic");
+                }
+            })));
+        }
+    }
     resume_flush.send(()).unwrap();
     let mut visible = false;
     for _ in 0..2000 {
@@ -139,13 +160,27 @@ fn run(holder: Holder, sync: SyncMode) {
 #[test]
 fn a_background_stop_never_lands_between_a_writes_check_and_its_rotation() {
     for sync in [SyncMode::Always, SyncMode::Never] {
-        run(Holder::Write, sync);
+        run(Holder::Write, Failure::Error, sync);
     }
 }
 
 #[test]
 fn a_background_stop_never_lands_between_a_flushs_check_and_its_rotation() {
     for sync in [SyncMode::Always, SyncMode::Never] {
-        run(Holder::Flush, sync);
+        run(Holder::Flush, Failure::Error, sync);
+    }
+}
+
+#[test]
+fn an_install_panic_stop_never_lands_between_a_writes_check_and_its_rotation() {
+    for sync in [SyncMode::Always, SyncMode::Never] {
+        run(Holder::Write, Failure::InstallPanic, sync);
+    }
+}
+
+#[test]
+fn an_install_panic_stop_never_lands_between_a_flushs_check_and_its_rotation() {
+    for sync in [SyncMode::Always, SyncMode::Never] {
+        run(Holder::Flush, Failure::InstallPanic, sync);
     }
 }

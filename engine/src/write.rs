@@ -82,7 +82,7 @@ impl DbInner {
         // before the write lock is released, so no later write is given the
         // same numbers, which made the half batch visible and the WAL
         // unreadable at the next open (`write_panic_tests.rs`).
-        self.stopping_writes_on_panic("write", || {
+        self.stopping_writes_on_panic_in_writes("write", || {
             let payload = batch.encode(first);
             let Some(wal) = w.wal.as_mut() else {
                 return Err(Error::ReadOnly);
