@@ -140,3 +140,63 @@ fn only_wals_the_replay_reached_are_named() {
     assert_eq!(got.last, Some(2));
     assert_eq!(got.salvaged, vec![PathBuf::from("000001.wal")]);
 }
+
+/// The closing rewrite torn at any byte, not only between the flags and
+/// the checksum: the device kept the new bytes before byte `j` and the
+/// old ones from it, or the other way round. A tear inside the checksum
+/// field (the old flags, then a checksum of new and old bytes) holds
+/// neither whole half of the closed header, and the salvage reported no
+/// cut for the lost end (failed before for `j` in 21..24, new bytes
+/// last). Each such header is still the close's rewrite reaching the
+/// device, which comes only after the marker's fsync.
+#[test]
+fn a_closing_rewrite_torn_at_any_byte_reports_the_lost_end() {
+    let closed = header::encode_closed(SALT);
+    let records = body(SALT, 1..=5);
+    let intact = [&closed[..], &records[..]].concat();
+    let want = replay_logs(&logs(vec![intact]), PIT, SALTED, &MemTable::new(0)).unwrap();
+    assert!(want.cut.is_some());
+    let mut checked = 0;
+    for old in [header::encode(true, SALT), header::encode(false, SALT)] {
+        for j in 1..HEADER_LEN {
+            for range in [0..j, j..HEADER_LEN] {
+                let mut h = old.to_vec();
+                h[range.clone()].copy_from_slice(&closed[range.clone()]);
+                if header::decode(&h) != WalFormat::DamagedHeader {
+                    continue;
+                }
+                checked += 1;
+                let image = [&h[..], &records[..]].concat();
+                let got = replay_logs(&logs(vec![image]), PIT, SALTED, &MemTable::new(0)).unwrap();
+                assert_eq!(got.last, want.last, "{range:?} of {old:?}");
+                assert_eq!(
+                    got.cut, want.cut,
+                    "{range:?} of {old:?}: a lost end not reported"
+                );
+            }
+        }
+    }
+    assert!(checked >= 2 * 10, "only {checked} torn headers");
+}
+
+/// A rewrite that never says closed (an older WAL's seal, unsynced to
+/// synced) torn at any byte promises no marker: its end cut at a record
+/// boundary is no cut.
+#[test]
+fn a_sealing_rewrite_torn_at_any_byte_reports_no_lost_end() {
+    let old = header::encode(false, SALT);
+    let new = header::encode(true, SALT);
+    let records = body(SALT, 1..=4);
+    for j in 1..HEADER_LEN {
+        for range in [0..j, j..HEADER_LEN] {
+            let mut h = old.to_vec();
+            h[range.clone()].copy_from_slice(&new[range.clone()]);
+            if header::decode(&h) != WalFormat::DamagedHeader {
+                continue;
+            }
+            let image = [&h[..], &records[..]].concat();
+            let got = replay_logs(&logs(vec![image]), PIT, SALTED, &MemTable::new(0)).unwrap();
+            assert_eq!((got.last, got.cut), (Some(4), None), "{range:?}");
+        }
+    }
+}

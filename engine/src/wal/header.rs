@@ -277,12 +277,37 @@ pub(crate) fn header_only(bytes: &[u8]) -> bool {
 /// written only after the marker's fsync (`seal.rs`), so such a WAL ended
 /// in a marker whichever half survived, and a point-in-time replay that
 /// finds no marker at its end reports the end lost, as under the intact
-/// header (`wal::salvaged_records`). A bit flip making a synced header's
-/// flags read closed claims it too: at worst a lost end reported where
-/// no write was lost, never a write dropped or added.
+/// header (`wal::salvaged_records`). A tear at any byte counts too: a
+/// header whose every byte is the old (open, synced or not) header's or
+/// the closed one's, and at least one byte only the closed one's (a
+/// checksum of new and old bytes under the old flags holds neither whole
+/// half). A bit flip making a synced header's flags read closed claims
+/// it too: at worst a lost end reported where no write was lost, never a
+/// write dropped or added.
 pub(crate) fn torn_from_closed(bytes: &[u8], salt: u64) -> bool {
     let closed = encode_closed(salt);
-    bytes.get(10..12) == Some(&closed[10..12]) || bytes.get(20..24) == Some(&closed[20..24])
+    let half =
+        bytes.get(10..12) == Some(&closed[10..12]) || bytes.get(20..24) == Some(&closed[20..24]);
+    half || bytes.get(..HEADER_LEN).is_some_and(|h| {
+        [encode(true, salt), encode(false, salt)]
+            .iter()
+            .any(|old| byte_tear_between(h, old, &closed))
+    })
+}
+
+/// Whether each byte of `h` is `old`'s or `new`'s at its place, and some
+/// byte is only `new`'s: what a rewrite of `old` to `new` torn at byte
+/// granularity leaves.
+fn byte_tear_between(h: &[u8], old: &[u8; HEADER_LEN], new: &[u8; HEADER_LEN]) -> bool {
+    let mixed = h
+        .iter()
+        .zip(old.iter().zip(new))
+        .all(|(b, (o, n))| b == o || b == n);
+    let reached = h
+        .iter()
+        .zip(old.iter().zip(new))
+        .any(|(b, (o, n))| b == n && b != o);
+    mixed && reached
 }
 
 /// The length of the intact header `bytes` begin with (0 if none).
