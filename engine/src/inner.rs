@@ -488,6 +488,11 @@ impl DbInner {
             imm: Vec::new(),
             version: Arc::new(Version::new(self.options.num_levels)),
         });
+        // Nor does the block cache hold the store's blocks in memory until
+        // the last `Snapshot` or `DbIter` drops (`closed_cache_tests.rs`).
+        // An iterator's `next` that checked `closed` just before it was
+        // set may cache the one block it reads after this.
+        self.tables.cache().clear();
         self.dir_lock.lock().take();
         result.and_then(|()| self.unsealed_by_stopped_writes())
     }

@@ -32,6 +32,8 @@ mod background_panic_tests;
 mod batch;
 #[cfg(test)]
 mod budget_test_shapes;
+#[cfg(test)]
+mod closed_cache_tests;
 mod compaction;
 mod counters;
 mod cursor;

@@ -55,6 +55,11 @@ impl BlockCache {
         self.capacity
     }
 
+    /// Drops every block (called when the store closes).
+    pub fn clear(&self) {
+        self.cache.clear();
+    }
+
     /// Drops every block of `table_id` (called when a table is deleted).
     pub fn evict_table(&self, table_id: u64) {
         self.cache.retain(|&(id, _), _| id != table_id);
