@@ -379,7 +379,8 @@ impl DbInner {
     /// writes (as a failed background job does), and is returned. A panic
     /// in `f` (a bug) stops writes too, then goes on unwinding, so a caller
     /// that catches it finds writes stopped. (Locks `f` held are released
-    /// as it unwinds, a moment before the stop: another thread may start
+    /// as it unwinds, a moment before the stop, which then waits for the
+    /// write lock if a write holds it: another thread may start
     /// work in between, which is harmless, since every change made visible
     /// is a whole install and what the panic cut short was never one: an
     /// install that panics, perhaps with its manifest already durable,

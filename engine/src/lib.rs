@@ -115,6 +115,8 @@ mod stop_flush_window_tests;
 #[cfg(test)]
 mod stop_inflight_tests;
 #[cfg(test)]
+mod stop_lock_order_tests;
+#[cfg(test)]
 mod stop_rotation_window_tests;
 #[cfg(test)]
 mod store_files;
