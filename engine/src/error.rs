@@ -122,12 +122,12 @@ pub enum Error {
     /// The store was closed.
     #[error("the store is closed")]
     Closed,
-    /// A flush, compaction or filter rebuild panicked (a bug in bloomlsm:
-    /// please report it). Writes stop, as after any failure; reads and the
-    /// close go on.
-    #[error(
-        "a flush, compaction or filter rebuild panicked (a bug in bloomlsm: please report it): {0}"
-    )]
+    /// Work of the store panicked: a write, a memtable rotation, a flush,
+    /// compaction or filter rebuild, or their install (a bug in bloomlsm:
+    /// please report it). Writes stop, as after any failure; reads and
+    /// the close go on. [`WriteStop::operation`](crate::WriteStop::operation) names
+    /// the work.
+    #[error("bloomlsm panicked (a bug in bloomlsm: please report it): {0}")]
     Panicked(String),
     /// A change would have broken an invariant the read path relies on;
     /// it was refused (a bug in bloomlsm: please report it).

@@ -39,7 +39,8 @@ pub enum StopCause {
     /// failed, but the fork holds no lock on the store, so it may not
     /// write.
     ForkedCopy,
-    /// A flush, compaction or filter rebuild panicked: a bug in
+    /// Work of the store panicked (a write, a rotation, a flush,
+    /// compaction or filter rebuild, or their install): a bug in
     /// bloomlsm (please report it, with the message).
     Panic,
     /// Anything else (file numbers or sequence numbers exhausted, an
