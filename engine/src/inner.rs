@@ -491,9 +491,10 @@ impl DbInner {
         });
         // Nor does the block cache hold the store's blocks in memory until
         // the last `Snapshot` or `DbIter` drops (`closed_cache_tests.rs`).
-        // An iterator's `next` that checked `closed` just before it was
-        // set may cache the one block it reads after this.
-        self.tables.cache().clear();
+        // A read that checked `closed` just before it was set reads on
+        // (a scan seeks every level, an iterator's `next` may skip many
+        // blocks of deletes): the closed cache takes none of its blocks.
+        self.tables.cache().close();
         self.dir_lock.lock().take();
         result.and_then(|()| self.unsealed_by_stopped_writes())
     }
