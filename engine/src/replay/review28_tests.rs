@@ -200,3 +200,42 @@ fn a_sealing_rewrite_torn_at_any_byte_reports_no_lost_end() {
         }
     }
 }
+
+/// What claims "closed" besides a closing rewrite (review rev29b): no
+/// torn unsynced-to-synced seal rewrite, for any salt, and of the one-bit
+/// flips of an open header outside its salt (a flipped salt bit replays
+/// nothing; a flipped magic bit matches neither header) exactly two, both of a synced header: its flags read closed
+/// (bit 81), or its checksum's last byte the closed one's (bit 186, a
+/// byte tear's match). CRC-32 is affine, so which bytes of the open and
+/// closed headers' checksums agree is the same for every salt; such a
+/// claim costs a reported lost end of 0 bytes where none was lost, never
+/// a write (`Closed` changes only the newest WAL's cut at a point in
+/// time, `replay_logs`).
+#[test]
+fn only_a_closing_rewrite_or_two_bit_flips_claim_closed_for_any_salt() {
+    for s in 0..256u64 {
+        let salt = s.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ SALT;
+        let (unsynced, synced) = (header::encode(false, salt), header::encode(true, salt));
+        for j in 1..HEADER_LEN {
+            for range in [0..j, j..HEADER_LEN] {
+                let mut h = unsynced.to_vec();
+                h[range.clone()].copy_from_slice(&synced[range.clone()]);
+                assert!(
+                    !header::torn_from_closed(&h, salt),
+                    "salt {salt:#x}, {range:?}"
+                );
+            }
+        }
+        let mut claims = Vec::new();
+        for good in [unsynced, synced] {
+            for bit in (0..96).chain(160..HEADER_LEN * 8) {
+                let mut h = good.to_vec();
+                h[bit / 8] ^= 1 << (bit % 8);
+                if header::torn_from_closed(&h, salt) {
+                    claims.push((good == synced, bit));
+                }
+            }
+        }
+        assert_eq!(claims, [(true, 81), (true, 186)], "salt {salt:#x}");
+    }
+}

@@ -282,8 +282,12 @@ pub(crate) fn header_only(bytes: &[u8]) -> bool {
 /// the closed one's, and at least one byte only the closed one's (a
 /// checksum of new and old bytes under the old flags holds neither whole
 /// half). A bit flip making a synced header's flags read closed claims
-/// it too: at worst a lost end reported where no write was lost, never a
-/// write dropped or added.
+/// it too, and so does the one making its checksum's last byte the
+/// closed header's (bit 2 of byte 23, for every salt: CRC-32 is affine,
+/// so where the two checksums agree does not depend on the salt; no torn
+/// unsynced-to-synced seal claims it, `replay/review28_tests.rs`): at
+/// worst a lost end reported where no write was lost, never a write
+/// dropped or added (`Closed` changes only the newest WAL's cut).
 pub(crate) fn torn_from_closed(bytes: &[u8], salt: u64) -> bool {
     let closed = encode_closed(salt);
     let half =
