@@ -9,7 +9,8 @@
 //! seconds in a debug build); failing inputs are kept in
 //! `engine/tests/engine_suite/db_model.proptest-regressions` and replayed first.
 //! `BLOOMLSM_DB_MODEL_INPUT=FILE` replays one fuzz input (an artifact of
-//! `cargo fuzz run db_model`) and prints the case it decodes to.
+//! `cargo fuzz run db_model`; a relative path starts in `engine/`) and
+//! prints the case it decodes to.
 #![allow(clippy::unwrap_used)] // In tests a panic is the failure report.
 
 use crate::common;
@@ -53,7 +54,11 @@ fn replay_input_file() {
     let Some(path) = std::env::var_os("BLOOMLSM_DB_MODEL_INPUT") else {
         return;
     };
-    let bytes = std::fs::read(&path).unwrap();
+    // cargo runs the test in `engine/`: a relative path starts there.
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| {
+        let shown = std::path::Path::new(&path).display().to_string();
+        panic!("BLOOMLSM_DB_MODEL_INPUT={shown} (relative to engine/): {e}")
+    });
     let started = std::time::Instant::now();
     eprintln!("{:?}", Case::from_bytes(&bytes));
     let figures = run_bytes(&bytes).unwrap_or_else(|e| panic!("{e}"));
