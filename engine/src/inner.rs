@@ -420,10 +420,7 @@ impl DbInner {
         what: &'static str,
         f: impl FnOnce() -> T,
     ) -> T {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
-            self.stop_writes(what, &Error::panicked(payload.as_ref()));
-            std::panic::resume_unwind(payload)
-        })
+        stopping_on_panic(f, |e| self.stop_writes(what, e))
     }
 
     /// Runs `f`, whose caller holds locks above `write` in the lock order
@@ -440,10 +437,7 @@ impl DbInner {
         what: &'static str,
         f: impl FnOnce() -> T,
     ) -> T {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
-            self.stop_writes_outside_writes(what, &Error::panicked(payload.as_ref()));
-            std::panic::resume_unwind(payload)
-        })
+        stopping_on_panic(f, |e| self.stop_writes_outside_writes(what, e))
     }
 
     /// Whether a clean close may seal the live WALs (`wal/seal.rs`): the
@@ -511,4 +505,13 @@ impl DbInner {
         }
         self.check_writes_not_stopped()
     }
+}
+
+/// Runs `f`; if it panics, calls `stop` with the panic as an error, then
+/// goes on unwinding (the two `stopping_writes_on_panic` guards).
+fn stopping_on_panic<T>(f: impl FnOnce() -> T, stop: impl FnOnce(&Error)) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        stop(&Error::panicked(payload.as_ref()));
+        std::panic::resume_unwind(payload)
+    })
 }

@@ -303,15 +303,12 @@ pub(crate) fn torn_from_closed(bytes: &[u8], salt: u64) -> bool {
 /// byte is only `new`'s: what a rewrite of `old` to `new` torn at byte
 /// granularity leaves.
 fn byte_tear_between(h: &[u8], old: &[u8; HEADER_LEN], new: &[u8; HEADER_LEN]) -> bool {
-    let mixed = h
-        .iter()
-        .zip(old.iter().zip(new))
-        .all(|(b, (o, n))| b == o || b == n);
-    let reached = h
-        .iter()
-        .zip(old.iter().zip(new))
-        .any(|(b, (o, n))| b == n && b != o);
-    mixed && reached
+    // Every byte one of the two's, and not `old` whole: some byte is
+    // then only `new`'s.
+    h != old
+        && h.iter()
+            .zip(old.iter().zip(new))
+            .all(|(b, (o, n))| b == o || b == n)
 }
 
 /// The length of the intact header `bytes` begin with (0 if none).
